@@ -1,0 +1,36 @@
+# deepum: the two commands of the README, and a few helpers.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all setup configure build test demo profiles format tidy clean
+
+all: build
+
+setup:
+	@bash tools/setup.sh
+
+configure: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@bash bench/demo.sh $(BUILD)
+
+# Regenerates the shipped real-model profiles in tests/data (slow: real compute on the CPU).
+profiles: setup
+	@cd python && python3 -m deepum_trace.ship --out ../tests/data
+
+format:
+	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+tidy: build
+	@git ls-files '*.cpp' | grep -v '^tests/' | xargs clang-tidy -p $(BUILD) --quiet
+
+clean:
+	@rm -rf $(BUILD)

@@ -1,0 +1,47 @@
+# Compiler settings shared by every deepum target.
+add_library(deepum_warnings INTERFACE)
+target_compile_options(deepum_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wimplicit-fallthrough
+  # llvm::Error and Expected are [[nodiscard]]; LLVM 14 does not abort on an unchecked one.
+  -Werror=unused-result)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # GCC 12 reports false maybe-uninitialized warnings inside LLVM 14's
+  # FormatProviders.h and protobuf's inline code at -O2.
+  target_compile_options(deepum_warnings INTERFACE -Wno-maybe-uninitialized)
+endif()
+if(DEEPUM_WERROR)
+  target_compile_options(deepum_warnings INTERFACE -Werror)
+endif()
+
+# deepum_add_library(NAME SOURCES... [DEPS targets...])
+function(deepum_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC
+    $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>)
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE deepum_warnings ${ARG_PRIVATE_DEPS})
+endfunction()
+
+# deepum_add_tool(NAME SOURCES... DEPS targets...)
+function(deepum_add_tool name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE deepum_warnings deepum_llvm ${ARG_DEPS})
+  install(TARGETS ${name} RUNTIME DESTINATION bin)
+endfunction()
+
+# deepum_add_test(NAME SOURCES... DEPS targets... [LABELS labels...])
+# One gtest binary; each test case becomes a ctest test.
+function(deepum_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE deepum_warnings deepum_test_support ${ARG_DEPS}
+                                        GTest::gtest GTest::gtest_main GTest::gmock)
+  include(GoogleTest)
+  set(labels unit ${ARG_LABELS})
+  gtest_discover_tests(${name}
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    PROPERTIES LABELS "${labels}"
+               ENVIRONMENT "DEEPUM_SOURCE_DIR=${PROJECT_SOURCE_DIR};DEEPUM_BINARY_DIR=${PROJECT_BINARY_DIR}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,263 @@
+//===- Validate.cpp - Semantic checks of profiles and plans -----------------===//
+//
+// Protobuf accepts any bytes that happen to parse; these checks reject what a
+// planner, simulator or executor could not trust. Each message names one
+// record and one problem.
+//
+//===----------------------------------------------------------------------===//
+#include "deepum/format/Format.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/Twine.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+using namespace llvm;
+using namespace deepum::v1;
+
+namespace deepum::format {
+namespace {
+
+Error invalid(const Twine &Msg) { return createStringError(inconvertibleErrorCode(), Msg); }
+
+bool isPowerOfTwo(uint64_t V) { return V != 0 && (V & (V - 1)) == 0; }
+
+/// No two allocations may occupy the same bytes while both are live.
+Error checkNoLiveOverlap(const Profile &P) {
+  struct Event {
+    uint64_t Time;
+    bool IsFree; // frees sort before allocations at the same time
+    int Index;
+  };
+  std::vector<Event> Events;
+  Events.reserve(P.allocations_size() * 2);
+  for (int I = 0; I < P.allocations_size(); ++I) {
+    const Allocation &A = P.allocations(I);
+    Events.push_back({A.alloc_time_ns(), false, I});
+    if (A.freed())
+      Events.push_back({A.free_time_ns(), true, I});
+  }
+  std::sort(Events.begin(), Events.end(), [](const Event &L, const Event &R) {
+    if (L.Time != R.Time)
+      return L.Time < R.Time;
+    if (L.IsFree != R.IsFree)
+      return L.IsFree;
+    return L.Index < R.Index;
+  });
+  std::map<uint64_t, int> Live; // address -> allocation index
+  for (const Event &E : Events) {
+    const Allocation &A = P.allocations(E.Index);
+    if (E.IsFree) {
+      Live.erase(A.address());
+      continue;
+    }
+    uint64_t Begin = A.address(), End = A.address() + A.size_bytes();
+    auto Next = Live.lower_bound(Begin);
+    if (Next != Live.end() && Next->first < End)
+      return invalid("allocation " + Twine(A.id()) + " overlaps live allocation " +
+                     Twine(P.allocations(Next->second).id()));
+    if (Next != Live.begin()) {
+      const Allocation &Prev = P.allocations(std::prev(Next)->second);
+      if (Prev.address() + Prev.size_bytes() > Begin)
+        return invalid("allocation " + Twine(A.id()) + " overlaps live allocation " +
+                       Twine(Prev.id()));
+    }
+    Live[Begin] = E.Index;
+  }
+  return Error::success();
+}
+
+} // namespace
+
+Error validateProfile(const Profile &P) {
+  if (P.format_version() == 0)
+    return invalid("missing format_version: not a deepum profile");
+  if (P.format_version() != kProfileFormatVersion)
+    return invalid("unsupported profile format version " + Twine(P.format_version()) +
+                   " (this build reads version " + Twine(kProfileFormatVersion) + ")");
+  uint64_t BlockBytes = P.um_block_bytes();
+  if (!isPowerOfTwo(BlockBytes) || BlockBytes < kUmPageBytes)
+    return invalid("um_block_bytes " + Twine(BlockBytes) +
+                   " is not a power of two of at least 64 KiB");
+
+  DenseMap<uint64_t, int> AllocIndex;
+  for (int I = 0; I < P.allocations_size(); ++I) {
+    const Allocation &A = P.allocations(I);
+    if (!AllocIndex.try_emplace(A.id(), I).second)
+      return invalid("allocation id " + Twine(A.id()) + " appears twice");
+    if (A.size_bytes() == 0)
+      return invalid("allocation " + Twine(A.id()) + " has size 0");
+    if (A.address() + A.size_bytes() < A.address())
+      return invalid("allocation " + Twine(A.id()) + " wraps around the address space");
+    if (A.freed() && A.free_time_ns() < A.alloc_time_ns())
+      return invalid("allocation " + Twine(A.id()) + " is freed at " + Twine(A.free_time_ns()) +
+                     " ns, before its allocation at " + Twine(A.alloc_time_ns()) + " ns");
+  }
+  if (Error E = checkNoLiveOverlap(P))
+    return E;
+
+  // Address ranges covered by any allocation, merged, to check block accesses.
+  std::vector<std::pair<uint64_t, uint64_t>> Ranges;
+  Ranges.reserve(P.allocations_size());
+  for (const Allocation &A : P.allocations())
+    Ranges.emplace_back(A.address(), A.address() + A.size_bytes());
+  std::sort(Ranges.begin(), Ranges.end());
+  std::vector<std::pair<uint64_t, uint64_t>> Merged;
+  for (auto R : Ranges) {
+    if (!Merged.empty() && R.first <= Merged.back().second)
+      Merged.back().second = std::max(Merged.back().second, R.second);
+    else
+      Merged.push_back(R);
+  }
+  auto InsideSomeAllocation = [&](uint64_t Begin, uint64_t End) {
+    auto It = std::upper_bound(Merged.begin(), Merged.end(), std::make_pair(Begin, UINT64_MAX));
+    if (It != Merged.begin() && std::prev(It)->second > Begin)
+      return true;
+    return It != Merged.end() && It->first < End;
+  };
+
+  for (int K = 0; K < P.kernels_size(); ++K) {
+    const Kernel &Kn = P.kernels(K);
+    if (Kn.end_ns() < Kn.start_ns())
+      return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") ends before it starts");
+    uint64_t PrevBlock = 0;
+    for (int B = 0; B < Kn.blocks_size(); ++B) {
+      uint64_t Block = Kn.blocks(B).block();
+      if (B > 0 && Block <= PrevBlock)
+        return invalid("kernel " + Twine(K) + " (" + Kn.name() +
+                       "): block accesses are not strictly ascending");
+      PrevBlock = Block;
+      if (Block > UINT64_MAX / BlockBytes)
+        return invalid("kernel " + Twine(K) + " (" + Kn.name() + "): block " + Twine(Block) +
+                       " is outside the address space");
+      if (!InsideSomeAllocation(Block * BlockBytes, (Block + 1) * BlockBytes))
+        return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") accesses UM block " +
+                       Twine(Block) + " outside every allocation");
+    }
+    for (const TensorAccess &T : Kn.tensors()) {
+      auto It = AllocIndex.find(T.allocation_id());
+      if (It == AllocIndex.end())
+        return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") accesses allocation " +
+                       Twine(T.allocation_id()) + ", which does not exist");
+      uint64_t Size = P.allocations(It->second).size_bytes();
+      if (T.bytes() == 0 || T.offset() > Size || T.bytes() > Size - T.offset())
+        return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") accesses bytes [" +
+                       Twine(T.offset()) + ", " + Twine(T.offset() + T.bytes()) +
+                       ") of allocation " + Twine(T.allocation_id()) + " of size " + Twine(Size));
+    }
+  }
+
+  uint64_t NextKernel = 0;
+  for (int I = 0; I < P.iterations_size(); ++I) {
+    const Iteration &It = P.iterations(I);
+    if (It.kernel_count() == 0)
+      return invalid("iteration " + Twine(I) + " has no kernels");
+    if (It.first_kernel() < NextKernel)
+      return invalid("iteration " + Twine(I) + " overlaps the previous iteration");
+    if (uint64_t(It.first_kernel()) + It.kernel_count() > uint64_t(P.kernels_size()))
+      return invalid("iteration " + Twine(I) + " covers kernels beyond the last kernel");
+    if (It.end_ns() < It.start_ns())
+      return invalid("iteration " + Twine(I) + " ends before it starts");
+    NextKernel = uint64_t(It.first_kernel()) + It.kernel_count();
+  }
+
+  for (int I = 0; I < P.faults_size(); ++I) {
+    int64_t K = P.faults(I).kernel_index();
+    if (K < -1 || K >= P.kernels_size())
+      return invalid("fault " + Twine(I) + " is attributed to kernel " + Twine(K) +
+                     ", which does not exist");
+  }
+  for (int I = 0; I < P.migrations_size(); ++I) {
+    const Migration &M = P.migrations(I);
+    if (M.bytes() == 0)
+      return invalid("migration " + Twine(I) + " moves 0 bytes");
+    if (M.end_ns() < M.start_ns())
+      return invalid("migration " + Twine(I) + " ends before it starts");
+    if (M.direction() == MIGRATION_DIRECTION_UNSPECIFIED)
+      return invalid("migration " + Twine(I) + " has no direction");
+  }
+  return Error::success();
+}
+
+Error validatePlan(const Plan &P) {
+  if (P.format_version() == 0)
+    return invalid("missing format_version: not a deepum plan");
+  if (P.format_version() != kPlanFormatVersion)
+    return invalid("unsupported plan format version " + Twine(P.format_version()) +
+                   " (this build reads version " + Twine(kPlanFormatVersion) + ")");
+  if (!P.has_metadata())
+    return invalid("plan has no metadata");
+  const PlanMetadata &Meta = P.metadata();
+  if (!isPowerOfTwo(Meta.um_block_bytes()) || Meta.um_block_bytes() < kUmPageBytes)
+    return invalid("um_block_bytes " + Twine(Meta.um_block_bytes()) +
+                   " is not a power of two of at least 64 KiB");
+  uint64_t Positions = P.position_ids_size();
+
+  DenseSet<uint64_t> Ids;
+  for (const ExecutionIdEntry &E : P.execution_ids()) {
+    if (!Ids.insert(E.execution_id()).second)
+      return invalid("execution id " + Twine::utohexstr(E.execution_id()) + " appears twice");
+    for (uint32_t Pos : E.positions())
+      if (Pos >= Positions)
+        return invalid("execution id " + Twine::utohexstr(E.execution_id()) +
+                       " names position " + Twine(Pos) + " of an iteration of " +
+                       Twine(Positions) + " launches");
+  }
+  for (const ExecutionIdEntry &E : P.execution_ids())
+    for (const Successor &S : E.successors())
+      if (!Ids.contains(S.execution_id()))
+        return invalid("execution id " + Twine::utohexstr(E.execution_id()) +
+                       " has an unknown successor " + Twine::utohexstr(S.execution_id()));
+  for (uint64_t Id : P.position_ids())
+    if (!Ids.contains(Id))
+      return invalid("position sequence names unknown execution id " + Twine::utohexstr(Id));
+  for (const BlockChain &C : P.block_chains()) {
+    if (!Ids.contains(C.execution_id()))
+      return invalid("block chain for unknown execution id " + Twine::utohexstr(C.execution_id()));
+    if (C.position() >= Positions)
+      return invalid("block chain at position " + Twine(C.position()) + " beyond the iteration");
+  }
+
+  uint64_t Arena = P.layout().arena_bytes();
+  uint32_t PrevPos = 0;
+  for (int I = 0; I < P.actions_size(); ++I) {
+    const Action &A = P.actions(I);
+    if (A.kind() == ACTION_KIND_UNSPECIFIED)
+      return invalid("action " + Twine(I) + " has no kind");
+    if (A.position() >= Positions || A.due_position() >= Positions)
+      return invalid("action " + Twine(I) + " names a position beyond the iteration's " +
+                     Twine(Positions) + " launches");
+    if (A.position() < PrevPos)
+      return invalid("actions are not sorted by position (action " + Twine(I) + ")");
+    PrevPos = A.position();
+    if (A.kind() == ACTION_KIND_ADVISE && A.advice() == ADVICE_UNSPECIFIED)
+      return invalid("action " + Twine(I) + " advises nothing");
+    if (A.ranges_size() == 0)
+      return invalid("action " + Twine(I) + " has no ranges");
+    for (const ArenaRange &R : A.ranges()) {
+      if (R.bytes() == 0)
+        return invalid("action " + Twine(I) + " has an empty range");
+      if (Arena != 0 && (R.offset() > Arena || R.bytes() > Arena - R.offset()))
+        return invalid("action " + Twine(I) + " range [" + Twine(R.offset()) + ", +" +
+                       Twine(R.bytes()) + ") lies outside the arena of " + Twine(Arena) +
+                       " bytes");
+    }
+  }
+
+  DenseSet<uint32_t> Seqs;
+  for (const Placement &Pl : P.layout().placements()) {
+    if (!Seqs.insert(Pl.sequence()).second)
+      return invalid("placement for allocation " + Twine(Pl.sequence()) + " appears twice");
+    if (Pl.size_bytes() == 0)
+      return invalid("placement for allocation " + Twine(Pl.sequence()) + " has size 0");
+    if (Pl.offset() > Arena || Pl.size_bytes() > Arena - Pl.offset())
+      return invalid("placement for allocation " + Twine(Pl.sequence()) +
+                     " lies outside the arena of " + Twine(Arena) + " bytes");
+  }
+  return Error::success();
+}
+
+} // namespace deepum::format

@@ -1,0 +1,79 @@
+//===- SummaryTest.cpp - Summaries computed by hand -------------------------===//
+#include "TestSupport.h"
+
+#include "deepum/format/Summary.h"
+
+#include "gtest/gtest.h"
+
+using namespace deepum;
+using namespace deepum::test;
+
+namespace {
+
+TEST(Summary, HandComputedProfile) {
+  ProfileBuilder B;
+  // Parameter: 3 MiB -> 2 blocks; activations 1 MiB each, the second reusing nothing.
+  uint64_t W = B.allocate(3 << 20, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t X = B.allocate(1 << 20, 0, 2500);
+  uint64_t Y = B.allocate(1 << 20, 1000, 3000);
+  B.kernel("gemm", 1000, {{W, v1::ACCESS_MODE_READ}, {X, v1::ACCESS_MODE_WRITE}});
+  B.kernel("relu", 1000, {{X, v1::ACCESS_MODE_READ}, {Y, v1::ACCESS_MODE_WRITE}});
+  B.kernel("gemm", 1000, {{W, v1::ACCESS_MODE_READ}, {Y, v1::ACCESS_MODE_READ}});
+  B.iteration(0, 3);
+  v1::Profile P = B.build();
+  auto *M = P.add_migrations();
+  M->set_direction(v1::MIGRATION_DIRECTION_HOST_TO_DEVICE);
+  M->set_cause(v1::MIGRATION_CAUSE_COHERENCE);
+  M->set_bytes(65536);
+  *P.add_migrations() = *M;
+
+  format::ProfileSummary S = format::summarize(P);
+  EXPECT_EQ(S.Kernels, 3u);
+  EXPECT_EQ(S.KernelsPerIteration, 3u);
+  EXPECT_EQ(S.Iterations, 1u);
+  EXPECT_EQ(S.DistinctSignatures, 2u);
+  EXPECT_EQ(S.Allocations, 3u);
+  // Blocks: W has 2, X 1, Y 1 -> 4 blocks of 2 MiB.
+  EXPECT_EQ(S.FootprintBytes, 4u * (2u << 20));
+  // Live: W + X from t=0, Y joins at t=1000 -> 5 MiB peak.
+  EXPECT_EQ(S.PeakLiveBytes, 5u << 20);
+  EXPECT_EQ(S.PersistentBytes, 3u << 20);
+  EXPECT_EQ(S.BytesByRole["parameter"], 3u << 20);
+  EXPECT_EQ(S.BytesByRole["activation"], 2u << 20);
+  EXPECT_EQ(S.BlockAccesses, 2u + 1u + 1u + 1u + 2u + 1u);
+  EXPECT_EQ(S.Migrations["htod"]["coherence"].Count, 2u);
+  EXPECT_EQ(S.Migrations["htod"]["coherence"].Bytes, 131072u);
+  EXPECT_DOUBLE_EQ(S.IterationNs, 3000.0);
+
+  llvm::json::Value J = format::toJson(S);
+  const llvm::json::Object *O = J.getAsObject();
+  ASSERT_NE(O, nullptr);
+  EXPECT_EQ(O->get("peak_live_bytes")->getAsUINT64(), llvm::Optional<uint64_t>(uint64_t{5} << 20));
+  EXPECT_EQ(O->getString("kind"), llvm::Optional<llvm::StringRef>("profile"));
+}
+
+TEST(Summary, PeakTreatsSimultaneousFreeBeforeAllocation) {
+  ProfileBuilder B;
+  B.allocate(1 << 20, 0, 1000);
+  B.allocate(1 << 20, 1000, 2000);
+  EXPECT_EQ(format::summarize(B.build()).PeakLiveBytes, 1u << 20);
+}
+
+TEST(Summary, PlanActionsByKind) {
+  v1::Plan P;
+  P.mutable_metadata()->set_strategy(v1::PLAN_STRATEGY_PREFETCH);
+  for (auto Kind : {v1::ACTION_KIND_PREFETCH, v1::ACTION_KIND_PREFETCH, v1::ACTION_KIND_DISCARD}) {
+    auto *A = P.add_actions();
+    A->set_kind(Kind);
+    auto *R = A->add_ranges();
+    R->set_bytes(2 << 20);
+    *A->add_ranges() = *R;
+  }
+  format::PlanSummary S = format::summarize(P);
+  EXPECT_EQ(S.Actions["prefetch"].Count, 2u);
+  EXPECT_EQ(S.Actions["prefetch"].Bytes, 8u << 20);
+  EXPECT_EQ(S.Actions["discard"].Bytes, 4u << 20);
+  EXPECT_EQ(S.Strategy, "prefetch");
+}
+
+} // namespace

@@ -1,0 +1,74 @@
+//===- Inspect.cpp - Summaries, timelines and conversions of deepum files ---===//
+#include "deepum/tools/Inspect.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/format/Perfetto.h"
+#include "deepum/format/Summary.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace deepum::tools {
+
+static Error usageError(const Twine &Msg) {
+  return createStringError(inconvertibleErrorCode(), Msg);
+}
+
+Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
+  if (!Opts.Dump.empty() && Opts.Dump != "json" && Opts.Dump != "text")
+    return usageError("--dump must be 'json' or 'text', not '" + Opts.Dump + "'");
+  auto Bytes = format::readFileBytes(Opts.Input);
+  if (!Bytes)
+    return Bytes.takeError();
+  auto Kind = format::detectFileKind(Opts.Input, *Bytes);
+  if (!Kind)
+    return Kind.takeError();
+  format::Encoding Enc = format::encodingForPath(Opts.Input);
+
+  if (*Kind == format::FileKind::Profile) {
+    auto P = format::parseProfile(*Bytes, Opts.Input, Enc);
+    if (!P)
+      return P.takeError();
+    if (!Opts.PerfettoOut.empty()) {
+      format::TraceWriter W;
+      format::addProfileTimeline(W, *P);
+      if (Error E = W.write(Opts.PerfettoOut))
+        return E;
+    }
+    if (!Opts.ConvertOut.empty())
+      if (Error E = format::writeProfile(*P, Opts.ConvertOut))
+        return E;
+    if (!Opts.Dump.empty()) {
+      OS << (Opts.Dump == "json" ? format::toJson(*P) : format::toText(*P)) << "\n";
+      return Error::success();
+    }
+    format::ProfileSummary S = format::summarize(*P);
+    if (Opts.Json)
+      OS << formatv("{0:2}", format::toJson(S)) << "\n";
+    else
+      format::print(OS, S);
+    return Error::success();
+  }
+
+  if (!Opts.PerfettoOut.empty())
+    return usageError(Opts.Input + ": --perfetto needs a profile; this is a plan");
+  auto P = format::parsePlan(*Bytes, Opts.Input, Enc);
+  if (!P)
+    return P.takeError();
+  if (!Opts.ConvertOut.empty())
+    if (Error E = format::writePlan(*P, Opts.ConvertOut))
+      return E;
+  if (!Opts.Dump.empty()) {
+    OS << (Opts.Dump == "json" ? format::toJson(*P) : format::toText(*P)) << "\n";
+    return Error::success();
+  }
+  format::PlanSummary S = format::summarize(*P);
+  if (Opts.Json)
+    OS << formatv("{0:2}", format::toJson(S)) << "\n";
+  else
+    format::print(OS, S);
+  return Error::success();
+}
+
+} // namespace deepum::tools

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages deepum builds and tests with, when missing.
+# The CUDA toolkit (nvcc, CUPTI) is a prerequisite: checked here, not installed.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ make
+  protobuf-compiler libprotobuf-dev zlib1g-dev
+  llvm-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-protobuf python3-torch python3-torchvision python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then sudo="sudo"; else
+      echo "setup: missing packages ${missing[*]} and not root; install them with apt-get" >&2
+      exit 1
+    fi
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cuda_root="${CUDAToolkit_ROOT:-/usr/local/cuda}"
+if [[ ! -e "$cuda_root/include/cupti.h" && ! -e "$cuda_root/extras/CUPTI/include/cupti.h" ]]; then
+  echo "setup: the CUDA toolkit with CUPTI was not found at $cuda_root;" \
+       "install it or set CUDAToolkit_ROOT" >&2
+  exit 1
+fi

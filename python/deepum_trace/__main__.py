@@ -1,0 +1,116 @@
+"""Command line: trace a model's training step and write a deepum profile.
+
+    cd python && /usr/bin/python3 -m deepum_trace --model resnet50 --batch 128 --out resnet50.profile.pb.gz
+"""
+
+import argparse
+import os
+import sys
+import time
+
+from . import build, devices, models, pb
+from .pipeline import trace_workload
+
+
+class Progress:
+    def __init__(self, quiet=False):
+        self.quiet = quiet
+        self.start = time.monotonic()
+
+    def __call__(self, message):
+        if not self.quiet:
+            print(f"[deepum-trace {time.monotonic() - self.start:6.1f}s] {message}",
+                  file=sys.stderr, flush=True)
+
+
+def parse_batches(text):
+    try:
+        b1, b2 = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected two batch sizes, e.g. 2,4")
+    if not 0 < b1 < b2:
+        raise argparse.ArgumentTypeError("trace batches must be positive and increasing")
+    return b1, b2
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="python3 -m deepum_trace",
+        description="Trace a real PyTorch training iteration on the CPU and write a derived "
+                    "deepum profile (gzip-compressed deepum.v1.Profile).")
+    p.add_argument("--model", required=True,
+                   help="bert-large, gpt2-medium, or a torchvision classification model name")
+    p.add_argument("--batch", type=int, required=True, help="batch size of the profile")
+    p.add_argument("--seq-len", type=int, default=None,
+                   help="tokens per sample (transformers; default: the model's maximum)")
+    p.add_argument("--image-size", type=int, default=None,
+                   help="image side for torchvision models (default 224; 299 for inception_v3)")
+    p.add_argument("--iterations", type=int, default=3, help="iterations in the profile")
+    p.add_argument("--device-model", default=devices.DEFAULT_DEVICE_MODEL,
+                   help="GPU model for the roofline and the Device record")
+    p.add_argument("--device-file", default=None, help="device-models JSON file")
+    p.add_argument("--trace-batches", type=parse_batches, default=None,
+                   help="two small batch sizes traced for real and extrapolated from "
+                        "(default: 2,4 for torchvision models, 1,2 for transformers)")
+    p.add_argument("--direct", action="store_true",
+                   help="trace at --batch itself instead of extrapolating")
+    p.add_argument("--compute", choices=("cpu", "meta"), default="cpu",
+                   help="cpu: real arithmetic; meta: PyTorch's meta device, shapes only (no "
+                        "memory, no arithmetic) for models too large to train here; torch "
+                        "1.13 has no meta convolution backward, so CNNs need cpu")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+    p.add_argument("-o", "--out", default=None,
+                   help="output file (default: <model>.profile.pb.gz)")
+    p.add_argument("--proto-dir", default=None, help="directory holding deepum/v1/profile.proto")
+    p.add_argument("--proto-cache", default=None, help="where the generated Python module is kept")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    progress = Progress(args.quiet)
+    if args.batch < 1 or args.iterations < 1:
+        print("error: --batch and --iterations must be positive", file=sys.stderr)
+        return 2
+    import torch
+    torch.set_num_threads(args.threads)
+    try:
+        device = devices.load_device_model(args.device_model, args.device_file)
+        module = pb.load(args.proto_dir, args.proto_cache)
+        progress(f"building {args.model}")
+        workload = models.build_workload(args.model, args.seq_len, args.image_size, args.seed)
+        workload.to(args.compute)
+        trace, how = trace_workload(workload, args.batch, args.direct, args.trace_batches,
+                                    args.seed, progress)
+    except (ValueError, FileNotFoundError, RuntimeError) as err:
+        hint = ""
+        if args.compute == "meta" and not isinstance(err, ValueError):
+            hint = (" (torch 1.13's meta device lacks some operators, e.g. convolution "
+                    "backward; use --compute cpu)")
+        print(f"error: {str(err).strip()}{hint}", file=sys.stderr)
+        return 2
+    notes = (f"{workload.description}. Derived from a CPU trace of one training step "
+             f"(forward, backward, optimizer) with torch {torch.__version__} "
+             f"({'real arithmetic' if args.compute == 'cpu' else 'meta device, shapes only'}); "
+             f"{how}; "
+             f"kernel durations from the {device.name} roofline; addresses from an "
+             f"emulation of the CUDA caching allocator.")
+    progress(f"{workload.name}: building {args.iterations} iterations")
+    prof, stats = build.build_profile(module, trace, device, args.iterations, {
+        "model": args.model, "batch_size": args.batch,
+        "sequence_length": workload.sequence_length,
+        "parameter_count": workload.parameter_count, "notes": notes})
+    out = args.out or f"{args.model}.profile.pb.gz"
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    size = build.write_profile(out, prof)
+    progress(f"wrote {out}: {size} bytes, {stats.kernels_per_iteration} kernels/iteration, "
+             f"peak live {stats.peak_live_bytes / 2**30:.2f} GiB, parameters "
+             f"{stats.parameter_bytes / 2**20:.1f} MiB, iteration "
+             f"{stats.iteration_ns / 1e6:.1f} ms on {device.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

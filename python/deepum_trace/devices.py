@@ -1,0 +1,64 @@
+"""GPU device models (simulator/devices/device-models.json) and the roofline that uses them."""
+
+import json
+import math
+import os
+from dataclasses import dataclass
+
+from .pb import REPO_ROOT
+
+DEFAULT_DEVICE_FILE = os.path.join(REPO_ROOT, "simulator", "devices", "device-models.json")
+DEFAULT_DEVICE_MODEL = "v100-pcie-16gb"
+
+# The device-model file does not carry compute capability; it follows from the GPU family.
+_COMPUTE_CAPABILITY = (("v100", 70), ("a100", 80), ("h100", 90), ("h200", 90))
+
+
+@dataclass(frozen=True)
+class DeviceModel:
+    name: str
+    memory_bytes: int
+    link: str
+    link_bytes_per_second: float
+    matmul_flops_per_second: float
+    vector_flops_per_second: float
+    dram_bytes_per_second: float
+    matmul_efficiency: float
+    memory_efficiency: float
+    kernel_min_us: float
+
+    @property
+    def compute_capability(self):
+        for prefix, cc in _COMPUTE_CAPABILITY:
+            if self.name.startswith(prefix):
+                return cc
+        return 0
+
+    def kernel_ns(self, flops, dram_bytes, matmul):
+        """Roofline duration of one kernel in ns: the slower of compute and memory, never
+        below the launch floor. Vector ops use the vector peak with the same achievable
+        fraction as matmuls (the file has one compute efficiency)."""
+        peak = self.matmul_flops_per_second if matmul else self.vector_flops_per_second
+        compute_s = flops / (peak * self.matmul_efficiency)
+        memory_s = dram_bytes / (self.dram_bytes_per_second * self.memory_efficiency)
+        return max(math.ceil(compute_s * 1e9), math.ceil(memory_s * 1e9),
+                   math.ceil(self.kernel_min_us * 1e3))
+
+
+def load_device_model(name=DEFAULT_DEVICE_MODEL, path=None):
+    path = path or DEFAULT_DEVICE_FILE
+    with open(path) as f:
+        models = json.load(f)["models"]
+    for m in models:
+        if m["name"] == name:
+            return DeviceModel(
+                name=m["name"], memory_bytes=int(m["memory_bytes"]), link=m["link"],
+                link_bytes_per_second=float(m["link_bytes_per_second"]),
+                matmul_flops_per_second=float(m["matmul_flops_per_second"]),
+                vector_flops_per_second=float(m["vector_flops_per_second"]),
+                dram_bytes_per_second=float(m["dram_bytes_per_second"]),
+                matmul_efficiency=float(m["matmul_efficiency"]),
+                memory_efficiency=float(m["memory_efficiency"]),
+                kernel_min_us=float(m["kernel_min_us"]))
+    known = ", ".join(m["name"] for m in models)
+    raise ValueError(f"unknown device model '{name}' in {path}; known: {known}")

@@ -1,0 +1,90 @@
+//===- ShippedProfilesTest.cpp - The real-model profiles in tests/data ------===//
+//
+// Checks the shipped profiles against facts computable by hand: parameter
+// counts of the torchvision models, one gradient per parameter, optimizer
+// state sizes, identical iterations.
+//
+//===----------------------------------------------------------------------===//
+#include "TestSupport.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/format/Signature.h"
+#include "deepum/format/Summary.h"
+#include "deepum/tools/Inspect.h"
+
+#include "llvm/Support/JSON.h"
+
+#include "gtest/gtest.h"
+
+#include <map>
+
+using namespace deepum;
+using namespace deepum::test;
+
+namespace {
+
+class ShippedProfile : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ShippedProfile, SummaryMatchesHandComputableFacts) {
+  const std::string &Model = GetParam();
+  v1::Profile P = takeOk(format::readProfile(shippedProfilePath(Model)));
+  ASSERT_GT(P.kernels_size(), 0);
+  format::ProfileSummary S = format::summarize(P);
+  EXPECT_EQ(S.Model, Model);
+
+  // Parameter counts of torchvision's models (torchvision.models.*(); fp32).
+  static const std::map<std::string, uint64_t> TorchvisionParams = {
+      {"resnet50", 25557032}, {"vgg16", 138357544}, {"vit_b_16", 86567656}};
+  uint64_t Params = P.workload().parameter_count();
+  if (auto It = TorchvisionParams.find(Model); It != TorchvisionParams.end()) {
+    EXPECT_EQ(Params, It->second);
+  }
+  EXPECT_GT(Params, 0u);
+  EXPECT_EQ(S.BytesByRole["parameter"], Params * 4) << "fp32 parameters";
+  EXPECT_EQ(S.BytesByRole["gradient"], Params * 4) << "one fp32 gradient per parameter";
+  // SGD with momentum keeps one buffer per parameter; AdamW keeps two.
+  bool Transformer = Model == "bert-large" || Model == "gpt2-medium";
+  EXPECT_EQ(S.BytesByRole["optimizer_state"], Params * 4 * (Transformer ? 2 : 1));
+
+  // Every iteration launches the same kernel sequence.
+  ASSERT_GE(P.iterations_size(), 2);
+  EXPECT_EQ(S.Kernels, S.KernelsPerIteration * S.Iterations);
+  for (int It = 1; It < P.iterations_size(); ++It)
+    for (uint32_t K = 0; K < P.iterations(0).kernel_count(); ++K)
+      ASSERT_EQ(format::executionId(P.kernels(P.iterations(0).first_kernel() + K)),
+                format::executionId(P.kernels(P.iterations(It).first_kernel() + K)))
+          << Model << " iteration " << It << " kernel " << K;
+
+  // Persistent state is parameters + gradients + optimizer state (+ inputs).
+  EXPECT_GE(S.PersistentBytes, S.BytesByRole["parameter"] + S.BytesByRole["optimizer_state"]);
+  EXPECT_GE(S.PeakLiveBytes, S.PersistentBytes);
+  // A 2 MiB block holds at most 2 MiB of live data, so the touched blocks cover the peak.
+  EXPECT_GE(S.FootprintBytes, S.PeakLiveBytes / 2);
+}
+
+TEST_P(ShippedProfile, InspectJsonWorks) {
+  tools::InspectOptions O;
+  O.Input = shippedProfilePath(GetParam());
+  O.Json = true;
+  std::string Out;
+  llvm::raw_string_ostream OS(Out);
+  ASSERT_FALSE(bool(tools::runInspect(O, OS)));
+  llvm::json::Value V = takeOk(llvm::json::parse(OS.str()));
+  const llvm::json::Object *Obj = V.getAsObject();
+  ASSERT_NE(Obj, nullptr);
+  for (const char *Key : {"kind", "model", "kernels_per_iteration", "footprint_bytes",
+                          "peak_live_bytes", "bytes_by_role", "migrations", "faults"})
+    EXPECT_NE(Obj->get(Key), nullptr) << Key;
+  EXPECT_EQ(Obj->getString("model"), llvm::Optional<llvm::StringRef>(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ShippedProfile, ::testing::ValuesIn(shippedModels()),
+                         [](const auto &Info) {
+                           std::string N = Info.param;
+                           for (char &C : N)
+                             if (!isalnum(static_cast<unsigned char>(C)))
+                               C = '_';
+                           return N;
+                         });
+
+} // namespace

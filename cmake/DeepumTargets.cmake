@@ -38,10 +38,16 @@ function(deepum_add_test name)
   target_link_libraries(${name} PRIVATE deepum_warnings deepum_test_support ${ARG_DEPS}
                                         GTest::gtest GTest::gtest_main GTest::gmock)
   include(GoogleTest)
-  set(labels unit ${ARG_LABELS})
+  # One label per test binary: "unit" by default, or what LABELS says (e.g. gpu).
+  # (A list would be split into separate properties on its way through
+  # gtest_discover_tests.)
+  set(label unit)
+  if(ARG_LABELS)
+    list(GET ARG_LABELS 0 label)
+  endif()
   gtest_discover_tests(${name}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-    PROPERTIES LABELS "${labels}"
+    PROPERTIES LABELS ${label}
                ENVIRONMENT "DEEPUM_SOURCE_DIR=${PROJECT_SOURCE_DIR};DEEPUM_BINARY_DIR=${PROJECT_BINARY_DIR}"
     DISCOVERY_TIMEOUT 60)
 endfunction()

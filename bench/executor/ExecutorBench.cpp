@@ -1,0 +1,134 @@
+//===- ExecutorBench.cpp - CPU cost of the allocator and the launch hook ---===//
+//
+//   executor-bench --benchmark_repetitions=9 --benchmark_report_aggregates_only=true
+//
+// Budgets (issue 5): pool malloc+free <= 200 ns median; launch hook <= 1 us
+// median per launch. The fake backend records nothing here, so the numbers
+// are deepum's own CPU work.
+//
+//===----------------------------------------------------------------------===//
+#include "deepum/executor/Executor.h"
+#include "deepum/executor/FakeBackend.h"
+#include "deepum/executor/Pool.h"
+
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+using namespace deepum::executor;
+
+namespace {
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kBlock = 2 * kMiB;
+
+/// malloc+free of one size on one stream: the steady state of a training loop.
+void BM_PoolMallocFree(benchmark::State &St) {
+  FakeBackend B({.Record = false});
+  DevicePool P(B, 0);
+  const uint64_t Bytes = static_cast<uint64_t>(St.range(0));
+  // Warm: a few live blocks around, as in training.
+  std::vector<void *> Live;
+  for (int I = 0; I < 64; ++I)
+    Live.push_back(P.allocate(Bytes * (1 + I % 3), 1));
+  for (auto _ : St) {
+    void *Ptr = P.allocate(Bytes, 1);
+    benchmark::DoNotOptimize(Ptr);
+    P.deallocate(Ptr, 1);
+  }
+}
+BENCHMARK(BM_PoolMallocFree)->Arg(512)->Arg(64 << 10)->Arg(4 << 20)->Arg(64 << 20);
+
+/// A mix of sizes and streams with several blocks live at once.
+void BM_PoolMixed(benchmark::State &St) {
+  FakeBackend B({.Record = false});
+  DevicePool P(B, 0);
+  const uint64_t Sizes[] = {512, 4096, 96 << 10, 1 << 20, 3 << 20, 16 << 20};
+  std::vector<void *> Held(16, nullptr);
+  size_t I = 0;
+  for (auto _ : St) {
+    size_t Slot = I % Held.size();
+    if (Held[Slot])
+      P.deallocate(Held[Slot], 1 + Slot % 2);
+    Held[Slot] = P.allocate(Sizes[I % 6], 1 + Slot % 2);
+    ++I;
+  }
+}
+BENCHMARK(BM_PoolMixed);
+
+/// Executor-level malloc+free of an unplanned allocation (the C ABI path minus the call).
+void BM_ExecutorMallocFree(benchmark::State &St) {
+  FakeBackend B({.Record = false});
+  Executor E(B, ExecutorConfig{});
+  for (auto _ : St) {
+    void *Ptr = E.allocate(1 << 16, 0, 1);
+    benchmark::DoNotOptimize(Ptr);
+    E.deallocate(Ptr, 0, 1);
+  }
+}
+BENCHMARK(BM_ExecutorMallocFree);
+
+/// A plan like a real model's: `Positions` launches, 600 distinct kernels, a
+/// prefetch every 4th position, an eviction and a discard every 8th, chains of
+/// 4 blocks.
+CompiledPlan benchPlan(uint32_t Positions) {
+  RawPlan R;
+  R.FormatVersion = 1;
+  R.UmBlockBytes = kBlock;
+  R.ArenaBytes = 512 * kBlock;
+  for (uint32_t P = 0; P < Positions; ++P)
+    R.PositionIds.push_back(1000 + (P * 7919) % 600);
+  for (uint32_t P = 0; P < Positions; ++P) {
+    RawPlan::Chain C;
+    C.Position = P;
+    for (uint64_t K = 0; K < 4; ++K)
+      C.Blocks.push_back((P * 4 + K) % 512);
+    R.Chains.push_back(C);
+    if (P % 4 == 0)
+      R.Actions.push_back({1, P, P + 1, {{((P * 4 + 8) % 512) * kBlock, kBlock}}, 0});
+    if (P % 8 == 0)
+      R.Actions.push_back({2, P, P, {{((P * 4 + 256) % 512) * kBlock, kBlock}}, 0});
+    if (P % 8 == 4)
+      R.Actions.push_back({3, P, P, {{((P * 4 + 300) % 512) * kBlock, kBlock}}, 0});
+  }
+  CompiledPlan CP;
+  std::string Error;
+  compileRawPlan(R, "bench", CP, Error);
+  return CP;
+}
+
+/// One launch through the hook (begin + end), synced, with the plan's actions.
+void BM_LaunchHook(benchmark::State &St) {
+  FakeBackend B({.Record = false});
+  Executor E(B, ExecutorConfig{});
+  const uint32_t N = 4000;
+  CompiledPlan CP = benchPlan(N);
+  std::vector<uint64_t> Ids = CP.PositionIds;
+  E.setPlan(0, std::move(CP), St.range(0) ? 400 * kBlock : 0);
+  size_t I = 0;
+  for (auto _ : St) {
+    uint64_t Id = Ids[I++ % N];
+    E.launchBegin(0, 1, &Id, 1);
+    E.launchEnd(0, 1);
+  }
+  deepum_stats_t S{};
+  E.stats(0, S);
+  St.counters["matched"] =
+      static_cast<double>(S.launches_matched) / static_cast<double>(S.launches);
+}
+BENCHMARK(BM_LaunchHook)->Arg(0)->Arg(1)->ArgName("budget");
+
+/// The hook without a plan (pure allocator mode): what every launch costs then.
+void BM_LaunchHookNoPlan(benchmark::State &St) {
+  FakeBackend B({.Record = false});
+  Executor E(B, ExecutorConfig{});
+  uint64_t Id = 42;
+  for (auto _ : St) {
+    E.launchBegin(0, 1, &Id, 1);
+    E.launchEnd(0, 1);
+  }
+}
+BENCHMARK(BM_LaunchHookNoPlan);
+
+} // namespace
+
+BENCHMARK_MAIN();

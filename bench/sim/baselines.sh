@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Regenerates docs/results/baselines.md and docs/results/baselines.png: every
+# shipped model at 1.25x, 1.5x, 2x and 3x oversubscription (capacity =
+# footprint / ratio) on v100-pcie-16gb and h100-pcie, every baseline policy.
+#
+#   bench/sim/baselines.sh [BUILD_DIR]     (default: build; builds deepum-sim if needed)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${1:-$root/build}"
+sim="$build/tools/deepum-sim"
+cmake --build "$build" --target deepum-sim >/dev/null
+models=(resnet50 vgg16 vit_b_16 bert-large gpt2-medium)
+devices=(v100-pcie-16gb h100-pcie)
+ratios=(1.25 1.5 2 3)
+iterations=10
+warmup=2
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+for model in "${models[@]}"; do
+  profile="$root/tests/data/$model.profile.pb.gz"
+  if [[ ! -f "$profile" ]]; then
+    echo "baselines: $profile is missing" >&2
+    exit 1
+  fi
+  for device in "${devices[@]}"; do
+    for ratio in "${ratios[@]}"; do
+      "$sim" "$profile" --device "$device" --oversubscription "$ratio" --compare --json \
+        --iterations "$iterations" --warmup "$warmup" >"$work/$model@$device@$ratio.json"
+    done
+  done
+done
+/usr/bin/python3 "$root/bench/sim/baselines.py" --runs "$work" --out "$root/docs/results" \
+  --iterations "$iterations" --warmup "$warmup" \
+  --models "${models[@]}" --devices "${devices[@]}" --ratios "${ratios[@]}"

@@ -1,0 +1,5 @@
+# deepum-sim's benchmarks: the simulator's own speed (Google Benchmark), and
+# the baselines table (bench/sim/baselines.sh, which drives the deepum-sim tool).
+add_executable(deepum-sim-bench sim/SimBench.cpp)
+target_link_libraries(deepum-sim-bench PRIVATE deepum_warnings deepum_sim benchmark::benchmark)
+target_compile_definitions(deepum-sim-bench PRIVATE DEEPUM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -1,0 +1,80 @@
+/*===- deepum/deepum.h - libdeepum's C ABI ---------------------------------===
+ *
+ * The only symbols libdeepum.so exports. deepum_malloc/deepum_free match
+ * PyTorch's pluggable allocator:
+ *
+ *   alloc = torch.cuda.memory.CUDAPluggableAllocator("libdeepum.so",
+ *                                                    "deepum_malloc", "deepum_free")
+ *   torch.cuda.memory.change_current_allocator(alloc)   # before any CUDA allocation
+ *
+ * Configuration comes from the environment at the first call (DEEPUM_PLAN,
+ * DEEPUM_GPU_MEMORY, DEEPUM_LOG) unless deepum_init was called first. Every
+ * entry point is thread-safe and never aborts the process: on internal
+ * failure deepum falls back to a plain managed-memory pool, then to nothing.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef DEEPUM_DEEPUM_H
+#define DEEPUM_DEEPUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Statistics of one device. Fields are only ever appended: callers pass
+ * sizeof(deepum_stats_t) and an older library fills what it knows. */
+typedef struct deepum_stats {
+  uint64_t allocations; /* deepum_malloc calls served */
+  uint64_t frees;
+  uint64_t bytes_in_use; /* live bytes (arena + pool) */
+  uint64_t peak_bytes_in_use;
+  uint64_t bytes_reserved;    /* managed bytes held (arena + pool segments) */
+  uint64_t arena_placements;  /* allocations placed where the plan said */
+  uint64_t placement_misses;  /* planned allocations that went to the fallback pool */
+  uint64_t launches;          /* kernel launches observed */
+  uint64_t launches_matched;  /* ... that matched the plan */
+  uint64_t launches_inserted; /* ... not in the plan where one was expected */
+  uint64_t positions_missing; /* planned launches that did not happen */
+  uint64_t resyncs;           /* times the cursor found its place again */
+  uint64_t iterations;        /* plan iterations completed */
+  uint64_t prefetch_batches;
+  uint64_t prefetch_bytes;
+  uint64_t evict_batches;
+  uint64_t evict_bytes;
+  uint64_t discard_batches;
+  uint64_t discard_bytes;
+  uint64_t discards_kept_live; /* discard bytes turned into evictions: data was live */
+  uint64_t advises;
+  uint64_t budget_evictions; /* bytes evicted to keep under DEEPUM_GPU_MEMORY */
+  uint64_t resident_bytes;   /* modelled GPU-resident managed bytes */
+  uint64_t budget_bytes;     /* 0 = no budget */
+  uint64_t backend_errors;   /* failing CUDA calls (counted, logged, never fatal) */
+  uint32_t plan_active;      /* 1 while a plan is being replayed */
+  uint32_t launch_tracking;  /* 1 when launches are observed (CUPTI subscriber held) */
+} deepum_stats_t;
+
+/* Starts deepum explicitly: `plan_path` applies to every device (NULL = no
+ * plan, or DEEPUM_PLAN). Returns 0 on success, -1 when deepum was already
+ * started (the earlier configuration stays). */
+int deepum_init(const char *plan_path);
+
+/* PyTorch pluggable-allocator entry points. */
+void *deepum_malloc(ssize_t size, int device, void *stream);
+void deepum_free(void *ptr, ssize_t size, int device, void *stream);
+
+/* Marks the end of a training iteration (optional: the plan cursor also finds
+ * iteration boundaries itself). */
+void deepum_step(void);
+
+/* Fills `out` (of `out_size` bytes) for `device`. Returns 0, or -1 for an
+ * unknown device or when deepum is not started. */
+int deepum_get_stats(int device, deepum_stats_t *out, size_t out_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEEPUM_DEEPUM_H */

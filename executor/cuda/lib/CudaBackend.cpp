@@ -1,0 +1,615 @@
+//===- CudaBackend.cpp - The executor on a real GPU ------------------------===//
+//
+// Launch observation: CUPTI API callbacks for the runtime and driver launch
+// entry points. One launch can fire several of them (the runtime calls the
+// driver; CUDA 13's <<<>>> goes through __cudaLaunchKernel), so a per-thread
+// depth counter reports only the outermost decodable one. __cudaLaunchKernel
+// has no published parameter struct: it is treated as opaque and the launch
+// is decoded from the call nested in it.
+//
+// CUDA graphs: a graph launch is one callback for many kernels. When a graph
+// is instantiated (resource callback GRAPHEXEC_CREATED) its kernel nodes are
+// read once (in node order, which for captured graphs is capture order) and
+// their execution IDs cached; a graph launch then reports them all.
+//
+// Driver functions for graph inspection come from cudaGetDriverEntryPointByVersion,
+// so libdeepum has no link-time dependency on libcuda.
+//
+//===----------------------------------------------------------------------===//
+#include "deepum/executor/cuda/CudaBackend.h"
+
+#include "deepum/executor/Log.h"
+#include "deepum/executor/cuda/Cupti.h"
+#include "deepum/executor/cuda/LaunchDecoding.h"
+#include "deepum/format/Signature.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace deepum::executor::cuda {
+
+namespace {
+
+BackendStatus check(cudaError_t E, const char *Call) {
+  if (E == cudaSuccess)
+    return BackendStatus::success();
+  // Clear a non-sticky error so it does not surface in the program's next call.
+  (void)cudaGetLastError();
+  return BackendStatus::failure(static_cast<int>(E), Call, cudaGetErrorString(E));
+}
+
+/// Makes `Device` current for the scope when it is not already.
+class DeviceGuard {
+public:
+  explicit DeviceGuard(int Device) {
+    if (cudaGetDevice(&Previous) == cudaSuccess && Previous != Device &&
+        cudaSetDevice(Device) == cudaSuccess)
+      Restore = true;
+  }
+  ~DeviceGuard() {
+    if (Restore)
+      (void)cudaSetDevice(Previous);
+  }
+  DeviceGuard(const DeviceGuard &) = delete;
+  DeviceGuard &operator=(const DeviceGuard &) = delete;
+
+private:
+  int Previous = 0;
+  bool Restore = false;
+};
+
+cudaMemLocation locationOf(int Location) {
+  cudaMemLocation L{};
+  if (Location == kHostLocation) {
+    L.type = cudaMemLocationTypeHost;
+    L.id = 0;
+  } else {
+    L.type = cudaMemLocationTypeDevice;
+    L.id = Location;
+  }
+  return L;
+}
+
+struct DriverApi {
+  decltype(&cuGraphGetNodes) GetNodes = nullptr;
+  decltype(&cuGraphNodeGetType) NodeGetType = nullptr;
+  decltype(&cuGraphKernelNodeGetParams_v2) KernelNodeGetParams = nullptr;
+  decltype(&cuGraphChildGraphNodeGetGraph) ChildGraph = nullptr;
+  decltype(&cuFuncGetName) FuncGetName = nullptr;
+  bool Ok = false;
+};
+
+template <typename F> bool entry(const char *Name, F &Out) {
+  void *P = nullptr;
+  cudaDriverEntryPointQueryResult Q{};
+  if (cudaGetDriverEntryPointByVersion(Name, &P, 13000, cudaEnableDefault, &Q) != cudaSuccess ||
+      Q != cudaDriverEntryPointSuccess || !P)
+    return false;
+  Out = reinterpret_cast<F>(P);
+  return true;
+}
+
+const DriverApi &driver() {
+  static const DriverApi Api = [] {
+    DriverApi A;
+    A.Ok = entry("cuGraphGetNodes", A.GetNodes) && entry("cuGraphNodeGetType", A.NodeGetType) &&
+           entry("cuGraphKernelNodeGetParams", A.KernelNodeGetParams) &&
+           entry("cuGraphChildGraphNodeGetGraph", A.ChildGraph) &&
+           entry("cuFuncGetName", A.FuncGetName);
+    return A;
+  }();
+  return Api;
+}
+
+/// The FNV-1a state after a kernel's name, cached per function: names are long
+/// and hashing them at every launch would dominate the hook's cost. A function
+/// handle can be reused after its module is unloaded, so a hit is trusted only
+/// when the name is the same (same pointer, or else the same text).
+uint64_t nameHash(const void *Function, const char *Name) {
+  struct Entry {
+    const char *Pointer;
+    std::string Text;
+    uint64_t Hash;
+  };
+  thread_local std::unordered_map<const void *, Entry> Cache;
+  const char *N = Name ? Name : "";
+  if (Function) {
+    auto It = Cache.find(Function);
+    if (It != Cache.end()) {
+      if (It->second.Pointer == N)
+        return It->second.Hash;
+      if (It->second.Text == N) {
+        It->second.Pointer = N;
+        return It->second.Hash;
+      }
+    }
+  }
+  uint64_t H = format::fnv1a(N, std::strlen(N));
+  if (Function && Cache.size() < 65536)
+    Cache[Function] = Entry{N, N, H};
+  return H;
+}
+
+uint64_t finishId(uint64_t H, const format::LaunchConfig &C) {
+  for (uint32_t W : {C.GridX, C.GridY, C.GridZ, C.BlockX, C.BlockY, C.BlockZ, C.SharedMemoryBytes})
+    H = format::fnv1aWord(W, H);
+  return H;
+}
+
+class CudaBackend;
+
+/// The launch tracker: CUPTI handlers and the graph table.
+struct Tracker {
+  std::atomic<LaunchObserver *> Observer{nullptr};
+  std::shared_mutex GraphsMu;
+  std::unordered_map<const void *, std::vector<uint64_t>> Graphs; // CUgraphExec -> IDs
+  std::atomic<uint64_t> Undecoded{0};
+  std::vector<CuptiHandlerId> Handlers;
+};
+
+Tracker &tracker() {
+  static Tracker *T = new Tracker(); // callbacks may arrive during exit
+  return *T;
+}
+
+struct ThreadLaunch {
+  int Depth = 0;  // decodable launch callbacks in progress
+  int Opaque = 0; // opaque outer launches in progress
+  bool DecodedInOpaque = false;
+  int Device = 0;
+  StreamHandle Stream = 0;
+};
+thread_local ThreadLaunch TL;
+
+int deviceOf(CUcontext Ctx) {
+  thread_local CUcontext LastCtx = nullptr;
+  thread_local int LastDevice = 0;
+  if (Ctx && Ctx == LastCtx)
+    return LastDevice;
+  uint32_t Id = 0;
+  if (Ctx && cuptiGetDeviceId(Ctx, &Id) == CUPTI_SUCCESS) {
+    LastCtx = Ctx;
+    LastDevice = static_cast<int>(Id);
+    return LastDevice;
+  }
+  int Dev = 0;
+  (void)cudaGetDevice(&Dev);
+  return Dev;
+}
+
+void appendGraphKernels(CUgraph G, std::vector<uint64_t> &Ids, int Depth) {
+  const DriverApi &D = driver();
+  size_t N = 0;
+  if (Depth > 8 || D.GetNodes(G, nullptr, &N) != CUDA_SUCCESS || N == 0)
+    return;
+  std::vector<CUgraphNode> Nodes(N);
+  if (D.GetNodes(G, Nodes.data(), &N) != CUDA_SUCCESS)
+    return;
+  for (size_t I = 0; I < N; ++I) {
+    CUgraphNodeType Type{};
+    if (D.NodeGetType(Nodes[I], &Type) != CUDA_SUCCESS)
+      continue;
+    if (Type == CU_GRAPH_NODE_TYPE_GRAPH) {
+      CUgraph Child = nullptr;
+      if (D.ChildGraph(Nodes[I], &Child) == CUDA_SUCCESS)
+        appendGraphKernels(Child, Ids, Depth + 1);
+      continue;
+    }
+    if (Type != CU_GRAPH_NODE_TYPE_KERNEL)
+      continue;
+    CUDA_KERNEL_NODE_PARAMS P{};
+    if (D.KernelNodeGetParams(Nodes[I], &P) != CUDA_SUCCESS)
+      continue;
+    const char *Name = nullptr;
+    if (D.FuncGetName(&Name, P.func) != CUDA_SUCCESS)
+      Name = nullptr;
+    Ids.push_back(finishId(nameHash(P.func, Name), {P.gridDimX, P.gridDimY, P.gridDimZ, P.blockDimX,
+                                                    P.blockDimY, P.blockDimZ, P.sharedMemBytes}));
+  }
+}
+
+void onResource(void *, CUpti_CallbackDomain, CUpti_CallbackId Cbid, const void *Data) {
+  const auto *R = static_cast<const CUpti_ResourceData *>(Data);
+  const auto *G = static_cast<const CUpti_GraphData *>(R->resourceDescriptor);
+  if (!G)
+    return;
+  Tracker &T = tracker();
+  if (Cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) {
+    if (!driver().Ok)
+      return;
+    std::vector<uint64_t> Ids;
+    appendGraphKernels(G->graph, Ids, 0);
+    std::unique_lock<std::shared_mutex> Lock(T.GraphsMu);
+    T.Graphs[G->graphExec] = std::move(Ids);
+  } else if (Cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING) {
+    std::unique_lock<std::shared_mutex> Lock(T.GraphsMu);
+    T.Graphs.erase(G->graphExec);
+  }
+}
+
+void begin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) {
+  TL.Device = Device;
+  TL.Stream = Stream;
+  if (LaunchObserver *O = tracker().Observer.load(std::memory_order_acquire))
+    O->launchBegin(Device, Stream, Ids, Count);
+}
+
+/// A graph launch: the kernels cached when the graph was instantiated.
+bool decodeGraph(const void *Exec, StreamHandle Stream, const CUpti_CallbackData *Cb) {
+  Tracker &T = tracker();
+  std::vector<uint64_t> Ids;
+  {
+    std::shared_lock<std::shared_mutex> Lock(T.GraphsMu);
+    auto It = T.Graphs.find(Exec);
+    if (It == T.Graphs.end() || It->second.empty())
+      return false;
+    Ids = It->second;
+  }
+  begin(deviceOf(Cb->context), Stream, Ids.data(), Ids.size());
+  return true;
+}
+
+/// Decodes one launch callback; false when the callback carries no launch we can name.
+bool decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_CallbackData *Cb) {
+  format::LaunchConfig C;
+  const void *Fn = nullptr;
+  StreamHandle Stream = 0;
+  if (Domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (Cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
+      // The cooperative params struct has the same layout.
+      const auto *P = static_cast<const cudaLaunchKernel_v7000_params *>(Cb->functionParams);
+      Fn = P->func;
+      C = {P->gridDim.x,
+           P->gridDim.y,
+           P->gridDim.z,
+           P->blockDim.x,
+           P->blockDim.y,
+           P->blockDim.z,
+           static_cast<uint32_t>(P->sharedMem)};
+      Stream = reinterpret_cast<StreamHandle>(P->stream);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+      const auto *P = static_cast<const cudaLaunchKernelExC_v11060_params *>(Cb->functionParams);
+      if (!P->config)
+        return false;
+      Fn = P->func;
+      C = {P->config->gridDim.x,
+           P->config->gridDim.y,
+           P->config->gridDim.z,
+           P->config->blockDim.x,
+           P->config->blockDim.y,
+           P->config->blockDim.z,
+           static_cast<uint32_t>(P->config->dynamicSmemBytes)};
+      Stream = reinterpret_cast<StreamHandle>(P->config->stream);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
+      const auto *P = static_cast<const cudaGraphLaunch_v10000_params *>(Cb->functionParams);
+      return decodeGraph(P->graphExec, reinterpret_cast<StreamHandle>(P->stream), Cb);
+    }
+    default:
+      return false;
+    }
+  } else {
+    switch (Cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      const auto *P = static_cast<const cuLaunchKernel_params *>(Cb->functionParams);
+      Fn = P->f;
+      C = {P->gridDimX,  P->gridDimY,  P->gridDimZ,      P->blockDimX,
+           P->blockDimY, P->blockDimZ, P->sharedMemBytes};
+      Stream = reinterpret_cast<StreamHandle>(P->hStream);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto *P = static_cast<const cuLaunchKernelEx_params *>(Cb->functionParams);
+      if (!P->config)
+        return false;
+      Fn = P->f;
+      C = {P->config->gridDimX,      P->config->gridDimY,  P->config->gridDimZ,
+           P->config->blockDimX,     P->config->blockDimY, P->config->blockDimZ,
+           P->config->sharedMemBytes};
+      Stream = reinterpret_cast<StreamHandle>(P->config->hStream);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+      const auto *P = static_cast<const cuGraphLaunch_params *>(Cb->functionParams);
+      return decodeGraph(P->hGraph, reinterpret_cast<StreamHandle>(P->hStream), Cb);
+    }
+    default:
+      return false;
+    }
+  }
+  const char *Name = Cb->symbolName;
+  if (!Name && Domain == CUPTI_CB_DOMAIN_DRIVER_API && driver().FuncGetName &&
+      driver().FuncGetName(&Name, static_cast<CUfunction>(const_cast<void *>(Fn))) != CUDA_SUCCESS)
+    Name = nullptr;
+  uint64_t Id = finishId(nameHash(Fn, Name), C);
+  begin(deviceOf(Cb->context), Stream, &Id, 1);
+  return true;
+}
+
+void onLaunch(void *, CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const void *Data) {
+  const auto *Cb = static_cast<const CUpti_CallbackData *>(Data);
+  const bool Opaque = Domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+                      (Cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 ||
+                       Cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000);
+  if (Cb->callbackSite == CUPTI_API_ENTER) {
+    if (Opaque) {
+      if (TL.Opaque++ == 0)
+        TL.DecodedInOpaque = false;
+      return;
+    }
+    if (TL.Depth++ > 0)
+      return; // nested in a launch already reported
+    if (!decode(Domain, Cbid, Cb)) {
+      TL.Depth--;
+      return;
+    }
+    TL.DecodedInOpaque = true;
+    return;
+  }
+  if (Opaque) {
+    if (--TL.Opaque == 0 && !TL.DecodedInOpaque)
+      tracker().Undecoded.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (TL.Depth == 0)
+    return; // enter was not decodable
+  if (--TL.Depth > 0)
+    return;
+  if (LaunchObserver *O = tracker().Observer.load(std::memory_order_acquire))
+    O->launchEnd(TL.Device, TL.Stream);
+}
+
+class CudaBackend final : public Backend {
+public:
+  const char *name() const override { return "cuda"; }
+
+  int deviceCount() override {
+    int N = 0;
+    if (cudaGetDeviceCount(&N) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return N;
+  }
+
+  uint64_t deviceMemoryBytes(int Device) override {
+    DeviceGuard G(Device);
+    size_t Free = 0, Total = 0;
+    if (cudaMemGetInfo(&Free, &Total) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return Total;
+  }
+
+  BackendStatus allocateManaged(int Device, uint64_t Bytes, void **Out) override {
+    DeviceGuard G(Device);
+    return check(cudaMallocManaged(Out, Bytes, cudaMemAttachGlobal), "cudaMallocManaged");
+  }
+
+  BackendStatus freeManaged(int Device, void *Ptr) override {
+    DeviceGuard G(Device);
+    return check(cudaFree(Ptr), "cudaFree");
+  }
+
+  BackendStatus createStream(int Device, StreamHandle *Out) override {
+    DeviceGuard G(Device);
+    cudaStream_t S = nullptr;
+    // Non-blocking: the action stream must not serialise with the legacy
+    // default stream (batch calls also refuse the legacy stream).
+    BackendStatus St =
+        check(cudaStreamCreateWithFlags(&S, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    *Out = reinterpret_cast<StreamHandle>(S);
+    return St;
+  }
+
+  BackendStatus createEvent(int Device, EventHandle *Out) override {
+    DeviceGuard G(Device);
+    cudaEvent_t E = nullptr;
+    BackendStatus St =
+        check(cudaEventCreateWithFlags(&E, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    *Out = reinterpret_cast<EventHandle>(E);
+    return St;
+  }
+
+  BackendStatus destroyEvent(int, EventHandle Event) override {
+    return check(cudaEventDestroy(reinterpret_cast<cudaEvent_t>(Event)), "cudaEventDestroy");
+  }
+
+  BackendStatus recordEvent(int, EventHandle Event, StreamHandle Stream) override {
+    return check(cudaEventRecord(reinterpret_cast<cudaEvent_t>(Event),
+                                 reinterpret_cast<cudaStream_t>(Stream)),
+                 "cudaEventRecord");
+  }
+
+  BackendStatus streamWaitEvent(int, StreamHandle Stream, EventHandle Event) override {
+    return check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(Stream),
+                                     reinterpret_cast<cudaEvent_t>(Event), 0),
+                 "cudaStreamWaitEvent");
+  }
+
+  EventState queryEvent(int, EventHandle Event) override {
+    cudaError_t E = cudaEventQuery(reinterpret_cast<cudaEvent_t>(Event));
+    if (E == cudaSuccess)
+      return EventState::Complete;
+    (void)cudaGetLastError();
+    return E == cudaErrorNotReady ? EventState::Pending : EventState::Error;
+  }
+
+  BackendStatus prefetchBatch(int Device, std::span<const MemRange> Ranges, int Location,
+                              StreamHandle Stream) override {
+    if (Ranges.empty())
+      return BackendStatus::success();
+    DeviceGuard G(Device);
+    std::vector<void *> Ptrs(Ranges.size());
+    std::vector<size_t> Sizes(Ranges.size());
+    for (size_t I = 0; I < Ranges.size(); ++I) {
+      Ptrs[I] = reinterpret_cast<void *>(Ranges[I].Address);
+      Sizes[I] = Ranges[I].Bytes;
+    }
+    cudaMemLocation Loc = locationOf(Location);
+    size_t LocIdx = 0;
+    cudaError_t E = cudaMemPrefetchBatchAsync(Ptrs.data(), Sizes.data(), Ptrs.size(), &Loc, &LocIdx,
+                                              1, 0, reinterpret_cast<cudaStream_t>(Stream));
+    if (E != cudaErrorNotSupported && E != cudaErrorInvalidValue)
+      return check(E, "cudaMemPrefetchBatchAsync");
+    // Older drivers: one call per range.
+    (void)cudaGetLastError();
+    for (size_t I = 0; I < Ptrs.size(); ++I) {
+      BackendStatus S = check(
+          cudaMemPrefetchAsync(Ptrs[I], Sizes[I], Loc, 0, reinterpret_cast<cudaStream_t>(Stream)),
+          "cudaMemPrefetchAsync");
+      if (!S.ok())
+        return S;
+    }
+    return BackendStatus::success();
+  }
+
+  BackendStatus discardBatch(int Device, std::span<const MemRange> Ranges,
+                             StreamHandle Stream) override {
+    if (Ranges.empty())
+      return BackendStatus::success();
+    DeviceGuard G(Device);
+    std::vector<void *> Ptrs(Ranges.size());
+    std::vector<size_t> Sizes(Ranges.size());
+    for (size_t I = 0; I < Ranges.size(); ++I) {
+      Ptrs[I] = reinterpret_cast<void *>(Ranges[I].Address);
+      Sizes[I] = Ranges[I].Bytes;
+    }
+    return check(cudaMemDiscardBatchAsync(Ptrs.data(), Sizes.data(), Ptrs.size(), 0,
+                                          reinterpret_cast<cudaStream_t>(Stream)),
+                 "cudaMemDiscardBatchAsync");
+  }
+
+  BackendStatus advise(int Device, MemRange Range, MemAdvice Advice) override {
+    cudaMemoryAdvise A = cudaMemAdviseSetReadMostly;
+    cudaMemLocation Loc = locationOf(Device);
+    switch (Advice) {
+    case MemAdvice::SetReadMostly:
+      A = cudaMemAdviseSetReadMostly;
+      break;
+    case MemAdvice::UnsetReadMostly:
+      A = cudaMemAdviseUnsetReadMostly;
+      break;
+    case MemAdvice::SetPreferredLocationDevice:
+      A = cudaMemAdviseSetPreferredLocation;
+      break;
+    case MemAdvice::SetPreferredLocationHost:
+      A = cudaMemAdviseSetPreferredLocation;
+      Loc = locationOf(kHostLocation);
+      break;
+    case MemAdvice::UnsetPreferredLocation:
+      A = cudaMemAdviseUnsetPreferredLocation;
+      break;
+    case MemAdvice::SetAccessedByDevice:
+      A = cudaMemAdviseSetAccessedBy;
+      break;
+    case MemAdvice::UnsetAccessedByDevice:
+      A = cudaMemAdviseUnsetAccessedBy;
+      break;
+    }
+    return check(cudaMemAdvise(reinterpret_cast<void *>(Range.Address), Range.Bytes, A, Loc),
+                 "cudaMemAdvise");
+  }
+
+  bool startLaunchTracking(LaunchObserver *Observer, std::string &Why) override {
+    CuptiSubscriber &S = CuptiSubscriber::instance();
+    if (!S.acquire()) {
+      Why = S.unavailableReason();
+      return false;
+    }
+    Tracker &T = tracker();
+    const CUpti_CallbackId Runtime[] = {
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+        CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+        CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
+    const CUpti_CallbackId Driver[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+                                       CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+                                       CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
+    T.Observer.store(Observer, std::memory_order_release);
+    if (!T.Handlers.empty())
+      return true; // handlers already in place (a second executor in one process)
+    int Added = 0;
+    for (CUpti_CallbackId Id : Runtime)
+      if (CuptiHandlerId H = S.addHandler(CUPTI_CB_DOMAIN_RUNTIME_API, Id, &onLaunch, nullptr)) {
+        T.Handlers.push_back(H);
+        ++Added;
+      }
+    for (CUpti_CallbackId Id : Driver)
+      if (CuptiHandlerId H = S.addHandler(CUPTI_CB_DOMAIN_DRIVER_API, Id, &onLaunch, nullptr)) {
+        T.Handlers.push_back(H);
+        ++Added;
+      }
+    for (CUpti_CallbackId Id : {CUpti_CallbackId{CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED},
+                                CUpti_CallbackId{CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING}})
+      if (CuptiHandlerId H = S.addHandler(CUPTI_CB_DOMAIN_RESOURCE, Id, &onResource, nullptr))
+        T.Handlers.push_back(H);
+    if (Added == 0) {
+      T.Observer.store(nullptr);
+      Why = "no CUPTI launch callback could be enabled";
+      return false;
+    }
+    return true;
+  }
+
+  void stopLaunchTracking() override {
+    Tracker &T = tracker();
+    T.Observer.store(nullptr, std::memory_order_release);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createCudaBackend() { return std::make_unique<CudaBackend>(); }
+
+namespace detail {
+void onLaunchCallback(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid,
+                      const CUpti_CallbackData *Data) {
+  onLaunch(nullptr, Domain, Cbid, Data);
+}
+void setLaunchObserver(LaunchObserver *Observer) {
+  tracker().Observer.store(Observer, std::memory_order_release);
+}
+void setGraphKernels(const void *GraphExec, std::vector<uint64_t> Ids) {
+  Tracker &T = tracker();
+  std::unique_lock<std::shared_mutex> Lock(T.GraphsMu);
+  T.Graphs[GraphExec] = std::move(Ids);
+}
+uint64_t undecodedLaunches() { return tracker().Undecoded.load(); }
+} // namespace detail
+
+} // namespace deepum::executor::cuda

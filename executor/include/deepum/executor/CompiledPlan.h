@@ -1,0 +1,151 @@
+//===- deepum/executor/CompiledPlan.h - A plan indexed for the launch hook -===//
+//
+// The plan as read from disk is laid out for writing and validation; the
+// launch hook needs O(1) answers: which positions an execution ID occurs at,
+// which actions are due at a position, which arena blocks a position touches,
+// which placement an allocation call gets. This is that index, built once
+// when a plan is loaded and immutable afterwards (shared between threads
+// without locks).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_EXECUTOR_COMPILEDPLAN_H
+#define DEEPUM_EXECUTOR_COMPILEDPLAN_H
+
+#include "deepum/executor/Backend.h"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace deepum::v1 {
+class Plan;
+}
+
+namespace deepum::executor {
+
+enum class PlanActionKind : uint8_t { Prefetch, Evict, Discard, Advise };
+
+/// One plan action with its ranges as arena byte ranges.
+struct PlanAction {
+  PlanActionKind Kind = PlanActionKind::Prefetch;
+  MemAdvice Advice = MemAdvice::SetReadMostly;
+  uint32_t Position = 0;
+  uint32_t DuePosition = 0;
+  std::vector<MemRange> Ranges; ///< Address = arena offset.
+};
+
+struct PlannedPlacement {
+  uint64_t Size = 0;
+  uint64_t Offset = 0;
+  bool Persistent = false;
+};
+
+struct CompiledPlan {
+  std::string Source; ///< File the plan came from (for messages).
+  std::string Model;
+  uint64_t ArenaBytes = 0;
+  uint64_t UmBlockBytes = uint64_t{2} << 20;
+  uint64_t GpuMemoryBytes = 0; ///< The plan's capacity (0 = unspecified).
+  std::vector<uint64_t> PositionIds;
+  /// Positions of each execution ID, ascending.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> IdPositions;
+  /// Context IDs (hash of a position's ID and the ContextLength-1 before it)
+  /// and the positions having each; empty when the plan carries none.
+  uint32_t ContextLength = 0;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> ContextPositions;
+  /// Prefetch and advise actions, issued before the launch at their position runs.
+  std::vector<std::vector<PlanAction>> BeforeLaunch;
+  /// Evictions and discards whose data was last used by an earlier launch
+  /// (due < position): issued before the launch at their position, as the
+  /// plan says, ordered with events after the kernels already enqueued.
+  std::vector<std::vector<PlanAction>> ReleaseBefore;
+  /// Evictions and discards of data the launch at their position itself uses
+  /// (due >= position): issued once that launch is enqueued, ordered after it
+  /// with events (a discard never overtakes a kernel still using the data).
+  std::vector<std::vector<PlanAction>> AfterLaunch;
+  /// Arena blocks touched at each position (from the block chains).
+  std::vector<std::vector<uint32_t>> PositionBlocks;
+  /// Positions touching each arena block, ascending (for "needed furthest in the future").
+  std::vector<std::vector<uint32_t>> BlockPositions;
+  /// Placements by allocation sequence number.
+  std::unordered_map<uint32_t, PlannedPlacement> Placements;
+  /// Sequence number of the first per-iteration allocation (persistent ones come first).
+  uint32_t FirstIterationSequence = 0;
+  /// Number of arena blocks (ArenaBytes rounded up to UmBlockBytes).
+  uint32_t ArenaBlocks = 0;
+
+  size_t positions() const { return PositionIds.size(); }
+};
+
+/// The fields of deepum.v1.Plan the executor uses, without protobuf: libdeepum.so
+/// decodes plans itself (PlanReader.cpp) so that it carries no protobuf that
+/// could clash with the training process's own. Enum fields keep the proto's
+/// numeric values.
+struct RawPlan {
+  uint32_t FormatVersion = 0;
+  uint64_t GpuMemoryBytes = 0;
+  uint64_t UmBlockBytes = 0;
+  std::string Model;
+  std::vector<uint64_t> PositionIds;
+  std::vector<uint64_t> PositionContexts; ///< Plan.position_contexts (may be empty)
+  uint32_t ContextLength = 0;
+  uint64_t ProfileFingerprint = 0;
+  struct IdEntry {
+    uint64_t Id = 0;
+    std::vector<uint32_t> Positions;
+  };
+  std::vector<IdEntry> ExecutionIds;
+  struct Chain {
+    uint64_t Id = 0;
+    uint32_t Position = 0;
+    std::vector<uint64_t> Blocks;
+  };
+  std::vector<Chain> Chains;
+  struct Action {
+    int Kind = 0;
+    uint32_t Position = 0;
+    uint32_t DuePosition = 0;
+    std::vector<MemRange> Ranges; ///< Address = arena offset.
+    int Advice = 0;
+  };
+  std::vector<Action> Actions;
+  uint64_t ArenaBytes = 0;
+  struct Placement {
+    uint32_t Sequence = 0;
+    uint64_t Size = 0;
+    uint64_t Offset = 0;
+    bool Persistent = false;
+  };
+  std::vector<Placement> Placements;
+};
+
+/// FNV-1a 64 over execution IDs, each as two little-endian 32-bit words, low
+/// word first: the planner's sequenceFingerprint / contextId hash.
+inline uint64_t fnvWords(uint64_t Hash, uint64_t Id) {
+  for (uint64_t Word : {Id & 0xffffffffu, Id >> 32})
+    for (int I = 0; I < 4; ++I) {
+      Hash ^= (Word >> (8 * I)) & 0xff;
+      Hash *= 0x100000001b3ULL;
+    }
+  return Hash;
+}
+inline constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
+
+/// Builds the index; false with `Error` when the plan cannot be used.
+bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &Out,
+                    std::string &Error);
+/// Decodes binary protobuf bytes of a deepum.v1.Plan (wire format).
+bool decodePlan(const std::string &Bytes, RawPlan &Out, std::string &Error);
+/// Reads a binary plan file (gzip-compressed or not), decodes and compiles it.
+bool readCompiledPlan(const std::string &Path, CompiledPlan &Out, std::string &Error);
+
+/// The same from a protobuf message (tests and tools; not in libdeepum.so).
+RawPlan rawPlanFromProto(const deepum::v1::Plan &P);
+bool compilePlan(const deepum::v1::Plan &P, const std::string &Source, CompiledPlan &Out,
+                 std::string &Error);
+
+} // namespace deepum::executor
+
+#endif // DEEPUM_EXECUTOR_COMPILEDPLAN_H

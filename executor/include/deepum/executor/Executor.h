@@ -1,0 +1,108 @@
+//===- deepum/executor/Executor.h - Replays a plan inside the training process -===//
+//
+// The executor is the allocator of the training process and, when it has a
+// plan, its memory scheduler:
+//
+// - allocate/deallocate: planned allocations go to their offset in the
+//   device's managed arena (matched by sequence number and size); everything
+//   else to a stream-ordered pool of managed memory (DevicePool).
+// - launchBegin/launchEnd (a LaunchObserver fed by the backend): a PlanCursor
+//   finds the plan position of each launch; prefetches and advice for that
+//   position are issued before the launch runs, evictions and discards after
+//   it is enqueued, on a dedicated stream, in batches, ordered after the
+//   compute streams with events.
+// - a capacity budget: modelled GPU residency is kept under it by explicit
+//   eviction of the arena blocks needed furthest in the future.
+//
+// Failing backend calls are counted and logged (once per kind), never fatal.
+// Thread-safe: one allocation lock and one launch lock per device.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_EXECUTOR_EXECUTOR_H
+#define DEEPUM_EXECUTOR_EXECUTOR_H
+
+#include "deepum/deepum.h"
+#include "deepum/executor/Backend.h"
+#include "deepum/executor/CompiledPlan.h"
+#include "deepum/executor/PlanCursor.h"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace deepum::executor {
+
+/// Where a setting applies: one device or all (-1).
+inline constexpr int kAllDevices = -1;
+/// Devices one process may use.
+inline constexpr int kMaxDevices = 64;
+
+struct ExecutorConfig {
+  /// Plan file per device (kAllDevices = every device without its own).
+  std::map<int, std::string> PlanPaths;
+  /// Capacity budget per device, bytes (0 = none; absent = the plan's own capacity).
+  std::map<int, uint64_t> BudgetBytes;
+  /// Observe launches (off: a pure allocator).
+  bool TrackLaunches = true;
+  CursorOptions Cursor;
+
+  std::string planFor(int Device) const;
+  /// Budget for a device; `PlanCapacity` is used when the configuration names none.
+  uint64_t budgetFor(int Device, uint64_t PlanCapacity) const;
+
+  /// Parses DEEPUM_PLAN ("path" or "0=a.pb,1=b.pb") and DEEPUM_GPU_MEMORY
+  /// ("8GiB" or "0=8GiB,1=4GiB"). Bad parts are skipped and described in `Warnings`.
+  static ExecutorConfig parse(const char *Plan, const char *GpuMemory, std::string &Warnings);
+  /// Reads DEEPUM_PLAN, DEEPUM_GPU_MEMORY and applies DEEPUM_LOG.
+  static ExecutorConfig fromEnvironment();
+};
+
+class Executor final : public LaunchObserver {
+public:
+  Executor(Backend &B, ExecutorConfig C);
+  ~Executor() override;
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  void *allocate(uint64_t Bytes, int Device, StreamHandle Stream);
+  void deallocate(void *Ptr, int Device, StreamHandle Stream);
+  /// End of a training iteration (deepum_step).
+  void markIteration();
+  /// False for a device out of range.
+  bool stats(int Device, deepum_stats_t &Out) const;
+
+  /// Replaces a device's plan with a compiled one (tests and the simulator
+  /// backend build plans in memory). Only before the device's first allocation.
+  bool setPlan(int Device, CompiledPlan Plan, uint64_t BudgetBytes);
+  uintptr_t arenaBase(int Device) const;
+  bool planActive(int Device) const;
+  bool launchTracking() const { return Tracking; }
+  /// Copies of a device's modelled residency, one flag per arena block (tests).
+  std::vector<bool> residentBlocks(int Device) const;
+
+  void launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) override;
+  void launchEnd(int Device, StreamHandle Stream) override;
+
+  struct DeviceState;
+
+private:
+  DeviceState *device(int Device) const;
+  DeviceState *deviceOrCreate(int Device);
+  void loadPlanFor(DeviceState &D);
+  bool setPlanLocked(DeviceState &D, CompiledPlan Plan, uint64_t BudgetBytes);
+
+  Backend &Back;
+  ExecutorConfig Config;
+  std::array<std::atomic<DeviceState *>, kMaxDevices> Devices{};
+  std::atomic<bool> ExplicitSteps{false};
+  /// Plans read so far by path (nullptr: unusable); guarded by device creation.
+  std::map<std::string, std::shared_ptr<const CompiledPlan>> PlanCache;
+  bool Tracking = false;
+};
+
+} // namespace deepum::executor
+
+#endif // DEEPUM_EXECUTOR_EXECUTOR_H

@@ -1,0 +1,80 @@
+//===- deepum/planner/Planner.h - Profile -> plan ----------------------------===//
+//
+// deepum-plan as a library. compilePlan runs the whole pipeline on a profile
+// already in memory; runPlan is the tool (read, compile, write whole).
+//
+//   1. iterations and execution IDs           (Trace.h: analyzeIterations)
+//   2. reference iteration in arena space,
+//      lifetime-aware pool layout             (Trace.h: buildTrace, layoutPool)
+//   3. schedule: prefetch or swap strategy    (Schedule.h)
+//   4. correlation tables, metadata, summary  (here)
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_PLANNER_PLANNER_H
+#define DEEPUM_PLANNER_PLANNER_H
+
+#include "deepum/planner/Schedule.h"
+#include "deepum/planner/Trace.h"
+
+#include "deepum/v1/plan.pb.h"
+#include "deepum/v1/profile.pb.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace deepum::planner {
+
+enum class Strategy { Prefetch, Swap };
+
+/// "prefetch" / "swap".
+llvm::Expected<Strategy> parseStrategy(llvm::StringRef Name);
+
+struct PlanOptions {
+  /// GPU memory the plan may use, bytes (> 0).
+  uint64_t GpuMemoryBytes = 0;
+  /// Device model for the cost model; empty = derived from the profile's
+  /// device (its link bandwidth) under the name "profile".
+  std::string DeviceModel;
+  /// device-models.json to read; empty = the one in the source tree.
+  std::string DeviceFile;
+  Strategy Strat = Strategy::Prefetch;
+  /// IDs hashed into each position's context ID (the ID and its predecessors).
+  unsigned ContextLength = 4;
+  /// Informational: the profile's file name, stored in the plan.
+  std::string ProfileSource;
+  /// Where progress lines go once a run has taken more than a second; null = nowhere.
+  llvm::raw_ostream *Progress = nullptr;
+};
+
+struct PlanResult {
+  deepum::v1::Plan Plan;
+  PoolStats Pool;
+  ScheduleStats Stats;
+  uint64_t FootprintBytes = 0;
+};
+
+/// Compiles `P` into a plan. Errors name the problem in one line (the caller
+/// prefixes the file name).
+llvm::Expected<PlanResult> compilePlan(const deepum::v1::Profile &P, const PlanOptions &Opts);
+
+struct PlanToolOptions {
+  std::string Input;
+  std::string Output;
+  std::string GpuMemory; // "8GiB", parsed with format::parseByteSize
+  std::string DeviceModel;
+  std::string DeviceFile;
+  std::string Strategy = "prefetch";
+  /// Print the plan's summary to this stream after writing it.
+  bool PrintSummary = true;
+};
+
+/// deepum-plan: reads, compiles, writes the plan whole; progress to `Err`.
+llvm::Error runPlan(const PlanToolOptions &Opts, llvm::raw_ostream &Out, llvm::raw_ostream &Err);
+
+} // namespace deepum::planner
+
+#endif // DEEPUM_PLANNER_PLANNER_H

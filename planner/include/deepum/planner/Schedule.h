@@ -1,0 +1,85 @@
+//===- deepum/planner/Schedule.h - Prefetch, eviction and discard schedules ---===//
+//
+// Both strategies turn a Trace into plan actions over the iteration's
+// positions, in arena space (see plan.proto for what an action means):
+//
+//   schedulePrefetch  block-level: Belady replacement over the cyclic
+//                     iteration (farthest next use, dirty victims charged their
+//                     write-back), each fetch issued as early as its slot is
+//                     free and in need order (the copy engine is a FIFO), dead
+//                     victims discarded instead of written back;
+//   scheduleSwap      tensor-level swap selection of Zhang et al. 2019.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_PLANNER_SCHEDULE_H
+#define DEEPUM_PLANNER_SCHEDULE_H
+
+#include "deepum/planner/Trace.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace deepum::planner {
+
+/// What the schedule needs to know about a GPU and its link.
+struct CostModel {
+  std::string DeviceName;
+  /// Achieved bandwidth per direction, bytes per second.
+  double LinkBytesPerSecond = 12e9;
+  /// One fault batch's service time, us (what a missed prefetch costs).
+  double FaultBatchLatencyUs = 45;
+  /// Whether evicting a block whose host copy is valid copies it anyway.
+  bool EvictionCopiesClean = false;
+
+  double transferUs(uint64_t Bytes) const {
+    return static_cast<double>(Bytes) / LinkBytesPerSecond * 1e6;
+  }
+};
+
+/// Reads the device model `Name` from a device-models.json file (schema
+/// deepum-device-models/1). An empty `File` means the one in the source tree.
+llvm::Expected<CostModel> loadCostModel(llvm::StringRef Name, llvm::StringRef File = "");
+
+struct ScheduleStats {
+  /// The cost model's steady-state iteration time, us (compute plus stalls).
+  double PredictedIterationUs = 0;
+  double ComputeUs = 0;
+  double StallUs = 0;
+  uint64_t Prefetches = 0;       // blocks fetched per iteration
+  uint64_t Populates = 0;        // of which: dead contents, nothing crosses the link
+  uint64_t Evictions = 0;        // blocks evicted
+  uint64_t DirtyEvictions = 0;   // of which: written back
+  uint64_t Discards = 0;         // blocks dropped without write-back
+  uint64_t CapacityBlocks = 0;
+  /// Largest number of distinct blocks one kernel touches.
+  uint64_t MaxWorkingSetBlocks = 0;
+  /// Whether the cyclic schedule reached a fixed point (same residency at the
+  /// start of consecutive iterations).
+  bool Converged = false;
+};
+
+struct Schedule {
+  /// Sorted as plan.proto requires.
+  std::vector<deepum::v1::Action> Actions;
+  ScheduleStats Stats;
+  std::vector<std::string> Ignored;
+};
+
+Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes);
+Schedule scheduleSwap(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes);
+
+/// Sorts actions by (position, issue order: advise, discard, evict,
+/// prefetch, then due position, dirty, first offset) and merges actions that
+/// differ only in their ranges; adjacent ranges are coalesced.
+void normalizeActions(std::vector<deepum::v1::Action> &Actions);
+
+/// Whether a mode writes the block (anything but a pure read).
+inline bool writes(deepum::v1::AccessMode M) { return M != deepum::v1::ACCESS_MODE_READ; }
+
+} // namespace deepum::planner
+
+#endif // DEEPUM_PLANNER_SCHEDULE_H

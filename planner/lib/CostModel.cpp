@@ -1,0 +1,60 @@
+//===- CostModel.cpp - Device models for the schedule's cost model -----------===//
+//
+// The planner core does not link the simulator; it reads the same
+// device-models.json (the simulator's source of truth) for the two numbers
+// its cost model needs.
+//
+//===----------------------------------------------------------------------===//
+#include "deepum/planner/Schedule.h"
+
+#include "deepum/format/Format.h"
+
+#include "llvm/Support/JSON.h"
+
+using namespace llvm;
+
+namespace deepum::planner {
+
+Expected<CostModel> loadCostModel(StringRef Name, StringRef File) {
+  std::string Path = File.empty() ? std::string(DEEPUM_DEVICE_MODELS_FILE) : File.str();
+  auto Bytes = format::readFileBytes(Path);
+  if (!Bytes)
+    return Bytes.takeError();
+  auto Root = json::parse(*Bytes);
+  if (!Root)
+    return createStringError(inconvertibleErrorCode(),
+                             Path + ": " + toString(Root.takeError()));
+  const json::Object *Obj = Root->getAsObject();
+  const json::Array *Models = Obj ? Obj->getArray("models") : nullptr;
+  if (!Models)
+    return createStringError(inconvertibleErrorCode(), Path + ": no \"models\" array");
+  std::string Known;
+  for (const json::Value &V : *Models) {
+    const json::Object *Model = V.getAsObject();
+    if (!Model)
+      continue;
+    auto ModelName = Model->getString("name");
+    if (!ModelName)
+      continue;
+    Known += (Known.empty() ? "" : ", ") + ModelName->str();
+    if (*ModelName != Name)
+      continue;
+    CostModel M;
+    M.DeviceName = Name.str();
+    auto Link = Model->getNumber("link_bytes_per_second");
+    if (!Link || *Link <= 0)
+      return createStringError(inconvertibleErrorCode(),
+                               Path + ": device model '" + Name +
+                                   "' has no positive link_bytes_per_second");
+    M.LinkBytesPerSecond = *Link;
+    if (auto F = Model->getNumber("fault_batch_latency_us"))
+      M.FaultBatchLatencyUs = *F;
+    if (auto E = Model->getBoolean("eviction_copies_clean"))
+      M.EvictionCopiesClean = *E;
+    return M;
+  }
+  return createStringError(inconvertibleErrorCode(), Path + ": no device model named '" + Name +
+                                                         "' (known: " + Known + ")");
+}
+
+} // namespace deepum::planner

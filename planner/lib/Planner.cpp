@@ -1,0 +1,258 @@
+//===- Planner.cpp - Profile -> plan: tables, metadata, the tool -------------===//
+#include "deepum/planner/Planner.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/format/Summary.h"
+#include "deepum/format/Units.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Timer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+using namespace llvm;
+using namespace deepum::v1;
+
+namespace deepum::planner {
+
+namespace {
+
+Error planError(const Twine &Msg) { return createStringError(inconvertibleErrorCode(), Msg); }
+
+/// Progress lines for long runs: silent for the first second, then one line
+/// per stage with the elapsed time.
+class ProgressLine {
+public:
+  explicit ProgressLine(raw_ostream *Stream) : OS(Stream), Begin(std::chrono::steady_clock::now()) {}
+  void stage(StringRef What) {
+    double S = seconds();
+    if (OS && S >= 1.0)
+      *OS << formatv("deepum-plan: {0} ({1:f1} s)\n", What, S);
+  }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - Begin).count();
+  }
+
+private:
+  raw_ostream *OS;
+  std::chrono::steady_clock::time_point Begin;
+};
+
+void addCorrelationTables(const Profile &P, const IterationAnalysis &A, const Trace &T,
+                          unsigned ContextLength, Plan &Out) {
+  // Table 1: every ID seen anywhere in the profile, its successors with
+  // counts (noise included: the executor must recognise it), its positions.
+  std::map<uint64_t, std::map<uint64_t, uint32_t>> Successors;
+  DenseMap<uint64_t, int> FirstKernel;
+  for (size_t K = 0; K < A.Ids.size(); ++K) {
+    FirstKernel.try_emplace(A.Ids[K], static_cast<int>(K));
+    auto &Succ = Successors[A.Ids[K]];
+    if (K + 1 < A.Ids.size())
+      ++Succ[A.Ids[K + 1]];
+  }
+  std::map<uint64_t, std::vector<uint32_t>> Positions;
+  for (uint32_t Pos = 0; Pos < T.Positions; ++Pos)
+    Positions[T.Ids[Pos]].push_back(Pos);
+  for (auto &[Id, Succ] : Successors) {
+    ExecutionIdEntry *E = Out.add_execution_ids();
+    E->set_execution_id(Id);
+    E->set_signature(format::signatureText(P.kernels(FirstKernel[Id])));
+    std::vector<std::pair<uint64_t, uint32_t>> Sorted(Succ.begin(), Succ.end());
+    std::stable_sort(Sorted.begin(), Sorted.end(),
+                     [](const auto &X, const auto &Y) { return X.second > Y.second; });
+    for (auto [Next, Count] : Sorted) {
+      Successor *S = E->add_successors();
+      S->set_execution_id(Next);
+      S->set_count(Count);
+    }
+    auto It = Positions.find(Id);
+    if (It != Positions.end())
+      for (uint32_t Pos : It->second)
+        E->add_positions(Pos);
+  }
+  // Table 2: per position, the chain of arena blocks in first-touch order.
+  for (uint32_t Pos = 0; Pos < T.Positions; ++Pos) {
+    BlockChain *C = Out.add_block_chains();
+    C->set_execution_id(T.Ids[Pos]);
+    C->set_position(Pos);
+    for (const BlockUse &U : T.Uses[Pos]) {
+      C->add_blocks(U.Block);
+      C->add_modes(U.Mode);
+    }
+    Out.add_position_ids(T.Ids[Pos]);
+    Out.add_position_contexts(contextId(T.Ids, Pos, ContextLength));
+  }
+}
+
+void addLayout(const Trace &T, Plan &Out) {
+  PoolLayout *L = Out.mutable_layout();
+  L->set_arena_bytes(T.Pool.ArenaBytes);
+  L->set_peak_live_bytes(T.Pool.PeakLiveBytes);
+  L->set_best_fit_peak_bytes(T.Pool.BestFitPeakBytes);
+  for (const PlannedAllocation &PA : T.Allocations) {
+    Placement *Pl = L->add_placements();
+    Pl->set_sequence(PA.Sequence);
+    Pl->set_size_bytes(PA.Size);
+    Pl->set_offset(PA.Offset);
+    Pl->set_persistent(PA.Persistent);
+  }
+}
+
+uint64_t footprintBlocks(const Trace &T) {
+  std::vector<uint8_t> Seen(T.Blocks, 0);
+  uint64_t N = 0;
+  for (const auto &Uses : T.Uses)
+    for (const BlockUse &U : Uses)
+      if (!Seen[U.Block]) {
+        Seen[U.Block] = 1;
+        ++N;
+      }
+  return N;
+}
+
+} // namespace
+
+Expected<Strategy> parseStrategy(StringRef Name) {
+  if (Name == "prefetch")
+    return Strategy::Prefetch;
+  if (Name == "swap")
+    return Strategy::Swap;
+  return planError("unknown strategy '" + Name + "' (expected 'prefetch' or 'swap')");
+}
+
+Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
+  if (Opts.GpuMemoryBytes == 0)
+    return planError("--gpu-memory must be positive");
+  if (Opts.GpuMemoryBytes < P.um_block_bytes())
+    return planError("--gpu-memory of " + format::formatBytes(Opts.GpuMemoryBytes) +
+                     " is smaller than one UM block");
+  ProgressLine Progress(Opts.Progress);
+  CostModel M;
+  if (Opts.DeviceModel.empty()) {
+    M.DeviceName = "profile";
+    if (P.device().link_bytes_per_second() > 0)
+      M.LinkBytesPerSecond = P.device().link_bytes_per_second();
+  } else {
+    auto Loaded = loadCostModel(Opts.DeviceModel, Opts.DeviceFile);
+    if (!Loaded)
+      return Loaded.takeError();
+    M = *Loaded;
+  }
+
+  auto A = analyzeIterations(P);
+  if (!A)
+    return A.takeError();
+  Progress.stage("iterations found");
+  auto T = buildTrace(P, *A);
+  if (!T)
+    return T.takeError();
+  Progress.stage("trace and pool layout built");
+  Schedule S = Opts.Strat == Strategy::Prefetch ? schedulePrefetch(*T, M, Opts.GpuMemoryBytes)
+                                                : scheduleSwap(*T, M, Opts.GpuMemoryBytes);
+  Progress.stage("schedule computed");
+
+  PlanResult R;
+  R.Pool = T->Pool;
+  R.Stats = S.Stats;
+  R.FootprintBytes = footprintBlocks(*T) * T->BlockBytes;
+  Plan &Out = R.Plan;
+  Out.set_format_version(format::kPlanFormatVersion);
+  PlanMetadata *Meta = Out.mutable_metadata();
+  Meta->set_profile_fingerprint(sequenceFingerprint(T->Ids));
+  Meta->set_device_model(M.DeviceName);
+  Meta->set_gpu_memory_bytes(Opts.GpuMemoryBytes);
+  Meta->set_um_block_bytes(T->BlockBytes);
+  Meta->set_strategy(Opts.Strat == Strategy::Prefetch ? PLAN_STRATEGY_PREFETCH
+                                                      : PLAN_STRATEGY_SWAP);
+  Meta->set_producer("deepum-plan 0.1");
+  Meta->set_profile_source(Opts.ProfileSource);
+  Meta->set_model(P.workload().model());
+  Meta->set_predicted_iteration_us(S.Stats.PredictedIterationUs);
+  Meta->set_context_length(Opts.ContextLength);
+  Meta->set_reference_iteration(A->Reference);
+  Meta->set_profiled_iterations(static_cast<uint32_t>(A->Iterations.size()));
+  Meta->set_footprint_bytes(R.FootprintBytes);
+  for (const auto *Lines : {&A->Ignored, &T->Ignored, &S.Ignored})
+    for (const std::string &L : *Lines)
+      Meta->add_ignored(L);
+
+  addCorrelationTables(P, *A, *T, Opts.ContextLength, Out);
+  addLayout(*T, Out);
+  for (Action &Act : S.Actions)
+    *Out.add_actions() = std::move(Act);
+
+  std::set<uint32_t> Streams;
+  const IterationSpan &Ref = A->Iterations[A->Reference];
+  for (uint32_t K = Ref.First; K < Ref.First + Ref.Count; ++K)
+    Streams.insert(static_cast<uint32_t>(P.kernels(K).stream()));
+  double Ratio = static_cast<double>(R.FootprintBytes) / static_cast<double>(Opts.GpuMemoryBytes);
+  std::string Summary;
+  raw_string_ostream OS(Summary);
+  OS << formatv("{0} plan for {1}: {2} launches per iteration ({3} iterations by {4}; iteration "
+                "{5} is the reference; {6} stream{7})\n",
+                Opts.Strat == Strategy::Prefetch ? "prefetch" : "swap",
+                P.workload().model().empty() ? "(unnamed model)" : P.workload().model(),
+                T->Positions, A->Iterations.size(), A->FromMarks ? "marks" : "period",
+                A->Reference, Streams.size(), Streams.size() == 1 ? "" : "s");
+  OS << formatv("capacity {0} for a footprint of {1} ({2:f2}x oversubscribed); largest kernel "
+                "touches {3} blocks\n",
+                format::formatBytes(Opts.GpuMemoryBytes), format::formatBytes(R.FootprintBytes),
+                Ratio, S.Stats.MaxWorkingSetBlocks);
+  OS << formatv("pool: layout {0}, peak live {1} ({2:f3}x), online best-fit {3}, persistent {4}\n",
+                format::formatBytes(T->Pool.LayoutBytes), format::formatBytes(T->Pool.PeakLiveBytes),
+                T->Pool.PeakLiveBytes ? double(T->Pool.LayoutBytes) / double(T->Pool.PeakLiveBytes)
+                                      : 0.0,
+                format::formatBytes(T->Pool.BestFitPeakBytes),
+                format::formatBytes(T->Pool.PersistentBytes));
+  OS << formatv("per iteration: prefetch {0} blocks ({1} only mapped), evict {2} ({3} written "
+                "back), discard {4}\n",
+                S.Stats.Prefetches, S.Stats.Populates, S.Stats.Evictions, S.Stats.DirtyEvictions,
+                S.Stats.Discards);
+  OS << formatv("cost model ({0}): iteration {1} = compute {2} + stalls {3}",
+                M.DeviceName, format::formatMicros(S.Stats.PredictedIterationUs),
+                format::formatMicros(S.Stats.ComputeUs), format::formatMicros(S.Stats.StallUs));
+  OS.flush();
+  Meta->set_summary(Summary);
+  if (Error E = format::validatePlan(Out))
+    return planError("internal error: the compiled plan is invalid: " + toString(std::move(E)));
+  Progress.stage("plan assembled");
+  return R;
+}
+
+Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
+  if (Opts.Output.empty())
+    return planError("no output file: use -o PLAN");
+  if (Opts.GpuMemory.empty())
+    return planError("no capacity: use --gpu-memory SIZE");
+  auto Capacity = format::parseByteSize(Opts.GpuMemory);
+  if (!Capacity)
+    return planError("--gpu-memory: " + toString(Capacity.takeError()));
+  auto Strat = parseStrategy(Opts.Strategy);
+  if (!Strat)
+    return Strat.takeError();
+  auto P = format::readProfile(Opts.Input);
+  if (!P)
+    return P.takeError();
+  PlanOptions PO;
+  PO.GpuMemoryBytes = *Capacity;
+  PO.DeviceModel = Opts.DeviceModel;
+  PO.DeviceFile = Opts.DeviceFile;
+  PO.Strat = *Strat;
+  PO.ProfileSource = Opts.Input;
+  PO.Progress = &Err;
+  auto R = compilePlan(*P, PO);
+  if (!R)
+    return planError(Opts.Input + ": " + toString(R.takeError()));
+  if (Error E = format::writePlan(R->Plan, Opts.Output))
+    return E;
+  if (Opts.PrintSummary)
+    format::print(Out, format::summarize(R->Plan));
+  return Error::success();
+}
+
+} // namespace deepum::planner

@@ -1,0 +1,548 @@
+//===- Schedule.cpp - Block-level prefetch schedule over the whole iteration ---===//
+//
+// The iteration repeats, so its future is known. Replacement follows Belady's
+// MIN on the cyclic block-use sequence (the victim is the resident block used
+// farthest in the future; dead blocks, whose next use overwrites them, come
+// first; a dirty victim's key is moved nearer by its write-back time, so a
+// clean drop wins when next uses are close). Timing follows the
+// "conservative" prefetching of Cao et al. 1995: each fetch takes exactly
+// MIN's slot, and is issued as soon as that slot is free — after the victim's
+// last use and, for a dirty victim, after its predicted write-back — and never
+// more than one iteration ahead. Fetches are not held to need order: keeping
+// the copy engine's FIFO in need order idles the link while an early need
+// waits for its slot, and measured 4-11% slower in deepum-sim on the shipped
+// models; issuing even later than the slot allows (a fixed lead) was slower
+// still.
+//
+// The cost model replays this on a time line: kernels take their profiled
+// durations; a kernel starts when its predecessor ends and its blocks have
+// arrived; transfers take bytes / link bandwidth on their engine's queue.
+// Several rounds of the cyclic iteration run until the residency at an
+// iteration start repeats; that round's actions are the plan.
+//
+//===----------------------------------------------------------------------===//
+#include "deepum/planner/Schedule.h"
+
+#include "Internal.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <deque>
+#include <queue>
+
+using namespace llvm;
+using namespace deepum::v1;
+
+namespace deepum::planner {
+
+namespace detail {
+/// Per-block use lists in compressed form (CSR over blocks).
+UseTable buildUseTable(const Trace &T) {
+  UseTable U;
+  U.Start.assign(T.Blocks + 1, 0);
+  for (const auto &Uses : T.Uses)
+    for (const BlockUse &BU : Uses)
+      ++U.Start[BU.Block + 1];
+  for (uint64_t B = 0; B < T.Blocks; ++B)
+    U.Start[B + 1] += U.Start[B];
+  U.Pos.resize(U.Start.back());
+  U.DeadBefore.resize(U.Start.back());
+  U.Writes.resize(U.Start.back());
+  U.FreedBefore.resize(U.Start.back());
+  std::vector<uint64_t> Fill(U.Start.begin(), U.Start.end() - 1);
+  std::vector<AccessMode> Mode(U.Start.back());
+  for (uint32_t P = 0; P < T.Positions; ++P)
+    for (const BlockUse &BU : T.Uses[P]) {
+      uint64_t I = Fill[BU.Block]++;
+      U.Pos[I] = P;
+      Mode[I] = BU.Mode;
+      U.Writes[I] = writes(BU.Mode);
+    }
+  for (uint64_t B = 0; B < T.Blocks; ++B) {
+    uint64_t N = U.count(B);
+    for (uint64_t J = 0; J < N; ++J) {
+      uint64_t I = U.Start[B] + J;
+      uint64_t Prev = U.Start[B] + (J + N - 1) % N;
+      // After a moment with no live allocation in the block its old contents
+      // are garbage — unless the next use only reads: then the new contents
+      // were written by the host (input batches are copied in, not computed),
+      // and the block must be fetched, not merely mapped.
+      U.FreedBefore[I] =
+          Mode[I] != ACCESS_MODE_READ &&
+          T.blockDiesBetween(B, T.KernelTick[U.Pos[Prev]], T.KernelTick[U.Pos[I]]);
+      U.DeadBefore[I] = Mode[I] == ACCESS_MODE_WRITE || U.FreedBefore[I];
+    }
+  }
+  return U;
+}
+
+ArenaRange blockRange(const Trace &T, uint64_t Block) {
+  ArenaRange R;
+  R.set_offset(Block * T.BlockBytes);
+  R.set_bytes(std::min(T.BlockBytes, T.Pool.ArenaBytes - Block * T.BlockBytes));
+  return R;
+}
+
+} // namespace detail
+
+using namespace detail;
+
+namespace {
+
+constexpr unsigned kRounds = 6;
+/// Resident blocks examined per victim choice (in next-use order).
+constexpr size_t kVictimWindow = 32;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+unsigned kindOrder(ActionKind K) {
+  switch (K) {
+  case ACTION_KIND_ADVISE:
+    return 0;
+  case ACTION_KIND_DISCARD:
+    return 1;
+  case ACTION_KIND_EVICT:
+    return 2;
+  case ACTION_KIND_PREFETCH:
+    return 3;
+  default:
+    return 4;
+  }
+}
+
+/// Max-heap of blocks by (key, block) with each block at most once, so keys
+/// can change without leaving stale entries behind.
+class VictimHeap {
+public:
+  explicit VictimHeap(uint64_t Blocks) : Where(Blocks, kAbsent), Keys(Blocks, 0) {}
+  bool empty() const { return Heap.empty(); }
+  bool contains(uint64_t B) const { return Where[B] != kAbsent; }
+  uint64_t top() const { return Heap.front(); }
+  /// Inserts B, or moves it to its new key in place.
+  void insert(uint64_t B, double Key) {
+    if (contains(B)) {
+      Keys[B] = Key;
+      up(Where[B]);
+      down(Where[B]);
+      return;
+    }
+    Keys[B] = Key;
+    Where[B] = Heap.size();
+    Heap.push_back(B);
+    up(Heap.size() - 1);
+  }
+  void remove(uint64_t B) {
+    size_t I = Where[B];
+    if (I == kAbsent)
+      return;
+    Where[B] = kAbsent;
+    uint64_t Last = Heap.back();
+    Heap.pop_back();
+    if (I == Heap.size())
+      return;
+    Heap[I] = Last;
+    Where[Last] = I;
+    up(I);
+    down(Where[Last]);
+  }
+
+private:
+  static constexpr size_t kAbsent = SIZE_MAX;
+  bool above(uint64_t X, uint64_t Y) const {
+    return Keys[X] != Keys[Y] ? Keys[X] > Keys[Y] : X > Y;
+  }
+  void place(size_t I, uint64_t B) {
+    Heap[I] = B;
+    Where[B] = I;
+  }
+  void up(size_t I) {
+    uint64_t B = Heap[I];
+    while (I > 0 && above(B, Heap[(I - 1) / 2])) {
+      place(I, Heap[(I - 1) / 2]);
+      I = (I - 1) / 2;
+    }
+    place(I, B);
+  }
+  void down(size_t I) {
+    uint64_t B = Heap[I];
+    for (;;) {
+      size_t C = 2 * I + 1;
+      if (C >= Heap.size())
+        break;
+      if (C + 1 < Heap.size() && above(Heap[C + 1], Heap[C]))
+        ++C;
+      if (!above(Heap[C], B))
+        break;
+      place(I, Heap[C]);
+      I = C;
+    }
+    place(I, B);
+  }
+  std::vector<uint64_t> Heap;
+  std::vector<size_t> Where;
+  std::vector<double> Keys;
+};
+
+struct PendingAction {
+  ActionKind Kind;
+  int64_t Position; // absolute (round * N + position)
+  int64_t Due;
+  uint64_t Block;
+  bool Dirty;
+  int64_t Need; // absolute position of the use the fetch (and its victim's eviction) serves
+};
+
+} // namespace
+
+void normalizeActions(std::vector<Action> &Actions) {
+  // Sort indices by plain keys: moving protobuf messages around is slow.
+  using Key = std::tuple<uint32_t, unsigned, uint32_t, bool, int, uint64_t, size_t>;
+  std::vector<Key> Keys;
+  Keys.reserve(Actions.size());
+  for (size_t I = 0; I < Actions.size(); ++I) {
+    const Action &A = Actions[I];
+    Keys.emplace_back(A.position(), kindOrder(A.kind()), A.due_position(), A.dirty(),
+                      static_cast<int>(A.advice()), A.ranges_size() ? A.ranges(0).offset() : 0, I);
+  }
+  std::sort(Keys.begin(), Keys.end());
+  std::vector<Action> Out;
+  for (const Key &K : Keys) {
+    Action &A = Actions[std::get<6>(K)];
+    bool Same = !Out.empty() && Out.back().position() == A.position() &&
+                Out.back().kind() == A.kind() && Out.back().due_position() == A.due_position() &&
+                Out.back().dirty() == A.dirty() && Out.back().advice() == A.advice();
+    if (!Same) {
+      Out.push_back(std::move(A));
+      continue;
+    }
+    for (const ArenaRange &R : A.ranges())
+      *Out.back().add_ranges() = R;
+  }
+  for (Action &A : Out) {
+    std::vector<std::pair<uint64_t, uint64_t>> Ranges;
+    for (const ArenaRange &R : A.ranges())
+      Ranges.push_back({R.offset(), R.offset() + R.bytes()});
+    std::sort(Ranges.begin(), Ranges.end());
+    A.clear_ranges();
+    for (size_t I = 0; I < Ranges.size();) {
+      uint64_t Begin = Ranges[I].first, End = Ranges[I].second;
+      for (++I; I < Ranges.size() && Ranges[I].first <= End; ++I)
+        End = std::max(End, Ranges[I].second);
+      ArenaRange *R = A.add_ranges();
+      R->set_offset(Begin);
+      R->set_bytes(End - Begin);
+    }
+  }
+  Actions = std::move(Out);
+}
+
+Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes) {
+  Schedule S;
+  const uint32_t N = T.Positions;
+  const uint64_t C = GpuMemoryBytes / T.BlockBytes;
+  S.Stats.CapacityBlocks = C;
+  for (const auto &Uses : T.Uses)
+    S.Stats.MaxWorkingSetBlocks = std::max<uint64_t>(S.Stats.MaxWorkingSetBlocks, Uses.size());
+  if (N == 0)
+    return S;
+  UseTable U = buildUseTable(T);
+  const double BlockUs = M.transferUs(T.BlockBytes);
+  // A dirty victim costs its write-back: its key moves nearer by that much.
+  const double DirtyPenaltyUs = BlockUs;
+
+  // Static (stall-free) start times: the victim key's clock.
+  std::vector<double> Static(N + 1, 0);
+  for (uint32_t P = 0; P < N; ++P)
+    Static[P + 1] = Static[P] + T.DurationUs[P];
+  const double IterUs = Static[N];
+  S.Stats.ComputeUs = IterUs;
+
+  const uint64_t NB = T.Blocks;
+  std::vector<uint8_t> Resident(NB, 0), Dirty(NB, 0);
+  std::vector<int64_t> LastUse(NB, -1), EvictedAt(NB, 0);
+  // LastUse of each block when it entered the victim heap.
+  std::vector<int64_t> HeapUse(NB, -2);
+  std::vector<uint64_t> Cursor(NB, 0); // index into the block's use list of its next use
+  std::vector<double> Ready(NB, 0);
+  std::vector<uint32_t> Stamp(NB, 0);
+  // Victim heap: the largest key is evicted. Ties go to the higher block, never
+  // to insertion order: the choice must not depend on the round, or the cyclic
+  // schedule never settles.
+  VictimHeap Heap(NB);
+  auto NextUseKey = [&](uint64_t B, int64_t Now) {
+    // Cursor[B] is the index of B's next use after Now.
+    uint64_t I = U.Start[B] + Cursor[B];
+    if (U.DeadBefore[I])
+      return kInfinity;
+    int64_t Round = Now / N;
+    int64_t Next = Round * N + U.Pos[I];
+    if (Next <= Now)
+      Next += N;
+    double Key = static_cast<double>(Next / N) * IterUs + Static[Next % N];
+    if (Dirty[B] || M.EvictionCopiesClean)
+      Key -= DirtyPenaltyUs;
+    return Key;
+  };
+  
+  std::vector<double> Start(static_cast<size_t>(kRounds) * N, 0), End(Start.size(), 0);
+  uint64_t ResidentCount = 0;
+  std::priority_queue<double, std::vector<double>, std::greater<>> FreeSlots;
+  for (uint64_t I = 0; I < C; ++I)
+    FreeSlots.push(0.0);
+  double H2DFree = 0, D2HFree = 0;
+  std::vector<PendingAction> Pending;
+  std::vector<std::vector<std::pair<uint64_t, uint8_t>>> RoundStartState;
+  uint64_t Skipped = 0;
+  std::vector<uint64_t> Stash;
+  // Blocks used, in use order, not yet in the victim heap: (block, stamp).
+  std::deque<std::pair<uint64_t, uint32_t>> Recent;
+
+  // Actions at position q are issued while kernel q-1 runs (the host sees
+  // launch q then): at kernel q-1's start.
+  auto issueTime = [&](int64_t Q) { return Q > 0 ? Start[Q - 1] : 0.0; };
+  // First position whose issue time is at or after X (issue times known up to Now).
+  auto firstIssueAtOrAfter = [&](double X, int64_t Now) -> int64_t {
+    if (X <= 0)
+      return 0;
+    auto It = std::lower_bound(Start.begin(), Start.begin() + Now, X);
+    return (It - Start.begin()) + 1;
+  };
+
+  for (int64_t Now = 0; Now < static_cast<int64_t>(kRounds) * N; ++Now) {
+    uint32_t P = static_cast<uint32_t>(Now % N);
+    if (P == 0) {
+      std::vector<std::pair<uint64_t, uint8_t>> State;
+      for (uint64_t B = 0; B < NB; ++B)
+        if (Resident[B])
+          State.push_back({B, Dirty[B]});
+      RoundStartState.push_back(std::move(State));
+      // Actions are taken by the round of the use they serve, so the round
+      // that just ended is complete: stop as soon as it repeated its start.
+      size_t R = RoundStartState.size();
+      if (R >= 3 && RoundStartState[R - 2] == RoundStartState[R - 1])
+        break;
+    }
+    double KernelStart = Now > 0 ? End[Now - 1] : 0;
+    Start[Now] = KernelStart;
+    for (const BlockUse &BU : T.Uses[P]) {
+      uint64_t B = BU.Block;
+      uint64_t UseIndex = U.Start[B] + Cursor[B];
+      if (!Resident[B]) {
+        // Find a slot: a free one, or MIN's victim.
+        // When the slot's memory is free: the victim's last kernel has ended
+        // and, for a write-back, the copy has finished (the device-to-host
+        // engine serves evictions in issue order).
+        double FreeAt = 0;
+        bool Victim = false;
+        uint64_t V = 0;
+        if (!FreeSlots.empty()) {
+          FreeAt = FreeSlots.top();
+          FreeSlots.pop();
+        } else {
+          // Belady, weighed by the clock: among the resident blocks whose
+          // memory is free in time for this fetch (last kernel over and, if
+          // dirty, write-back done behind the engine's queue), evict the one
+          // used farthest in the future. Blocks enter the victim heap only
+          // once their last kernel has ended early enough (Recent holds them
+          // until then, in use order), so freshly written blocks whose
+          // write-back would delay the fetch are passed over for a slightly
+          // nearer one. If nothing qualifies, the block that frees earliest
+          // is taken.
+          const double Deadline = Now > 0 ? End[Now - 1] - BlockUs : 0.0;
+          auto FreeTime = [&](uint64_t Cand) {
+            double Free = LastUse[Cand] >= 0 ? End[LastUse[Cand]] : 0.0;
+            bool Dead = U.DeadBefore[U.Start[Cand] + Cursor[Cand]];
+            if (!Dead && (Dirty[Cand] || M.EvictionCopiesClean))
+              Free = std::max(Free, D2HFree) + BlockUs;
+            return Free;
+          };
+          while (!Recent.empty()) {
+            auto [Cand, St] = Recent.front();
+            if (St != Stamp[Cand] || !Resident[Cand] || LastUse[Cand] == Now) {
+              Recent.pop_front(); // stale, or used by this kernel (re-queued after it)
+              continue;
+            }
+            if (End[LastUse[Cand]] > Deadline)
+              break;
+            Heap.insert(Cand, NextUseKey(Cand, Now));
+            HeapUse[Cand] = LastUse[Cand];
+            Recent.pop_front();
+          }
+          Stash.clear();
+          uint64_t Fallback = 0;
+          double FallbackAt = kInfinity;
+          while (!Heap.empty() && Stash.size() < kVictimWindow) {
+            uint64_t Cand = Heap.top();
+            Heap.remove(Cand);
+            // Gone, pinned by this kernel, or used since it entered the heap
+            // (its key is stale; it comes back through Recent).
+            if (!Resident[Cand] || LastUse[Cand] != HeapUse[Cand])
+              continue;
+            double Free = FreeTime(Cand);
+            if (Free <= Deadline) {
+              V = Cand;
+              Victim = true;
+              break;
+            }
+            Stash.push_back(Cand);
+            if (Free < FallbackAt) {
+              FallbackAt = Free;
+              Fallback = Cand;
+            }
+          }
+          if (!Victim)
+            for (const auto &[Cand, St] : Recent)
+              if (St == Stamp[Cand] && Resident[Cand] && LastUse[Cand] != Now) {
+                if (FreeTime(Cand) < FallbackAt) {
+                  FallbackAt = FreeTime(Cand);
+                  Fallback = Cand;
+                }
+                break; // the oldest valid one frees first
+              }
+          if (!Victim && FallbackAt < kInfinity) {
+            V = Fallback;
+            Victim = true;
+          }
+          for (uint64_t Cand : Stash)
+            if (!Victim || Cand != V) {
+              Heap.insert(Cand, NextUseKey(Cand, Now));
+              HeapUse[Cand] = LastUse[Cand];
+            }
+          if (Victim) {
+            Heap.remove(V);
+            ++Stamp[V]; // its queue entry, if any, is stale
+          }
+          if (!Victim) {
+            // The kernel's working set exceeds the capacity: leave this block
+            // to demand paging.
+            ++Skipped;
+            Resident[B] = 0;
+            LastUse[B] = Now;
+            Cursor[B] = (Cursor[B] + 1) % U.count(B);
+            continue;
+          }
+          bool Dead = U.DeadBefore[U.Start[V] + Cursor[V]];
+          int64_t Evict = std::max<int64_t>(LastUse[V] + 1, Now - N + 1);
+          Evict = std::min(Evict, Now);
+          FreeAt = std::max(issueTime(Evict), LastUse[V] >= 0 ? End[LastUse[V]] : 0.0);
+          bool WriteBack = !Dead && (Dirty[V] || M.EvictionCopiesClean);
+          if (WriteBack) {
+            double WbStart = std::max(FreeAt, D2HFree);
+            D2HFree = WbStart + BlockUs;
+            FreeAt = D2HFree;
+          }
+          Pending.push_back({Dead ? ACTION_KIND_DISCARD : ACTION_KIND_EVICT, Evict,
+                             std::max<int64_t>(LastUse[V], 0), V, static_cast<bool>(Dirty[V]),
+                             Now});
+          Resident[V] = 0;
+          Dirty[V] = 0;
+          EvictedAt[V] = Evict;
+          --ResidentCount;
+        }
+        // Issue at the first position whose issue time finds the memory free
+        // (no earlier than capacity allows), at most one iteration ahead, and
+        // at the latest at the need itself.
+        bool Populate = U.DeadBefore[UseIndex];
+        // Never before the block's own last eviction: the plan would drop it
+        // again after fetching it.
+        int64_t Issue = std::max({firstIssueAtOrAfter(FreeAt, Now),
+                                  EvictedAt[B], Now - static_cast<int64_t>(N) + 1, int64_t{0}});
+        Issue = std::min(Issue, Now);
+        double Done = std::max(issueTime(Issue), FreeAt);
+        if (!Populate) {
+          double XStart = std::max(Done, H2DFree);
+          Done = XStart + BlockUs;
+          H2DFree = Done;
+        }
+        Ready[B] = Done;
+        Pending.push_back({ACTION_KIND_PREFETCH, Issue, Now, B, false, Now});
+        Resident[B] = 1;
+        Dirty[B] = 0;
+        ++ResidentCount;
+        assert(ResidentCount <= C && "a fetch took a slot nobody freed");
+      }
+      KernelStart = std::max(KernelStart, Ready[B]);
+      if (U.Writes[UseIndex])
+        Dirty[B] = 1;
+      LastUse[B] = Now;
+      Cursor[B] = (Cursor[B] + 1) % U.count(B);
+    }
+    for (const BlockUse &BU : T.Uses[P])
+      if (Resident[BU.Block]) {
+        Recent.push_back({BU.Block, ++Stamp[BU.Block]});
+      }
+    Start[Now] = KernelStart;
+    End[Now] = KernelStart + T.DurationUs[P];
+  }
+  if (RoundStartState.size() == kRounds) { // ran to the end: record the last state
+    std::vector<std::pair<uint64_t, uint8_t>> State;
+    for (uint64_t B = 0; B < NB; ++B)
+      if (Resident[B])
+        State.push_back({B, Dirty[B]});
+    RoundStartState.push_back(std::move(State));
+  }
+
+  int64_t Emit = kRounds - 1;
+  for (unsigned R = 1; R + 1 < RoundStartState.size(); ++R)
+    if (RoundStartState[R] == RoundStartState[R + 1]) {
+      Emit = R;
+      S.Stats.Converged = true;
+      break;
+    }
+  int64_t Lo = Emit * N, Hi = Lo + N;
+  S.Stats.PredictedIterationUs = End[Hi - 1] - (Lo > 0 ? End[Lo - 1] : 0);
+  S.Stats.StallUs = std::max(0.0, S.Stats.PredictedIterationUs - IterUs);
+  // Actions are taken by the round of the use they serve, not by the round
+  // they are issued in: issue times drift between rounds (copy-engine state),
+  // and every use of the cycle must get exactly one fetch and its eviction.
+  for (const PendingAction &PA : Pending) {
+    if (PA.Need < Lo || PA.Need >= Hi)
+      continue;
+    Action A;
+    A.set_kind(PA.Kind);
+    A.set_position(static_cast<uint32_t>(PA.Position % N));
+    A.set_due_position(static_cast<uint32_t>(PA.Due % N));
+    A.set_dirty(PA.Dirty && PA.Kind == ACTION_KIND_EVICT);
+    *A.add_ranges() = blockRange(T, PA.Block);
+    S.Actions.push_back(std::move(A));
+    switch (PA.Kind) {
+    case ACTION_KIND_PREFETCH: {
+      ++S.Stats.Prefetches;
+      int64_t DueRound = PA.Due;
+      uint64_t B = PA.Block;
+      // Recover whether this fetch was a populate from the use it serves.
+      uint32_t DuePos = static_cast<uint32_t>(DueRound % N);
+      auto First = U.Pos.begin() + U.Start[B], Last = U.Pos.begin() + U.Start[B + 1];
+      auto It = std::lower_bound(First, Last, DuePos);
+      if (It != Last && *It == DuePos && U.DeadBefore[It - U.Pos.begin()])
+        ++S.Stats.Populates;
+      break;
+    }
+    case ACTION_KIND_EVICT:
+      ++S.Stats.Evictions;
+      if (PA.Dirty)
+        ++S.Stats.DirtyEvictions;
+      break;
+    case ACTION_KIND_DISCARD:
+      ++S.Stats.Discards;
+      break;
+    default:
+      break;
+    }
+  }
+  normalizeActions(S.Actions);
+  if (Skipped)
+    S.Ignored.push_back((Twine("the largest kernel touches ") +
+                         Twine(S.Stats.MaxWorkingSetBlocks) + " blocks, more than the capacity of " +
+                         Twine(C) + " blocks; the excess is left to demand paging")
+                            .str());
+  if (!S.Stats.Converged)
+    S.Ignored.push_back("the cyclic schedule did not reach a fixed point; the plan replays one "
+                        "round of it");
+  return S;
+}
+
+} // namespace deepum::planner

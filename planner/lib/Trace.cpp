@@ -1,0 +1,433 @@
+//===- Trace.cpp - The reference iteration in arena space --------------------===//
+//
+// Allocations of the profile fall in four groups relative to the reference
+// window [first kernel's start, next iteration's first kernel's start):
+//   persistent  made before the window and live past it (parameters,
+//               optimizer state): placed once, in their own region;
+//   window      made inside the window: the iteration's allocation calls;
+//               those freed only after the window "wrap": in steady state
+//               they are still live at the start of the next iteration;
+//   carried-in  made before the window, freed inside it: the previous
+//               iteration's wrapping allocations. Each is matched to the
+//               window allocation that plays its role one iteration later
+//               (same size, same order), whose lifetime then wraps to the
+//               carried-in's free, and whose arena bytes the carried-in's
+//               accesses are mapped to;
+//   other       freed before the window or made after it: not planned.
+//
+//===----------------------------------------------------------------------===//
+#include "deepum/planner/Trace.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/Twine.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+using namespace llvm;
+using namespace deepum::v1;
+
+namespace deepum::planner {
+
+namespace {
+
+Error traceError(const Twine &Msg) { return createStringError(inconvertibleErrorCode(), Msg); }
+
+AccessMode mergeMode(AccessMode A, AccessMode B) {
+  if (A == B)
+    return A;
+  if (A == ACCESS_MODE_UNSPECIFIED || B == ACCESS_MODE_UNSPECIFIED)
+    return ACCESS_MODE_UNSPECIFIED;
+  return ACCESS_MODE_READ_WRITE;
+}
+
+enum class EventKind : uint8_t { Free = 0, Alloc = 1, Kernel = 2 };
+
+struct Event {
+  uint64_t Time;
+  EventKind Kind;
+  uint32_t Index; // allocation index in the profile, or position
+};
+
+/// A kernel's access to arena bytes [Begin, End).
+struct ArenaAccess {
+  uint64_t Begin, End;
+  AccessMode Mode;
+  uint32_t Sequence;
+};
+
+} // namespace
+
+void Trace::indexOwners() {
+  OwnerStart.assign(Blocks + 1, 0);
+  OwnerSpans.clear();
+  OwnerMaxSpan.assign(Blocks, 0);
+  UnionStart.assign(Blocks + 1, 0);
+  Union.clear();
+  std::vector<OwnerSpan> Spans;
+  for (uint64_t B = 0; B < Blocks; ++B) {
+    Spans.clear();
+    for (uint32_t S : BlockOwners[B])
+      for (const TickInterval &L : Allocations[S].Live)
+        if (!L.empty())
+          Spans.push_back({L.Begin, L.End, S});
+    std::sort(Spans.begin(), Spans.end(), [](const OwnerSpan &X, const OwnerSpan &Y) {
+      return X.Begin != Y.Begin ? X.Begin < Y.Begin : X.Sequence < Y.Sequence;
+    });
+    for (const OwnerSpan &S : Spans) {
+      OwnerSpans.push_back(S);
+      OwnerMaxSpan[B] = std::max(OwnerMaxSpan[B], S.End - S.Begin);
+      // Touching intervals merge: a free and an allocation at consecutive
+      // ticks leave no tick without live data.
+      if (Union.size() > UnionStart[B] && S.Begin <= Union.back().End)
+        Union.back().End = std::max(Union.back().End, S.End);
+      else
+        Union.push_back({S.Begin, S.End});
+    }
+    OwnerStart[B + 1] = OwnerSpans.size();
+    UnionStart[B + 1] = Union.size();
+  }
+}
+
+bool Trace::blockLiveAt(uint64_t Block, uint32_t Tick) const {
+  auto First = Union.begin() + static_cast<long>(UnionStart[Block]);
+  auto Last = Union.begin() + static_cast<long>(UnionStart[Block + 1]);
+  auto It = std::upper_bound(First, Last, Tick,
+                             [](uint32_t T, const TickInterval &I) { return T < I.Begin; });
+  return It != First && std::prev(It)->End > Tick;
+}
+
+bool Trace::blockDiesBetween(uint64_t Block, uint32_t FromTick, uint32_t ToTick) const {
+  // Open query ranges (From, To), split at the end of the iteration.
+  TickInterval Query[2];
+  if (ToTick > FromTick) {
+    Query[0] = {FromTick + 1, ToTick};
+  } else {
+    Query[0] = {FromTick + 1, Ticks};
+    Query[1] = {0, ToTick};
+  }
+  auto First = Union.begin() + static_cast<long>(UnionStart[Block]);
+  auto Last = Union.begin() + static_cast<long>(UnionStart[Block + 1]);
+  for (const TickInterval &Q : Query) {
+    if (Q.empty())
+      continue;
+    // Covered only if one merged interval spans the whole query.
+    auto It = std::upper_bound(First, Last, Q.Begin,
+                               [](uint32_t T, const TickInterval &I) { return T < I.Begin; });
+    if (It == First || std::prev(It)->End < Q.End)
+      return true;
+  }
+  return false;
+}
+
+Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
+  Trace T;
+  const IterationSpan &Ref = A.Iterations[A.Reference];
+  const uint32_t First = Ref.First, N = Ref.Count;
+  T.FirstKernel = First;
+  T.Positions = N;
+  T.BlockBytes = P.um_block_bytes();
+  if (N == 0)
+    return traceError("the reference iteration has no kernels");
+  const uint64_t WindowStart = P.kernels(First).start_ns();
+  const uint64_t WindowEnd = First + N < static_cast<uint32_t>(P.kernels_size())
+                                 ? P.kernels(First + N).start_ns()
+                                 : UINT64_MAX;
+
+  // Classify allocations.
+  std::vector<uint32_t> Persistent, Window, CarriedIn;
+  for (int I = 0; I < P.allocations_size(); ++I) {
+    const Allocation &Al = P.allocations(I);
+    uint64_t Free = Al.freed() ? Al.free_time_ns() : UINT64_MAX;
+    if (Al.alloc_time_ns() < WindowStart) {
+      if (Free >= WindowEnd)
+        Persistent.push_back(I);
+      else if (Free >= WindowStart)
+        CarriedIn.push_back(I);
+    } else if (Al.alloc_time_ns() < WindowEnd) {
+      Window.push_back(I);
+    }
+  }
+  std::stable_sort(Window.begin(), Window.end(), [&](uint32_t X, uint32_t Y) {
+    return P.allocations(X).alloc_time_ns() < P.allocations(Y).alloc_time_ns();
+  });
+
+  // Ticks: frees before allocations before kernels at equal times (a kernel
+  // launched at the instant of an allocation uses it; one launched at the
+  // instant of a free does not).
+  std::vector<Event> Events;
+  Events.reserve(N + 2 * Window.size() + CarriedIn.size());
+  uint64_t PrevKernelTime = 0;
+  for (uint32_t Pos = 0; Pos < N; ++Pos) {
+    // Several streams: launch order rules, so kernel times never go back.
+    PrevKernelTime = std::max(PrevKernelTime, P.kernels(First + Pos).start_ns());
+    Events.push_back({PrevKernelTime, EventKind::Kernel, Pos});
+  }
+  for (uint32_t I : Window) {
+    const Allocation &Al = P.allocations(I);
+    Events.push_back({Al.alloc_time_ns(), EventKind::Alloc, I});
+    if (Al.freed() && Al.free_time_ns() < WindowEnd)
+      Events.push_back({Al.free_time_ns(), EventKind::Free, I});
+  }
+  for (uint32_t I : CarriedIn)
+    Events.push_back({P.allocations(I).free_time_ns(), EventKind::Free, I});
+  std::sort(Events.begin(), Events.end(), [](const Event &X, const Event &Y) {
+    if (X.Time != Y.Time)
+      return X.Time < Y.Time;
+    if (X.Kind != Y.Kind)
+      return X.Kind < Y.Kind;
+    return X.Index < Y.Index;
+  });
+  T.Ticks = static_cast<uint32_t>(Events.size());
+  T.KernelTick.assign(N, 0);
+  DenseMap<uint32_t, uint32_t> AllocTick, FreeTick; // profile allocation index -> tick
+  for (uint32_t Tick = 0; Tick < T.Ticks; ++Tick) {
+    const Event &E = Events[Tick];
+    if (E.Kind == EventKind::Kernel)
+      T.KernelTick[E.Index] = Tick;
+    else if (E.Kind == EventKind::Alloc)
+      AllocTick[E.Index] = Tick;
+    else
+      FreeTick[E.Index] = Tick;
+  }
+
+  // Sequences and lifetimes.
+  DenseMap<uint64_t, uint32_t> SeqOfId; // profile allocation id -> sequence
+  auto Add = [&](uint32_t Index, bool IsPersistent) {
+    const Allocation &Al = P.allocations(Index);
+    PlannedAllocation PA;
+    PA.Sequence = static_cast<uint32_t>(T.Allocations.size());
+    PA.Size = Al.size_bytes();
+    PA.Persistent = IsPersistent;
+    PA.ProfileId = Al.id();
+    PA.Role = Al.role();
+    SeqOfId[Al.id()] = PA.Sequence;
+    T.Allocations.push_back(PA);
+  };
+  for (uint32_t I : Persistent)
+    Add(I, true);
+  for (uint32_t I : Window)
+    Add(I, false);
+  for (PlannedAllocation &PA : T.Allocations)
+    if (PA.Persistent)
+      PA.Live[0] = {0, T.Ticks};
+
+  // Match carried-in allocations to wrapping window allocations by size, in order.
+  std::map<uint64_t, std::vector<uint32_t>> WrapsBySize, CarriedBySize;
+  for (uint32_t I : Window)
+    if (!FreeTick.count(I))
+      WrapsBySize[P.allocations(I).size_bytes()].push_back(I);
+  for (uint32_t I : CarriedIn)
+    CarriedBySize[P.allocations(I).size_bytes()].push_back(I);
+  DenseMap<uint32_t, uint32_t> WrapEnd; // window allocation index -> tick of its counterpart's free
+  unsigned UnmatchedCarried = 0, UnmatchedWraps = 0;
+  for (auto &[Size, Wraps] : WrapsBySize) {
+    auto It = CarriedBySize.find(Size);
+    size_t Matched = It == CarriedBySize.end() ? 0 : std::min(Wraps.size(), It->second.size());
+    for (size_t K = 0; K < Matched; ++K) {
+      uint32_t C = It->second[K];
+      WrapEnd[Wraps[K]] = FreeTick[C];
+      SeqOfId[P.allocations(C).id()] = SeqOfId[P.allocations(Wraps[K]).id()];
+    }
+    UnmatchedWraps += Wraps.size() - Matched;
+  }
+  for (auto &[Size, Carried] : CarriedBySize) {
+    auto It = WrapsBySize.find(Size);
+    size_t Have = It == WrapsBySize.end() ? 0 : It->second.size();
+    if (Carried.size() > Have)
+      UnmatchedCarried += Carried.size() - Have;
+  }
+  for (uint32_t I : Window) {
+    PlannedAllocation &PA = T.Allocations[SeqOfId[P.allocations(I).id()]];
+    uint32_t Begin = AllocTick[I];
+    auto F = FreeTick.find(I);
+    if (F != FreeTick.end()) {
+      // Freed at the instant it was made: its free sorts first; give it the
+      // one tick of its allocation so that it still occupies bytes.
+      PA.Live[0] = {Begin, std::max(F->second, Begin + 1)};
+      continue;
+    }
+    PA.Live[0] = {Begin, T.Ticks};
+    auto W = WrapEnd.find(I);
+    // Without a counterpart the next iteration's free is unknown: assume the
+    // allocation lives a whole cycle, which is safe for the layout.
+    PA.Live[1] = {0, W != WrapEnd.end() ? std::min(W->second, Begin) : Begin};
+  }
+  if (UnmatchedCarried)
+    T.Ignored.push_back((Twine(UnmatchedCarried) +
+                         " allocations carried in from the previous iteration have no "
+                         "counterpart in the reference iteration; their accesses are not planned")
+                            .str());
+  if (UnmatchedWraps)
+    T.Ignored.push_back((Twine(UnmatchedWraps) +
+                         " allocations outlive the reference iteration without a known free; "
+                         "laid out as live for the whole iteration")
+                            .str());
+
+  // Pool layout and its yardsticks.
+  // The arena is whole UM blocks: plan ranges are whole blocks, and a block's
+  // tail past the last allocation would otherwise be touched but never planned.
+  T.Pool.LayoutBytes = layoutPool(T.Allocations);
+  T.Pool.ArenaBytes = (T.Pool.LayoutBytes + T.BlockBytes - 1) / T.BlockBytes * T.BlockBytes;
+  for (const PlannedAllocation &PA : T.Allocations)
+    if (PA.Persistent)
+      T.Pool.PersistentBytes += PA.Size;
+  T.Pool.PeakLiveBytes = peakLiveBytes(T.Allocations, T.Ticks);
+  T.Pool.BestFitPeakBytes = bestFitPeakBytes(T.Allocations, T.Ticks);
+  T.Blocks = (T.Pool.ArenaBytes + T.BlockBytes - 1) / T.BlockBytes;
+  T.BlockOwners.assign(T.Blocks, {});
+  for (const PlannedAllocation &PA : T.Allocations)
+    for (uint64_t B = PA.Offset / T.BlockBytes; B <= (PA.Offset + PA.Size - 1) / T.BlockBytes; ++B)
+      T.BlockOwners[B].push_back(PA.Sequence);
+  T.indexOwners();
+
+  // Address index for kernels that report blocks but no tensors.
+  struct AddressRange {
+    uint64_t Begin, End, AllocNs, FreeNs;
+    uint32_t Sequence;
+  };
+  std::vector<AddressRange> ByAddress;
+  for (int I = 0; I < P.allocations_size(); ++I) {
+    const Allocation &Al = P.allocations(I);
+    auto S = SeqOfId.find(Al.id());
+    if (S == SeqOfId.end())
+      continue;
+    ByAddress.push_back({Al.address(), Al.address() + Al.size_bytes(), Al.alloc_time_ns(),
+                         Al.freed() ? Al.free_time_ns() : UINT64_MAX, S->second});
+  }
+  std::sort(ByAddress.begin(), ByAddress.end(),
+            [](const AddressRange &X, const AddressRange &Y) { return X.Begin < Y.Begin; });
+  uint64_t MaxAllocBytes = 0;
+  for (const AddressRange &R : ByAddress)
+    MaxAllocBytes = std::max(MaxAllocBytes, R.End - R.Begin);
+
+  T.Ids.assign(A.Ids.begin() + First, A.Ids.begin() + First + N);
+  T.DurationUs.resize(N);
+  T.Uses.resize(N);
+  uint64_t UnknownAllocationAccesses = 0, UnmappedBlocks = 0, KernelsWithoutAccesses = 0;
+  std::vector<ArenaAccess> Accesses;
+  for (uint32_t Pos = 0; Pos < N; ++Pos) {
+    const Kernel &K = P.kernels(First + Pos);
+    T.DurationUs[Pos] = static_cast<double>(K.end_ns() - K.start_ns()) / 1000.0;
+    Accesses.clear();
+    if (K.tensors_size() > 0) {
+      for (const TensorAccess &TA : K.tensors()) {
+        auto S = SeqOfId.find(TA.allocation_id());
+        if (S == SeqOfId.end()) {
+          ++UnknownAllocationAccesses;
+          continue;
+        }
+        const PlannedAllocation &PA = T.Allocations[S->second];
+        uint64_t Begin = PA.Offset + std::min(TA.offset(), PA.Size);
+        uint64_t End = PA.Offset + std::min(TA.offset() + TA.bytes(), PA.Size);
+        if (End > Begin)
+          Accesses.push_back({Begin, End, TA.mode(), S->second});
+      }
+    } else {
+      // Block-level accesses: map each touched 64 KiB page range to the
+      // allocations live at the kernel's start that overlap it.
+      for (const BlockAccess &BA : K.blocks()) {
+        uint64_t VBegin = BA.block() * P.um_block_bytes(), VEnd = VBegin + P.um_block_bytes();
+        uint64_t PageBytes = P.um_block_bytes() / 32;
+        auto It = std::lower_bound(
+            ByAddress.begin(), ByAddress.end(), VBegin > MaxAllocBytes ? VBegin - MaxAllocBytes : 0,
+            [](const AddressRange &R, uint64_t V) { return R.Begin < V; });
+        bool Mapped = false;
+        for (; It != ByAddress.end() && It->Begin < VEnd; ++It) {
+          if (It->End <= VBegin || K.start_ns() < It->AllocNs || K.start_ns() >= It->FreeNs)
+            continue;
+          for (unsigned Page = 0; Page < 32; ++Page) {
+            if (BA.page_mask() != 0 && !(BA.page_mask() & (1u << Page)))
+              continue;
+            uint64_t PBegin = std::max(VBegin + Page * PageBytes, It->Begin);
+            uint64_t PEnd = std::min(VBegin + (Page + 1) * PageBytes, It->End);
+            if (PEnd <= PBegin)
+              continue;
+            const PlannedAllocation &PA = T.Allocations[It->Sequence];
+            Accesses.push_back({PA.Offset + (PBegin - It->Begin), PA.Offset + (PEnd - It->Begin),
+                                BA.mode(), It->Sequence});
+            Mapped = true;
+          }
+        }
+        if (!Mapped)
+          ++UnmappedBlocks;
+      }
+    }
+    if (Accesses.empty() && (K.tensors_size() > 0 || K.blocks_size() > 0))
+      ++KernelsWithoutAccesses;
+
+    // Arena blocks in first-touch order, modes merged.
+    std::vector<BlockUse> &Uses = T.Uses[Pos];
+    DenseMap<uint64_t, uint32_t> Slot;
+    for (const ArenaAccess &Acc : Accesses) {
+      for (uint64_t B = Acc.Begin / T.BlockBytes; B <= (Acc.End - 1) / T.BlockBytes; ++B) {
+        auto [It, New] = Slot.try_emplace(B, static_cast<uint32_t>(Uses.size()));
+        if (New)
+          Uses.push_back({B, Acc.Mode});
+        else
+          Uses[It->second].Mode = mergeMode(Uses[It->second].Mode, Acc.Mode);
+      }
+      T.TensorUses.push_back({Acc.Sequence, Pos, Acc.Mode});
+    }
+    // A block counts as overwritten (WRITE) only when the writes cover every
+    // live byte in it; otherwise its old contents survive in part.
+    for (BlockUse &U : Uses) {
+      if (U.Mode != ACCESS_MODE_WRITE)
+        continue;
+      uint64_t BBegin = U.Block * T.BlockBytes, BEnd = BBegin + T.BlockBytes;
+      std::vector<std::pair<uint64_t, uint64_t>> Written;
+      for (const ArenaAccess &Acc : Accesses)
+        if (Acc.Mode == ACCESS_MODE_WRITE && Acc.Begin < BEnd && Acc.End > BBegin)
+          Written.push_back({std::max(Acc.Begin, BBegin), std::min(Acc.End, BEnd)});
+      std::sort(Written.begin(), Written.end());
+      auto Covered = [&](uint64_t Begin, uint64_t End) {
+        uint64_t Reached = Begin;
+        for (auto [WB, WE] : Written) {
+          if (WB > Reached)
+            break;
+          Reached = std::max(Reached, WE);
+        }
+        return Reached >= End;
+      };
+      bool Partial = false;
+      T.forOwnersLiveAt(U.Block, T.KernelTick[Pos], [&](uint32_t S) {
+        const PlannedAllocation &PA = T.Allocations[S];
+        uint64_t OBegin = std::max(PA.Offset, BBegin), OEnd = std::min(PA.Offset + PA.Size, BEnd);
+        if (OEnd > OBegin && !Covered(OBegin, OEnd))
+          Partial = true;
+      });
+      if (Partial)
+        U.Mode = ACCESS_MODE_READ_WRITE;
+    }
+  }
+  // Tensor uses: one per (sequence, position), modes merged.
+  std::sort(T.TensorUses.begin(), T.TensorUses.end(), [](const TensorUse &X, const TensorUse &Y) {
+    return X.Sequence != Y.Sequence ? X.Sequence < Y.Sequence : X.Position < Y.Position;
+  });
+  std::vector<TensorUse> Merged;
+  for (const TensorUse &U : T.TensorUses) {
+    if (!Merged.empty() && Merged.back().Sequence == U.Sequence &&
+        Merged.back().Position == U.Position)
+      Merged.back().Mode = mergeMode(Merged.back().Mode, U.Mode);
+    else
+      Merged.push_back(U);
+  }
+  T.TensorUses = std::move(Merged);
+
+  if (UnknownAllocationAccesses)
+    T.Ignored.push_back((Twine(UnknownAllocationAccesses) +
+                         " tensor accesses name allocations that are not live in the reference "
+                         "iteration")
+                            .str());
+  if (UnmappedBlocks)
+    T.Ignored.push_back(
+        (Twine(UnmappedBlocks) + " block accesses fall outside every planned allocation").str());
+  if (KernelsWithoutAccesses)
+    T.Ignored.push_back((Twine(KernelsWithoutAccesses) +
+                         " kernels have accesses that map to no planned allocation")
+                            .str());
+  return T;
+}
+
+} // namespace deepum::planner

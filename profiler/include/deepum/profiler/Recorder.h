@@ -1,0 +1,181 @@
+//===- deepum/profiler/Recorder.h - Records in, a profile out ---------------===//
+//
+// The device-independent heart of deepum-profile. It receives translated CUPTI
+// records, allocation records and iteration marks, keeps what falls inside
+// the recorded iterations, and builds the profile: kernels grouped into
+// iterations, every fault attributed to the kernel running when the driver
+// serviced it, and from those faults each kernel's access set (2 MiB UM
+// blocks with 64 KiB page masks, and allocation byte ranges).
+//
+// Iteration marks come from deepum_step() (end of one iteration, start of the
+// next), from NVTX ranges (begin/end) and from cudaProfilerStart/Stop
+// (begin/end). The first `Skip` iterations are ignored; after `Iterations`
+// more, recording is finished and later records are discarded.
+//
+// Records are kept by *time*, not by arrival: CUPTI delivers buffers late, so
+// a kernel of a recorded iteration may arrive after its end mark.
+//
+// Thread-safe: CUPTI delivers buffers on its own thread while the program's
+// threads mark iterations and allocate.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_PROFILER_RECORDER_H
+#define DEEPUM_PROFILER_RECORDER_H
+
+#include "deepum/profiler/Records.h"
+#include "deepum/v1/profile.pb.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace deepum::profiler {
+
+struct RecorderOptions {
+  /// Iterations to record after the skipped ones (>= 1).
+  uint32_t Iterations = 1;
+  /// Iterations to ignore first (warm-up, allocator growth, autotuning).
+  uint32_t Skip = 0;
+  /// The program runs under --mode access-set: every block a kernel touches faults.
+  bool AccessSetMode = false;
+  /// Written into Profile.producer.
+  std::string Producer = "deepum-profile 1";
+};
+
+enum class RecorderState {
+  /// Before the first recorded iteration begins.
+  Skipping,
+  /// Inside the recorded window.
+  Recording,
+  /// All requested iterations recorded; later records are discarded.
+  Done,
+};
+
+/// What an iteration mark changed; the caller checkpoints or stops on it.
+struct MarkEffect {
+  /// The recorded window opened at this mark.
+  bool RecordingStarted = false;
+  /// A recorded iteration completed at this mark.
+  bool IterationRecorded = false;
+  /// The last requested iteration completed: stop recording, write the profile.
+  bool RecordingFinished = false;
+};
+
+class Recorder final : public RecordSink {
+public:
+  explicit Recorder(RecorderOptions Opts);
+
+  // RecordSink: CUPTI's records, already translated.
+  void addKernel(KernelRecord K) override;
+  void addTransfer(TransferRecord T) override;
+  void addFault(FaultRecord F) override;
+  void addMigration(MigrationRecord M) override;
+  void addUmEvent(UmEventRecord E) override;
+  void addDevice(DeviceRecord D) override;
+  void addLink(LinkRecord L) override;
+  void addDroppedRecords(uint64_t Count) override;
+
+  /// An allocation of `Bytes` at `Address`. A second allocation at a live
+  /// address closes the first (its free was missed).
+  void addAllocation(uint64_t Address, uint64_t Bytes, uint64_t Stream, uint64_t TimeNs,
+                     AllocationSource Source);
+  /// A free of the allocation at `Address`; unknown addresses are counted and ignored.
+  void addFree(uint64_t Address, uint64_t TimeNs, AllocationSource Source);
+
+  void setVersions(uint32_t Driver, uint32_t Runtime);
+  void setConcurrentManagedAccess(bool Supported);
+  /// Whether UM counters are being recorded and, if not, the one-line reason.
+  void setUmCounters(bool Enabled, std::string WhyNot = "");
+  /// Keeps the first error (a failed CUPTI call, say); reported with the profile.
+  void noteError(std::string Message);
+  std::string firstError() const;
+
+  /// Where the run started, for a first deepum_step() with no earlier mark.
+  void setOrigin(uint64_t TimeNs);
+
+  MarkEffect beginIteration(uint64_t TimeNs);
+  MarkEffect endIteration(uint64_t TimeNs);
+  /// deepum_step(): the end of one iteration and the start of the next.
+  MarkEffect step(uint64_t TimeNs);
+
+  RecorderState state() const;
+  /// Complete iterations inside the recorded window.
+  uint32_t recordedIterations() const;
+  /// Complete iterations seen, skipped ones included.
+  uint32_t seenIterations() const;
+
+  /// --mode access-set: the UM blocks faulted on since `SinceNs`, each clipped
+  /// to every live allocation overlapping it — the byte ranges to send back to
+  /// the host so that the next kernel faults on everything it touches. The
+  /// driver's prefetcher never crosses a 2 MiB block, so whole blocks cover all
+  /// it brought in. Sorted, without duplicates.
+  std::vector<std::pair<uint64_t, uint64_t>> faultedRangesSince(uint64_t SinceNs) const;
+
+  /// The profile of every complete recorded iteration — after a crash or an
+  /// early exit, the ones completed so far. With no mark at all the whole run
+  /// is one iteration. Fails when marks were seen but none was recorded.
+  llvm::Expected<deepum::v1::Profile> buildProfile() const;
+
+private:
+  struct Allocation {
+    uint64_t Address, Bytes, Stream, AllocNs;
+    std::optional<uint64_t> FreeNs;
+    AllocationSource Source;
+  };
+  struct Window {
+    uint64_t Begin, End;
+  };
+
+  bool keepLocked(uint64_t TimeNs) const;
+  void pruneBeforeLocked(uint64_t TimeNs);
+  MarkEffect beginLocked(uint64_t TimeNs);
+  MarkEffect endLocked(uint64_t TimeNs);
+
+  const RecorderOptions Opts;
+  mutable std::mutex Mu;
+
+  std::vector<KernelRecord> Kernels;
+  std::vector<TransferRecord> Transfers;
+  std::vector<FaultRecord> Faults;
+  std::vector<MigrationRecord> Migrations;
+  std::vector<UmEventRecord> UmEvents;
+  std::vector<Allocation> Allocations;
+  /// Address -> index into Allocations of the live allocation there, per source.
+  std::map<uint64_t, size_t> LiveAllocator, LiveDriver;
+  uint64_t UnknownFrees = 0;
+
+  std::map<uint32_t, DeviceRecord> Devices;
+  std::map<uint32_t, LinkRecord> Links;
+  uint32_t DriverVersion = 0, RuntimeVersion = 0;
+  bool ConcurrentManagedAccess = false;
+  bool UmCountersEnabled = false;
+  std::string UmCountersWhyNot;
+  std::string FirstError;
+  uint64_t DroppedRecords = 0;
+
+  RecorderState State = RecorderState::Skipping;
+  bool SawMark = false;
+  bool InIteration = false;
+  uint64_t Origin = 0;
+  uint64_t CurrentBegin = 0;
+  uint32_t Seen = 0;
+  /// The recorded iterations, in order.
+  std::vector<Window> Recorded;
+  /// Start of the recorded window, once it has opened.
+  std::optional<uint64_t> WindowBegin;
+};
+
+/// One line for stderr: iterations, kernels, faults, dropped records.
+std::string describeProfile(const deepum::v1::Profile &P);
+
+/// Host link speed per direction of a PCIe link, bytes per second; 0 if unknown.
+double pcieBytesPerSecond(uint32_t Generation, uint32_t Width);
+
+} // namespace deepum::profiler
+
+#endif // DEEPUM_PROFILER_RECORDER_H

@@ -1,0 +1,722 @@
+//===- Recorder.cpp - Iteration windows, fault attribution, access sets ------===//
+#include "deepum/profiler/Recorder.h"
+
+#include "deepum/format/Format.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <limits>
+
+using namespace llvm;
+using namespace deepum::v1;
+
+namespace deepum::profiler {
+
+static constexpr uint64_t kBlockBytes = format::kUmBlockBytes;
+static constexpr uint64_t kPageBytes = format::kUmPageBytes;
+static constexpr uint64_t kPagesPerBlock = kBlockBytes / kPageBytes;
+static_assert(kPagesPerBlock == 32, "BlockAccess.page_mask is 32 bits, one per 64 KiB page");
+
+Recorder::Recorder(RecorderOptions O) : Opts(std::move(O)) {}
+
+//===-- Records ------------------------------------------------------------===//
+
+bool Recorder::keepLocked(uint64_t TimeNs) const {
+  // Before the window opens everything is kept (pruned at each skipped
+  // iteration's end); after it opens, only what lies inside it.
+  if (WindowBegin && TimeNs < *WindowBegin)
+    return false;
+  if (State == RecorderState::Done && !Recorded.empty() && TimeNs > Recorded.back().End)
+    return false;
+  return true;
+}
+
+void Recorder::addKernel(KernelRecord K) {
+  std::lock_guard<std::mutex> L(Mu);
+  if (keepLocked(K.StartNs))
+    Kernels.push_back(std::move(K));
+}
+
+void Recorder::addTransfer(TransferRecord T) {
+  std::lock_guard<std::mutex> L(Mu);
+  if (keepLocked(T.StartNs))
+    Transfers.push_back(T);
+}
+
+void Recorder::addFault(FaultRecord F) {
+  std::lock_guard<std::mutex> L(Mu);
+  if (keepLocked(F.TimeNs))
+    Faults.push_back(F);
+}
+
+void Recorder::addMigration(MigrationRecord M) {
+  std::lock_guard<std::mutex> L(Mu);
+  if (M.Bytes != 0 && keepLocked(M.StartNs))
+    Migrations.push_back(M);
+}
+
+void Recorder::addUmEvent(UmEventRecord E) {
+  std::lock_guard<std::mutex> L(Mu);
+  if (keepLocked(E.TimeNs))
+    UmEvents.push_back(E);
+}
+
+void Recorder::addDevice(DeviceRecord D) {
+  std::lock_guard<std::mutex> L(Mu);
+  Devices[D.Ordinal] = std::move(D);
+}
+
+void Recorder::addLink(LinkRecord Lk) {
+  std::lock_guard<std::mutex> L(Mu);
+  Links[Lk.Ordinal] = Lk;
+}
+
+void Recorder::addDroppedRecords(uint64_t Count) {
+  std::lock_guard<std::mutex> L(Mu);
+  DroppedRecords += Count;
+}
+
+void Recorder::addAllocation(uint64_t Address, uint64_t Bytes, uint64_t Stream, uint64_t TimeNs,
+                             AllocationSource Source) {
+  if (Bytes == 0)
+    return; // a zero-byte request occupies nothing and no kernel can touch it
+  std::lock_guard<std::mutex> L(Mu);
+  auto &Live = Source == AllocationSource::Allocator ? LiveAllocator : LiveDriver;
+  auto It = Live.find(Address);
+  if (It != Live.end()) {
+    Allocations[It->second].FreeNs = TimeNs;
+    Live.erase(It);
+  }
+  Live[Address] = Allocations.size();
+  Allocations.push_back({Address, Bytes, Stream, TimeNs, std::nullopt, Source});
+}
+
+void Recorder::addFree(uint64_t Address, uint64_t TimeNs, AllocationSource Source) {
+  std::lock_guard<std::mutex> L(Mu);
+  auto &Live = Source == AllocationSource::Allocator ? LiveAllocator : LiveDriver;
+  auto It = Live.find(Address);
+  if (It == Live.end()) {
+    ++UnknownFrees;
+    return;
+  }
+  Allocation &A = Allocations[It->second];
+  A.FreeNs = std::max(TimeNs, A.AllocNs);
+  Live.erase(It);
+}
+
+void Recorder::setVersions(uint32_t Driver, uint32_t Runtime) {
+  std::lock_guard<std::mutex> L(Mu);
+  DriverVersion = Driver;
+  RuntimeVersion = Runtime;
+}
+
+void Recorder::setConcurrentManagedAccess(bool Supported) {
+  std::lock_guard<std::mutex> L(Mu);
+  ConcurrentManagedAccess = Supported;
+}
+
+void Recorder::setUmCounters(bool Enabled, std::string WhyNot) {
+  std::lock_guard<std::mutex> L(Mu);
+  UmCountersEnabled = Enabled;
+  UmCountersWhyNot = Enabled ? "" : std::move(WhyNot);
+}
+
+void Recorder::noteError(std::string Message) {
+  std::lock_guard<std::mutex> L(Mu);
+  if (FirstError.empty())
+    FirstError = std::move(Message);
+}
+
+std::string Recorder::firstError() const {
+  std::lock_guard<std::mutex> L(Mu);
+  return FirstError;
+}
+
+//===-- Iteration marks ----------------------------------------------------===//
+
+void Recorder::setOrigin(uint64_t TimeNs) {
+  std::lock_guard<std::mutex> L(Mu);
+  Origin = TimeNs;
+}
+
+void Recorder::pruneBeforeLocked(uint64_t T) {
+  auto Drop = [T](auto &V, auto TimeOf) {
+    llvm::erase_if(V, [&](const auto &R) { return TimeOf(R) < T; });
+  };
+  Drop(Kernels, [](const KernelRecord &K) { return K.StartNs; });
+  Drop(Transfers, [](const TransferRecord &R) { return R.StartNs; });
+  Drop(Faults, [](const FaultRecord &F) { return F.TimeNs; });
+  Drop(Migrations, [](const MigrationRecord &M) { return M.StartNs; });
+  Drop(UmEvents, [](const UmEventRecord &E) { return E.TimeNs; });
+  // Allocations freed before T can matter to no recorded kernel. Indices in
+  // the live maps change, so they are rebuilt.
+  std::vector<Allocation> Kept;
+  Kept.reserve(Allocations.size());
+  for (const Allocation &A : Allocations)
+    if (!A.FreeNs || *A.FreeNs >= T)
+      Kept.push_back(A);
+  Allocations = std::move(Kept);
+  LiveAllocator.clear();
+  LiveDriver.clear();
+  for (size_t I = 0; I < Allocations.size(); ++I)
+    if (!Allocations[I].FreeNs)
+      (Allocations[I].Source == AllocationSource::Allocator ? LiveAllocator
+                                                            : LiveDriver)[Allocations[I].Address] =
+          I;
+}
+
+MarkEffect Recorder::beginLocked(uint64_t T) {
+  MarkEffect E;
+  if (State == RecorderState::Done)
+    return E;
+  SawMark = true;
+  if (InIteration) {
+    // A begin without an end (a second NVTX push, cudaProfilerStart twice):
+    // the open iteration ends here.
+    MarkEffect Ended = endLocked(T);
+    if (State == RecorderState::Done)
+      return Ended;
+    E = Ended;
+  }
+  InIteration = true;
+  CurrentBegin = T;
+  if (State == RecorderState::Skipping && Seen >= Opts.Skip) {
+    State = RecorderState::Recording;
+    WindowBegin = T;
+    pruneBeforeLocked(T);
+    E.RecordingStarted = true;
+  }
+  return E;
+}
+
+MarkEffect Recorder::endLocked(uint64_t T) {
+  MarkEffect E;
+  if (State == RecorderState::Done || !InIteration)
+    return E; // an end without a begin says nothing about any iteration
+  InIteration = false;
+  ++Seen;
+  if (State == RecorderState::Skipping) {
+    // Nothing before the end of a skipped iteration can be recorded.
+    pruneBeforeLocked(T);
+    return E;
+  }
+  Recorded.push_back({CurrentBegin, std::max(T, CurrentBegin)});
+  E.IterationRecorded = true;
+  if (Recorded.size() >= Opts.Iterations) {
+    State = RecorderState::Done;
+    E.RecordingFinished = true;
+  }
+  return E;
+}
+
+MarkEffect Recorder::beginIteration(uint64_t T) {
+  std::lock_guard<std::mutex> L(Mu);
+  return beginLocked(T);
+}
+
+MarkEffect Recorder::endIteration(uint64_t T) {
+  std::lock_guard<std::mutex> L(Mu);
+  return endLocked(T);
+}
+
+MarkEffect Recorder::step(uint64_t T) {
+  std::lock_guard<std::mutex> L(Mu);
+  if (!InIteration && !SawMark) {
+    // The first deepum_step() ends the iteration that began with the run.
+    MarkEffect Opened = beginLocked(Origin);
+    (void)Opened;
+  }
+  MarkEffect Ended = endLocked(T);
+  if (Ended.RecordingFinished)
+    return Ended;
+  MarkEffect Began = beginLocked(T);
+  Began.IterationRecorded |= Ended.IterationRecorded;
+  return Began;
+}
+
+RecorderState Recorder::state() const {
+  std::lock_guard<std::mutex> L(Mu);
+  return State;
+}
+
+uint32_t Recorder::recordedIterations() const {
+  std::lock_guard<std::mutex> L(Mu);
+  return static_cast<uint32_t>(Recorded.size());
+}
+
+uint32_t Recorder::seenIterations() const {
+  std::lock_guard<std::mutex> L(Mu);
+  return Seen;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> Recorder::faultedRangesSince(uint64_t SinceNs) const {
+  std::lock_guard<std::mutex> L(Mu);
+  std::vector<uint64_t> Blocks;
+  for (const FaultRecord &F : Faults)
+    if (F.TimeNs >= SinceNs)
+      Blocks.push_back(F.Address / kBlockBytes);
+  std::sort(Blocks.begin(), Blocks.end());
+  Blocks.erase(std::unique(Blocks.begin(), Blocks.end()), Blocks.end());
+  std::vector<std::pair<uint64_t, uint64_t>> Ranges;
+  for (uint64_t B : Blocks) {
+    uint64_t Begin = B * kBlockBytes, End = Begin + kBlockBytes;
+    for (const auto *Live : {&LiveDriver, &LiveAllocator}) {
+      // Live allocations of one source do not overlap: start at the last one
+      // beginning at or before Begin and walk up to End.
+      auto It = Live->upper_bound(Begin);
+      if (It != Live->begin())
+        --It;
+      for (; It != Live->end() && It->first < End; ++It) {
+        const Allocation &A = Allocations[It->second];
+        uint64_t Lo = std::max(Begin, A.Address), Hi = std::min(End, A.Address + A.Bytes);
+        if (Lo < Hi)
+          Ranges.emplace_back(Lo, Hi);
+      }
+    }
+  }
+  std::sort(Ranges.begin(), Ranges.end());
+  Ranges.erase(std::unique(Ranges.begin(), Ranges.end()), Ranges.end());
+  return Ranges;
+}
+
+//===-- Building the profile -----------------------------------------------===//
+
+namespace {
+
+/// Fault access type -> access mode. A write fault proves the kernel wrote
+/// somewhere in the page, not that it overwrote all of it before reading, so
+/// it is READ_WRITE, never WRITE: WRITE would let a plan discard live data.
+AccessMode modeOfFault(FaultAccess A) {
+  switch (A) {
+  case FAULT_ACCESS_READ:
+  case FAULT_ACCESS_PREFETCH: // a prefetch instruction reads
+    return ACCESS_MODE_READ;
+  case FAULT_ACCESS_WRITE:
+  case FAULT_ACCESS_ATOMIC:
+    return ACCESS_MODE_READ_WRITE;
+  default:
+    return ACCESS_MODE_UNSPECIFIED;
+  }
+}
+
+AccessMode mergeMode(AccessMode A, AccessMode B) {
+  if (A == B)
+    return A;
+  if (A == ACCESS_MODE_READ_WRITE || B == ACCESS_MODE_READ_WRITE)
+    return ACCESS_MODE_READ_WRITE;
+  if (A == ACCESS_MODE_UNSPECIFIED || B == ACCESS_MODE_UNSPECIFIED)
+    return ACCESS_MODE_UNSPECIFIED; // direction unknown: treated as read-write downstream
+  return ACCESS_MODE_READ_WRITE;    // READ with WRITE
+}
+
+struct PageUse {
+  uint64_t Page; // address / 64 KiB
+  uint64_t AllocationId;
+  AccessMode Mode;
+};
+
+} // namespace
+
+double pcieBytesPerSecond(uint32_t Generation, uint32_t Width) {
+  // Per-lane payload rate after line encoding (8b/10b for gen 1-2, 128b/130b
+  // for gen 3-5, FLIT for gen 6), bytes per second.
+  static constexpr double kLaneBytesPerSecond[] = {0,      250e6,  500e6, 984.6e6,
+                                                   1969e6, 3938e6, 7563e6};
+  if (Generation == 0 || Generation >= std::size(kLaneBytesPerSecond))
+    return 0;
+  return kLaneBytesPerSecond[Generation] * Width;
+}
+
+Expected<Profile> Recorder::buildProfile() const {
+  std::lock_guard<std::mutex> L(Mu);
+
+  // The window of complete recorded iterations.
+  std::vector<Window> Iters = Recorded;
+  bool WholeRun = false;
+  if (Iters.empty()) {
+    if (SawMark)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "no complete iteration was recorded: %u iteration(s) ended, %u skipped (--skip %u)", Seen,
+          std::min(Seen, Opts.Skip), Opts.Skip);
+    WholeRun = true;
+    Iters.push_back({0, std::numeric_limits<uint64_t>::max()});
+  }
+  uint64_t WinBegin = Iters.front().Begin, WinEnd = Iters.back().End;
+  auto InWindow = [&](uint64_t T) { return T >= WinBegin && T <= WinEnd; };
+
+  Profile P;
+  P.set_format_version(format::kProfileFormatVersion);
+  P.set_producer(Opts.Producer);
+  P.set_um_block_bytes(kBlockBytes);
+  P.set_access_source(Opts.AccessSetMode ? ACCESS_SOURCE_MEASURED_ACCESS_SET
+                                         : ACCESS_SOURCE_MEASURED_FAULTS);
+
+  // Kernels: the device that ran most of them is the profile's device.
+  std::vector<const KernelRecord *> Ks;
+  std::map<uint32_t, uint64_t> PerDevice;
+  for (const KernelRecord &K : Kernels)
+    if (InWindow(K.StartNs))
+      ++PerDevice[K.Device];
+  uint32_t DeviceOrdinal = Devices.empty() ? 0 : Devices.begin()->first;
+  uint64_t Most = 0;
+  for (auto [Dev, N] : PerDevice)
+    if (N > Most) {
+      Most = N;
+      DeviceOrdinal = Dev;
+    }
+  uint64_t OtherDeviceKernels = 0;
+  for (const KernelRecord &K : Kernels) {
+    if (!InWindow(K.StartNs))
+      continue;
+    if (K.Device != DeviceOrdinal) {
+      ++OtherDeviceKernels;
+      continue;
+    }
+    Ks.push_back(&K);
+  }
+  std::stable_sort(Ks.begin(), Ks.end(), [](const KernelRecord *A, const KernelRecord *B) {
+    if (A->StartNs != B->StartNs)
+      return A->StartNs < B->StartNs;
+    return A->CorrelationId < B->CorrelationId;
+  });
+
+  Device *D = P.mutable_device();
+  D->set_ordinal(DeviceOrdinal);
+  if (auto It = Devices.find(DeviceOrdinal); It != Devices.end()) {
+    D->set_name(It->second.Name);
+    D->set_memory_bytes(It->second.MemoryBytes);
+    D->set_compute_capability(It->second.ComputeCapability);
+  }
+  if (auto It = Links.find(DeviceOrdinal); It != Links.end() && It->second.Generation != 0) {
+    D->set_link(formatv("pcie{0}x{1}", It->second.Generation, It->second.Width).str());
+    D->set_link_bytes_per_second(pcieBytesPerSecond(It->second.Generation, It->second.Width));
+  }
+  D->set_concurrent_managed_access(ConcurrentManagedAccess);
+  D->set_driver_version(DriverVersion);
+  D->set_runtime_version(RuntimeVersion);
+
+  // Allocations. A pooling allocator reports its tensors and the driver sees
+  // the pool: drop driver allocations that contain allocator ones.
+  std::vector<const Allocation *> As;
+  std::vector<std::pair<uint64_t, uint64_t>> AllocatorRanges;
+  for (const Allocation &A : Allocations)
+    if (A.Source == AllocationSource::Allocator)
+      AllocatorRanges.emplace_back(A.Address, A.Address + A.Bytes);
+  std::sort(AllocatorRanges.begin(), AllocatorRanges.end());
+  auto OverlapsAllocator = [&](uint64_t Begin, uint64_t End) {
+    auto It = std::lower_bound(AllocatorRanges.begin(), AllocatorRanges.end(),
+                               std::make_pair(End, uint64_t{0}));
+    // Any allocator range starting before End that ends after Begin.
+    for (auto I = AllocatorRanges.begin(); I != It; ++I)
+      if (I->second > Begin)
+        return true;
+    return false;
+  };
+  for (const Allocation &A : Allocations) {
+    if (A.AllocNs > WinEnd || (A.FreeNs && *A.FreeNs < WinBegin))
+      continue;
+    if (A.Source == AllocationSource::Driver && !AllocatorRanges.empty() &&
+        OverlapsAllocator(A.Address, A.Address + A.Bytes))
+      continue;
+    As.push_back(&A);
+  }
+  std::stable_sort(As.begin(), As.end(), [](const Allocation *X, const Allocation *Y) {
+    if (X->AllocNs != Y->AllocNs)
+      return X->AllocNs < Y->AllocNs;
+    return X->Address < Y->Address;
+  });
+  for (size_t I = 0; I < As.size(); ++I) {
+    v1::Allocation *PA = P.add_allocations();
+    PA->set_id(I + 1);
+    PA->set_size_bytes(As[I]->Bytes);
+    PA->set_stream(As[I]->Stream);
+    PA->set_address(As[I]->Address);
+    PA->set_alloc_time_ns(As[I]->AllocNs);
+    if (As[I]->FreeNs && *As[I]->FreeNs <= WinEnd) {
+      PA->set_freed(true);
+      PA->set_free_time_ns(*As[I]->FreeNs);
+    }
+  }
+  // Faults are mapped to allocations by a sweep in time order over a map of
+  // the allocations live at that moment: addresses are reused, and a pool can
+  // hand the same address out once per iteration, so a search over all
+  // allocations would be quadratic.
+  struct LiveEvent {
+    uint64_t Time;
+    int Order; // at equal times: allocations, then faults, then frees
+    size_t Index;
+  };
+  std::vector<LiveEvent> LiveEvents;
+  LiveEvents.reserve(As.size() * 2);
+  for (size_t I = 0; I < As.size(); ++I) {
+    LiveEvents.push_back({As[I]->AllocNs, 0, I});
+    if (As[I]->FreeNs)
+      LiveEvents.push_back({*As[I]->FreeNs, 2, I});
+  }
+  std::sort(LiveEvents.begin(), LiveEvents.end(), [](const LiveEvent &X, const LiveEvent &Y) {
+    return std::tie(X.Time, X.Order, X.Index) < std::tie(Y.Time, Y.Order, Y.Index);
+  });
+  size_t NextEvent = 0;
+  std::map<uint64_t, size_t> LiveByAddress;
+  // Faults must be asked for in time order.
+  auto AllocationAt = [&](uint64_t Addr, uint64_t T) -> int64_t {
+    for (; NextEvent < LiveEvents.size(); ++NextEvent) {
+      const LiveEvent &E = LiveEvents[NextEvent];
+      if (E.Time > T || (E.Time == T && E.Order > 1))
+        break;
+      const Allocation *A = As[E.Index];
+      if (E.Order == 0) {
+        LiveByAddress[A->Address] = E.Index;
+        continue;
+      }
+      auto It = LiveByAddress.find(A->Address);
+      if (It != LiveByAddress.end() && It->second == E.Index)
+        LiveByAddress.erase(It);
+    }
+    auto It = LiveByAddress.upper_bound(Addr);
+    if (It == LiveByAddress.begin())
+      return -1;
+    --It;
+    const Allocation *A = As[It->second];
+    return Addr < A->Address + A->Bytes ? static_cast<int64_t>(It->second) : -1;
+  };
+
+  for (const KernelRecord *K : Ks) {
+    Kernel *PK = P.add_kernels();
+    PK->set_name(K->Name);
+    PK->mutable_grid()->set_x(K->GridX);
+    PK->mutable_grid()->set_y(K->GridY);
+    PK->mutable_grid()->set_z(K->GridZ);
+    PK->mutable_block()->set_x(K->BlockX);
+    PK->mutable_block()->set_y(K->BlockY);
+    PK->mutable_block()->set_z(K->BlockZ);
+    PK->set_shared_memory_bytes(K->SharedMemoryBytes);
+    PK->set_stream(K->Stream);
+    PK->set_start_ns(K->StartNs);
+    PK->set_end_ns(std::max(K->EndNs, K->StartNs));
+    PK->set_correlation_id(K->CorrelationId);
+  }
+
+  // Iterations: kernels that start inside each recorded window.
+  uint32_t Emitted = 0, EmptyIterations = 0;
+  for (const Window &W : Iters) {
+    auto First = std::lower_bound(Ks.begin(), Ks.end(), W.Begin,
+                                  [](const KernelRecord *K, uint64_t T) { return K->StartNs < T; });
+    auto Last = std::upper_bound(Ks.begin(), Ks.end(), W.End,
+                                 [](uint64_t T, const KernelRecord *K) { return T < K->StartNs; });
+    if (First == Last) {
+      ++EmptyIterations;
+      continue;
+    }
+    Iteration *PI = P.add_iterations();
+    PI->set_index(Emitted++);
+    PI->set_first_kernel(static_cast<uint32_t>(First - Ks.begin()));
+    PI->set_kernel_count(static_cast<uint32_t>(Last - First));
+    PI->set_start_ns(WholeRun ? (*First)->StartNs : W.Begin);
+    uint64_t End = WholeRun ? 0 : W.End;
+    for (auto It = First; It != Last; ++It)
+      End = std::max(End, (*It)->EndNs);
+    PI->set_end_ns(std::max(End, PI->start_ns()));
+  }
+
+  // Faults, attributed by time. PrefixEnd[i] = latest end among kernels 0..i:
+  // no kernel before i+1 can contain a time later than PrefixEnd[i].
+  std::vector<uint64_t> PrefixEnd(Ks.size());
+  for (size_t I = 0; I < Ks.size(); ++I)
+    PrefixEnd[I] = std::max(I ? PrefixEnd[I - 1] : 0, Ks[I]->EndNs);
+  auto KernelAt = [&](uint64_t T) -> int64_t {
+    auto It = std::upper_bound(Ks.begin(), Ks.end(), T,
+                               [](uint64_t V, const KernelRecord *K) { return V < K->StartNs; });
+    // Walk back over the kernels started by T while one of them may still
+    // run at T; with serialised kernels this looks at one kernel.
+    int64_t Found = -1;
+    for (size_t I = static_cast<size_t>(It - Ks.begin()); I-- > 0 && PrefixEnd[I] >= T;) {
+      if (Ks[I]->EndNs < T)
+        continue;
+      if (Found >= 0)
+        return -1; // two kernels were running: no single answer
+      Found = static_cast<int64_t>(I);
+    }
+    return Found;
+  };
+
+  std::vector<const FaultRecord *> Fs;
+  for (const FaultRecord &F : Faults)
+    if (InWindow(F.TimeNs))
+      Fs.push_back(&F);
+  std::stable_sort(Fs.begin(), Fs.end(), [](const FaultRecord *A, const FaultRecord *B) {
+    return A->TimeNs < B->TimeNs;
+  });
+  uint64_t Unattributed = 0, OutsideAllocations = 0;
+  std::vector<std::vector<PageUse>> Uses(Ks.size());
+  for (const FaultRecord *F : Fs) {
+    int64_t K = KernelAt(F->TimeNs);
+    PageFault *PF = P.add_faults();
+    PF->set_address(F->Address);
+    PF->set_time_ns(F->TimeNs);
+    PF->set_access(F->Access);
+    PF->set_kernel_index(K);
+    if (K < 0) {
+      ++Unattributed;
+      continue;
+    }
+    int64_t A = AllocationAt(F->Address, F->TimeNs);
+    if (A < 0) {
+      // Memory the allocator did not report (a library's own cudaMalloc, say):
+      // a block outside every allocation would make the profile invalid.
+      ++OutsideAllocations;
+      continue;
+    }
+    Uses[K].push_back(
+        {F->Address / kPageBytes, static_cast<uint64_t>(A) + 1, modeOfFault(F->Access)});
+  }
+
+  // Access sets: per kernel, blocks with page masks, and runs of pages per allocation.
+  for (size_t K = 0; K < Ks.size(); ++K) {
+    auto &U = Uses[K];
+    if (U.empty())
+      continue;
+    std::sort(U.begin(), U.end(), [](const PageUse &X, const PageUse &Y) {
+      return std::tie(X.AllocationId, X.Page) < std::tie(Y.AllocationId, Y.Page);
+    });
+    Kernel *PK = P.mutable_kernels(static_cast<int>(K));
+    std::map<uint64_t, std::pair<uint32_t, AccessMode>> Blocks;
+    for (const PageUse &Use : U) {
+      auto [It, New] = Blocks.try_emplace(Use.Page / kPagesPerBlock, 0u, Use.Mode);
+      It->second.first |= uint32_t{1} << (Use.Page % kPagesPerBlock);
+      if (!New)
+        It->second.second = mergeMode(It->second.second, Use.Mode);
+    }
+    for (auto &[Block, MaskMode] : Blocks) {
+      BlockAccess *B = PK->add_blocks();
+      B->set_block(Block);
+      B->set_page_mask(MaskMode.first);
+      B->set_mode(MaskMode.second);
+    }
+    // Contiguous runs of touched pages within one allocation, clipped to it.
+    for (size_t I = 0; I < U.size();) {
+      size_t J = I;
+      AccessMode Mode = U[I].Mode;
+      while (J + 1 < U.size() && U[J + 1].AllocationId == U[I].AllocationId &&
+             U[J + 1].Page <= U[J].Page + 1) {
+        ++J;
+        Mode = mergeMode(Mode, U[J].Mode);
+      }
+      const v1::Allocation &PA = P.allocations(static_cast<int>(U[I].AllocationId - 1));
+      uint64_t Begin = std::max(U[I].Page * kPageBytes, PA.address());
+      uint64_t End = std::min((U[J].Page + 1) * kPageBytes, PA.address() + PA.size_bytes());
+      TensorAccess *T = PK->add_tensors();
+      T->set_allocation_id(U[I].AllocationId);
+      T->set_offset(Begin - PA.address());
+      T->set_bytes(End - Begin);
+      T->set_mode(Mode);
+      I = J + 1;
+    }
+  }
+
+  std::vector<const MigrationRecord *> Ms;
+  for (const MigrationRecord &M : Migrations)
+    if (InWindow(M.StartNs))
+      Ms.push_back(&M);
+  std::stable_sort(Ms.begin(), Ms.end(), [](const MigrationRecord *A, const MigrationRecord *B) {
+    return A->StartNs < B->StartNs;
+  });
+  for (const MigrationRecord *M : Ms) {
+    if (M->Direction == MIGRATION_DIRECTION_UNSPECIFIED)
+      continue; // device-to-device: the schema (and the planner) knows host links only
+    Migration *PM = P.add_migrations();
+    PM->set_address(M->Address);
+    PM->set_bytes(M->Bytes);
+    PM->set_direction(M->Direction);
+    PM->set_cause(M->Cause);
+    PM->set_start_ns(M->StartNs);
+    PM->set_end_ns(std::max(M->EndNs, M->StartNs));
+  }
+  std::vector<const UmEventRecord *> Es;
+  for (const UmEventRecord &E : UmEvents)
+    if (InWindow(E.TimeNs))
+      Es.push_back(&E);
+  std::stable_sort(Es.begin(), Es.end(), [](const UmEventRecord *A, const UmEventRecord *B) {
+    return A->TimeNs < B->TimeNs;
+  });
+  for (const UmEventRecord *E : Es) {
+    UmEvent *PE = P.add_um_events();
+    PE->set_kind(E->Kind);
+    PE->set_address(E->Address);
+    PE->set_bytes(E->Bytes);
+    PE->set_time_ns(E->TimeNs);
+  }
+
+  RecordingStats *S = P.mutable_recording();
+  S->set_dropped_records(DroppedRecords);
+  S->set_um_counters_enabled(UmCountersEnabled);
+  S->set_um_counters_error(UmCountersWhyNot);
+  S->set_unattributed_faults(Unattributed);
+
+  // What the schema has no field for goes into the notes, for people to read.
+  std::vector<std::string> Notes;
+  if (WholeRun)
+    Notes.push_back("no iteration mark was seen: the whole run is one iteration");
+  uint64_t Copies = 0, CopyBytes = 0, Sets = 0, SetBytes = 0;
+  for (const TransferRecord &T : Transfers) {
+    if (!InWindow(T.StartNs))
+      continue;
+    (T.What == TransferRecord::Memcpy ? Copies : Sets) += 1;
+    (T.What == TransferRecord::Memcpy ? CopyBytes : SetBytes) += T.Bytes;
+  }
+  if (Copies || Sets)
+    Notes.push_back(
+        formatv("{0} memcpy ({1} bytes), {2} memset ({3} bytes)", Copies, CopyBytes, Sets, SetBytes)
+            .str());
+  if (OutsideAllocations)
+    Notes.push_back(
+        formatv("{0} attributed fault(s) outside every recorded allocation", OutsideAllocations)
+            .str());
+  if (EmptyIterations)
+    Notes.push_back(formatv("{0} iteration(s) without kernels left out", EmptyIterations).str());
+  if (OtherDeviceKernels)
+    Notes.push_back(formatv("{0} kernel(s) on other devices left out (one device per profile)",
+                            OtherDeviceKernels)
+                        .str());
+  if (UnknownFrees)
+    Notes.push_back(formatv("{0} free(s) of unknown addresses ignored", UnknownFrees).str());
+  if (!FirstError.empty())
+    Notes.push_back("first error: " + FirstError);
+  std::string Joined;
+  for (const std::string &N : Notes)
+    Joined += (Joined.empty() ? "" : "; ") + N;
+  P.mutable_workload()->set_notes(Joined);
+
+  if (P.iterations_size() == 0 && !WholeRun)
+    return createStringError(inconvertibleErrorCode(),
+                             "the %u recorded iteration(s) ran no kernel on the GPU",
+                             static_cast<unsigned>(Iters.size()));
+  if (Error E = format::validateProfile(P))
+    return createStringError(inconvertibleErrorCode(), "the recorded profile is invalid: %s",
+                             toString(std::move(E)).c_str());
+  return P;
+}
+
+std::string describeProfile(const Profile &P) {
+  uint64_t Attributed = 0;
+  for (const PageFault &F : P.faults())
+    Attributed += F.kernel_index() >= 0;
+  std::string S = formatv("{0} iteration(s), {1} kernel(s), {2} allocation(s), {3} fault(s) "
+                          "({4} attributed), {5} migration(s)",
+                          P.iterations_size(), P.kernels_size(), P.allocations_size(),
+                          P.faults_size(), Attributed, P.migrations_size())
+                      .str();
+  if (P.recording().dropped_records())
+    S += formatv("; {0} record(s) dropped by CUPTI", P.recording().dropped_records()).str();
+  if (!P.recording().um_counters_enabled())
+    S += "; kernels only (no UM counters" + (P.recording().um_counters_error().empty()
+                                                 ? std::string(")")
+                                                 : ": " + P.recording().um_counters_error() + ")");
+  return S;
+}
+
+} // namespace deepum::profiler

@@ -1,0 +1,213 @@
+//===- deepum/sim/Engine.h - One GPU under Unified Memory, step by step ----===//
+//
+// The mechanism under every policy of deepum-sim, and the simulator backend
+// the executor drives. Time advances only as kernels are launched:
+//
+//  - The host is one launch ahead of the GPU: commands issued between
+//    launch(k-1) and launch(k) are issued at the time kernel k-1 starts (the
+//    moment the host observes launch k while k-1 runs).
+//  - Commands (prefetchToDevice, evictToHost, discard, advise) go to a copy
+//    engine per direction, in issue order (FIFO, like one CUDA stream each).
+//  - launch(uses, duration) runs the kernel after the previous one, once every
+//    64 KiB page it touches is resident: missing pages demand-fault, are
+//    serviced in batches (fixed latency + transfer, density prefetcher), and
+//    room is made by evicting 2 MiB chunks least-recently-migrated first.
+//  - Memory freed by an eviction is reusable only when its write-back ends;
+//    no page is evicted before the last kernel using it has finished.
+//
+// Blocks are 2 MiB UM blocks (address / 2 MiB). The dense interface works on
+// interned block ids for speed (no hashing per access); the address interface
+// is for the executor's backend.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_SIM_ENGINE_H
+#define DEEPUM_SIM_ENGINE_H
+
+#include "deepum/format/Perfetto.h"
+#include "deepum/sim/Simulator.h"
+#include "deepum/v1/plan.pb.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+namespace deepum::sim {
+
+/// How a kernel uses a block's pages.
+enum class Access : uint8_t { Read, Write, ReadWrite };
+
+/// One kernel's use of one block (dense id), pages as a 32-bit mask.
+struct BlockUse {
+  uint32_t Block;
+  uint32_t PageMask;
+  Access Mode;
+};
+
+/// Counters since construction; Simulator takes differences at iteration bounds.
+struct EngineStats {
+  uint64_t Kernels = 0;
+  uint64_t Faults = 0; // 64 KiB pages demand-faulted
+  uint64_t FaultBatches = 0;
+  uint64_t BytesHtoD = 0;
+  uint64_t BytesDtoH = 0;
+  uint64_t BytesPrefetched = 0;       // explicit prefetch commands
+  uint64_t BytesDriverPrefetched = 0; // density prefetcher on faults
+  uint64_t BytesDemand = 0;           // the faulted pages themselves
+  uint64_t Evictions = 0;             // blocks that left the GPU entirely
+  uint64_t BytesDiscarded = 0;
+  uint64_t PrefetchHits = 0;
+  uint64_t LatePrefetches = 0;
+  uint64_t ThrashingEvents = 0;
+  uint64_t ThrottledBatches = 0;
+  uint64_t LostReads = 0; // pages read with no valid copy anywhere
+  uint64_t InvariantViolations = 0;
+  uint64_t StallNs = 0;           // compute lane idle between kernels
+  uint64_t PeakResidentBytes = 0; // resident + being evicted
+};
+
+class Engine {
+public:
+  Engine(const DeviceModel &Device, uint64_t CapacityBytes);
+
+  /// Dense id of UM block `UmBlock` (address / 2 MiB), created on first use.
+  uint32_t blockId(uint64_t UmBlock);
+  uint32_t blockCount() const { return static_cast<uint32_t>(Resident.size()); }
+
+  // --- Commands, by address (the executor backend) ---------------------------
+  /// cudaMemPrefetchAsync to the GPU: every 64 KiB page overlapping the range.
+  void prefetchToDevice(uint64_t Address, uint64_t Bytes);
+  /// cudaMemPrefetchAsync to the host: pages wholly inside the range leave the
+  /// GPU; dirty ones are written back, clean ones dropped.
+  void evictToHost(uint64_t Address, uint64_t Bytes);
+  /// cudaMemDiscardBatchAsync: pages wholly inside the range lose their contents.
+  void discard(uint64_t Address, uint64_t Bytes);
+  /// cudaMemAdvise: read-mostly (the host duplicate of unwritten pages is
+  /// kept: never copied back, even with eviction_copies_clean) and
+  /// preferred-location device (evicted only when nothing else is left);
+  /// accessed-by changes mappings only and is not modelled.
+  void advise(deepum::v1::Advice A, uint64_t Address, uint64_t Bytes);
+  /// A kernel touching UM blocks by address (block number, not dense id).
+  struct AddressUse {
+    uint64_t UmBlock;
+    uint32_t PageMask;
+    Access Mode;
+  };
+  llvm::Error launchByAddress(llvm::ArrayRef<AddressUse> Uses, uint64_t DurationNs);
+
+  // --- Commands, dense -----------------------------------------------------------
+  /// Fetches the missing pages of `Mask`. With `RespectProtection`, blocks
+  /// protected since the last beginProtection() with a rank no greater than
+  /// this block's (needed no later) are not evicted for room; then the
+  /// prefetch may fail (false) for lack of room, and nothing is fetched.
+  bool prefetchPages(uint32_t Block, uint32_t Mask, bool RespectProtection = false);
+  void evictPages(uint32_t Block, uint32_t Mask);
+  void discardPages(uint32_t Block, uint32_t Mask);
+  /// The host overwrites the pages (e.g. the data loader fills an input
+  /// batch): GPU copies are dropped without write-back; the host copy is current.
+  void hostWritePages(uint32_t Block, uint32_t Mask);
+  void beginProtection() { ++ProtectEpoch; }
+  /// Marks `Block` as needed soon; `Rank` orders the need (0 = first).
+  void protect(uint32_t Block, uint32_t Rank) {
+    if (Protect[Block] != ProtectEpoch || ProtectRank[Block] > Rank)
+      ProtectRank[Block] = Rank;
+    Protect[Block] = ProtectEpoch;
+  }
+  /// Runs a kernel after the previous one. Fails when its pages alone exceed
+  /// capacity. `Name` labels it on the timeline.
+  llvm::Error launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
+                     llvm::StringRef Name = "kernel");
+
+  // --- Queries ---------------------------------------------------------------------
+  uint64_t residentBytes() const { return ResidentPages * PageBytes; }
+  uint64_t capacityBytes() const { return CapacityPages * PageBytes; }
+  bool isResident(uint32_t Block, uint32_t Mask) const { return (Resident[Block] & Mask) == Mask; }
+  uint32_t residentMask(uint32_t Block) const { return Resident[Block]; }
+  /// Time the host issues commands now, ns.
+  uint64_t issueNs() const { return IssueNs; }
+  /// End of the last kernel, ns.
+  uint64_t computeEndNs() const { return ComputeEndNs; }
+  const EngineStats &stats() const { return Stats; }
+  /// Blocks (and pages) the last launched kernel demand-faulted on, in fault order.
+  llvm::ArrayRef<BlockUse> lastFaults() const { return LastFaults; }
+
+  /// Records kernels, transfers, faults and the resident-bytes counter while set.
+  void setTimeline(deepum::format::TraceWriter *W) { Timeline = W; }
+  /// Checks, on every launch, that touched pages are resident for the whole
+  /// kernel (arrived before it starts, no eviction starting before it ends)
+  /// and that the GPU never holds more than its capacity; violations are
+  /// counted in EngineStats::InvariantViolations.
+  void setCheckInvariants(bool On) { CheckInvariants = On; }
+  /// Conservation: the resident-page count equals the pages resident per
+  /// block, and the eviction order lists exactly the blocks with resident
+  /// pages. Returns the number of discrepancies (0 when sound). O(blocks).
+  uint64_t verifyAccounting() const;
+
+  static constexpr uint64_t PageBytes = 64 << 10;
+  static constexpr uint32_t PagesPerBlock = 32;
+
+private:
+  enum class Cause { Demand, DriverPrefetch, User };
+  uint64_t transferNs(uint64_t Bytes) const;
+  /// Makes room for `Pages` pages no earlier than `AtNs`; returns when the room
+  /// is free, or UINT64_MAX when it cannot be made.
+  /// Victims protected with a rank <= `ProtectUpTo` are skipped (-1: none).
+  uint64_t makeRoom(uint64_t Pages, uint64_t AtNs, int64_t ProtectUpTo);
+  /// Moves pages `Mask` of `Block` (none resident) to the GPU starting no
+  /// earlier than `AtNs`; returns the arrival time.
+  uint64_t fetch(uint32_t Block, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C);
+  void evict(uint32_t Block, uint32_t Mask, uint64_t AtNs);
+  /// Unmaps resident pages of `Mask` without a copy; returns those dropped.
+  uint32_t dropPages(uint32_t Block, uint32_t Mask);
+  uint32_t densityExpand(uint32_t Block, uint32_t Faulted) const;
+  /// Latest arrival among pages `Mask` of `Block`.
+  uint64_t arrivalOf(uint32_t Block, uint32_t Mask) const;
+  uint64_t startOnLane(std::vector<uint64_t> &Lane, uint64_t AtNs, uint64_t DurNs, uint64_t &EndNs);
+  void lrmRemove(uint32_t B);
+  void lrmPushBack(uint32_t B);
+  void notePeak();
+  void counterEvent(uint64_t AtNs);
+
+  DeviceModel Device;
+  uint64_t CapacityPages;
+  double NsPerByte;
+  llvm::DenseMap<uint64_t, uint32_t> Ids;
+
+  // Per dense block.
+  std::vector<uint32_t> Resident;  // pages on the GPU
+  std::vector<uint32_t> HostValid; // pages whose host copy is current
+  std::vector<uint32_t> Valid;     // pages whose contents exist somewhere
+  std::vector<uint32_t> Pinned;    // kernel sequence that pins the block
+  std::vector<uint32_t> Protect, ProtectRank;
+  std::vector<uint64_t> ArrivalNs;     // latest arrival of its resident pages
+  std::vector<uint64_t> PageArrivalNs; // per page (block * 32 + page)
+  std::vector<uint64_t> BusyUntilNs;   // end of the last kernel that used it
+  std::vector<uint64_t> LastEvictNs;
+  std::vector<uint8_t> ThrashCount;
+  std::vector<uint8_t> Flags; // Fl* below
+  std::vector<int32_t> LrmPrev, LrmNext;
+  int32_t LrmHead = -1, LrmTail = -1;
+
+  uint64_t ResidentPages = 0;
+  /// Pages leaving the GPU, freed at their time (min-heap).
+  using Pending = std::pair<uint64_t, uint64_t>;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> PendingFree;
+  uint64_t PendingPages = 0;
+
+  std::vector<uint64_t> HtoDFree, DtoHFree; // per copy engine
+  uint64_t IssueNs = 0, ComputeEndNs = 0;
+  // Starts above every Pinned entry so that no block is pinned before a launch.
+  uint32_t KernelSeq = 1, ProtectEpoch = 1;
+  std::vector<BlockUse> LastFaults, FaultScratch;
+  std::vector<uint32_t> VictimScratch;
+  EngineStats Stats;
+  deepum::format::TraceWriter *Timeline = nullptr;
+  bool CheckInvariants = false;
+};
+
+} // namespace deepum::sim
+
+#endif // DEEPUM_SIM_ENGINE_H

@@ -1,0 +1,182 @@
+//===- deepum/sim/Simulator.h - Unified Memory under oversubscription -----===//
+//
+// deepum-sim as a library: one GPU of a given capacity behind a host link,
+// kernels replayed in profile order, demand paging as the nvidia-uvm driver
+// does it, and the policies that try to do better (DeepUM's online
+// correlation prefetcher, layer swapping, Zhang et al.'s swap selection, a
+// deepum plan). The model is described, parameter by parameter, in
+// docs/simulator.md; the mechanisms live in deepum/sim/Engine.h.
+//
+// Steady state: a profile holds a few iterations; simulate() replays the
+// profile's last complete iteration `WarmupIterations + Iterations` times and
+// reports the mean over the last `Iterations` (per-iteration figures).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_SIM_SIMULATOR_H
+#define DEEPUM_SIM_SIMULATOR_H
+
+#include "deepum/format/Perfetto.h"
+#include "deepum/v1/plan.pb.h"
+#include "deepum/v1/profile.pb.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace deepum::sim {
+
+/// One GPU and its host link. Every field is documented with its source in
+/// simulator/devices/device-models.json and docs/simulator.md.
+struct DeviceModel {
+  std::string Name;
+  /// Total device memory, bytes (informational: the capacity simulated is
+  /// SimOptions::GpuMemoryBytes).
+  uint64_t MemoryBytes = 0;
+  std::string Link;
+  /// Achieved host<->device bandwidth per direction, bytes per second.
+  double LinkBytesPerSecond = 12e9;
+  /// Fixed cost of servicing one fault batch (fetch, dedup, map, replay), us.
+  double FaultBatchLatencyUs = 45;
+  /// Faults the driver services per batch.
+  unsigned FaultBatchSize = 256;
+  /// Copy engines per direction shared by prefetches, faults and evictions.
+  unsigned CopyEnginesPerDirection = 1;
+  /// Fixed cost of one explicit transfer command (cudaMemPrefetchAsync), us.
+  double TransferSetupUs = 0;
+  /// Density prefetcher: a region is fetched whole once more than this
+  /// fraction of it is resident or faulting (uvm_perf_prefetch_threshold).
+  double PrefetchThreshold = 0.51;
+  /// Two migrations of a block within this many us count as thrashing.
+  double ThrashingLapseUs = 500;
+  /// Thrashing events on a block before the driver throttles it.
+  unsigned ThrashingThreshold = 3;
+  /// Delay added to a fault batch touching a throttled block, us.
+  double ThrottleNapUs = 500;
+  /// Whether evicting a page whose host copy is still valid copies it anyway.
+  bool EvictionCopiesClean = false;
+  /// Roofline, as the CPU tracer uses it: derived profiles carry each
+  /// kernel's FLOPs and DRAM bytes, so their durations can be recomputed for
+  /// another device (see SimOptions::Durations).
+  double MatmulFlopsPerSecond = 0;
+  double VectorFlopsPerSecond = 0;
+  double DramBytesPerSecond = 0;
+  double MatmulEfficiency = 0.75;
+  double MemoryEfficiency = 0.8;
+  double KernelMinUs = 0;
+};
+
+/// The device model `Name` from simulator/devices/device-models.json (built
+/// in), with any fields of the model of the same name in `OverrideFile`
+/// (same schema) replacing the built-in ones. A model only present in the
+/// override file is accepted when it sets every required field.
+llvm::Expected<DeviceModel> loadDeviceModel(llvm::StringRef Name,
+                                            llvm::StringRef OverrideFile = "");
+/// Names of the built-in device models, in file order.
+std::vector<std::string> deviceModelNames();
+
+enum class Policy { Um, DeepUm, SwapLayer, SwapOpt, Plan, Ideal };
+
+/// "um", "deepum", "swap-layer", "swap-opt", "plan", "ideal".
+llvm::StringRef policyName(Policy P);
+llvm::Expected<Policy> parsePolicy(llvm::StringRef Name);
+
+struct SimOptions {
+  DeviceModel Device;
+  /// Capacity simulated, bytes. 0 = the device's memory, or for `plan` the
+  /// plan's metadata gpu_memory_bytes.
+  uint64_t GpuMemoryBytes = 0;
+  Policy Pol = Policy::Um;
+  /// Measured iterations (steady state) and warm-up iterations before them.
+  unsigned Iterations = 10;
+  unsigned WarmupIterations = 2;
+  /// The plan to replay for Policy::Plan (arena space; see plan.proto).
+  const deepum::v1::Plan *Plan = nullptr;
+  /// Used in error messages about the plan / profile.
+  std::string PlanName = "plan";
+  std::string ProfileName = "profile";
+  /// Kernels the deepum and swap-layer prefetchers look ahead.
+  unsigned Lookahead = 8;
+  /// Timeline: how many of the last measured iterations to record.
+  unsigned TimelineIterations = 1;
+  /// Check the model's invariants on every kernel (costs ~20% time).
+  bool CheckInvariants = false;
+  /// Kernel durations: as recorded, or recomputed with Device's roofline from
+  /// the kernels' flops and dram_bytes. Auto = roofline when the profile was
+  /// recorded (or modelled) on another device and every kernel has roofline
+  /// inputs, as recorded otherwise.
+  enum class DurationSource { Auto, Profile, Roofline };
+  DurationSource Durations = DurationSource::Auto;
+};
+
+/// Results per steady-state iteration (means over the measured iterations).
+/// JSON keys (stable) in brackets.
+struct SimResult {
+  std::string PolicyName;           // [policy]
+  std::string DeviceName;           // [device]
+  std::string Model;                // [model]
+  uint64_t GpuMemoryBytes = 0;      // [gpu_memory_bytes]
+  uint64_t FootprintBytes = 0;      // [footprint_bytes] distinct UM blocks x 2 MiB
+  unsigned MeasuredIterations = 0;  // [iterations]
+  unsigned WarmupIterations = 0;    // [warmup_iterations]
+  uint64_t KernelsPerIteration = 0; // [kernels_per_iteration]
+  std::string Durations;            // [durations] "profile" or "roofline"
+  std::string ProfileDevice;        // [profile_device]
+  double IterationUs = 0;           // [iteration_us]
+  double IdealUs = 0;               // [ideal_us] compute alone
+  double BoundUs = 0;               // [bound_us] transfer lower bound
+  double BoundOrIdealUs = 0;        // [bound_or_ideal_us] max(ideal, bound)
+  double StallUs = 0;               // [stall_us] compute lane idle
+  double SlowdownOverIdeal = 0;     // [slowdown]
+  double Faults = 0;                // [faults] 64 KiB pages demand-faulted
+  double FaultBatches = 0;          // [fault_batches]
+  double BytesHtoD = 0;             // [bytes_htod]
+  double BytesDtoH = 0;             // [bytes_dtoh]
+  double BytesPrefetched = 0;       // [bytes_prefetched] explicit prefetches (USER)
+  double BytesDriverPrefetched = 0; // [bytes_driver_prefetched] density prefetcher
+  double BytesDemand = 0;           // [bytes_demand] faulted pages (COHERENCE)
+  double Evictions = 0;             // [evictions] 2 MiB chunks evicted
+  double BytesDiscarded = 0;        // [bytes_discarded] dropped without write-back
+  double PrefetchHits = 0;          // [prefetch_hits] blocks found prefetched
+  double LatePrefetches = 0;        // [late_prefetches] in flight when needed
+  double ThrashingEvents = 0;       // [thrashing_events]
+  double ThrottledBatches = 0;      // [throttled_batches]
+  double LostReads = 0;             // [lost_reads] pages read after a discard
+  uint64_t PeakResidentBytes = 0;   // [peak_resident_bytes] incl. evictions in flight
+  uint64_t InvariantViolations = 0; // [invariant_violations] with CheckInvariants
+};
+
+/// Simulates `P` under `Opts`. `Timeline`, when given, receives compute,
+/// copy-engine, fault and eviction events and the resident-bytes counter.
+llvm::Expected<SimResult> simulate(const deepum::v1::Profile &P, const SimOptions &Opts,
+                                   deepum::format::TraceWriter *Timeline = nullptr);
+
+llvm::json::Value toJson(const SimResult &R);
+void print(llvm::raw_ostream &OS, const SimResult &R);
+/// One row per result: the --compare table.
+void printComparison(llvm::raw_ostream &OS, const std::vector<SimResult> &Results);
+
+/// Bytes of distinct UM blocks touched by the steady-state iteration.
+uint64_t footprintBytes(const deepum::v1::Profile &P);
+
+/// Index range {first kernel, kernel count} of the steady-state iteration
+/// simulate() replays: the profile's last marked iteration (all kernels when
+/// none is marked).
+std::pair<uint32_t, uint32_t> steadyStateIteration(const deepum::v1::Profile &P);
+
+/// Durations (ns) of the steady-state iteration's kernels as simulate() uses
+/// them for `Device` (recorded, or recomputed with its roofline; see
+/// SimOptions::Durations). Sets *Roofline to whether they were recomputed.
+llvm::Expected<std::vector<uint64_t>>
+kernelDurations(const deepum::v1::Profile &P, const DeviceModel &Device,
+                SimOptions::DurationSource Source = SimOptions::DurationSource::Auto,
+                bool *Roofline = nullptr);
+
+} // namespace deepum::sim
+
+#endif // DEEPUM_SIM_SIMULATOR_H

@@ -1,0 +1,174 @@
+//===- Device.cpp - Device models by name, overridable from a file ---------===//
+#include "deepum/format/Format.h"
+#include "deepum/sim/Simulator.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+using namespace deepum::sim;
+using llvm::json::Object;
+
+namespace deepum::sim::detail {
+extern const char *const BuiltinDeviceModels;
+} // namespace deepum::sim::detail
+
+namespace {
+
+llvm::Error fail(llvm::StringRef File, const llvm::Twine &Msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), (File + ": " + Msg).str());
+}
+
+llvm::Expected<llvm::json::Array> modelsOf(llvm::StringRef Text, llvm::StringRef File) {
+  llvm::Expected<llvm::json::Value> V = llvm::json::parse(Text);
+  if (!V)
+    return fail(File, "invalid JSON: " + llvm::toString(V.takeError()));
+  const Object *Root = V->getAsObject();
+  const llvm::json::Array *Models = Root ? Root->getArray("models") : nullptr;
+  if (!Models)
+    return fail(File, "expected an object with a \"models\" array");
+  return *Models;
+}
+
+const Object *findModel(const llvm::json::Array &Models, llvm::StringRef Name) {
+  for (const llvm::json::Value &M : Models)
+    if (const Object *O = M.getAsObject())
+      if (O->getString("name") == Name)
+        return O;
+  return nullptr;
+}
+
+/// Copies the fields `O` sets into `D`; unknown keys are errors (a typo in a
+/// calibration file must not pass silently).
+llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
+  auto Num = [&](llvm::StringRef Key, const llvm::json::Value &V, double &Out) -> llvm::Error {
+    llvm::Optional<double> X = V.getAsNumber();
+    if (!X || *X < 0)
+      return fail(File,
+                  llvm::formatv("model '{0}': '{1}' must be a non-negative number", D.Name, Key));
+    Out = *X;
+    return llvm::Error::success();
+  };
+  for (const auto &[KeyJ, V] : O) {
+    llvm::StringRef Key = KeyJ;
+    double X = 0;
+    if (Key == "name" || Key == "sources" || Key == "comment")
+      continue;
+    if (Key == "link") {
+      if (llvm::Optional<llvm::StringRef> S = V.getAsString())
+        D.Link = S->str();
+      continue;
+    }
+    if (Key == "eviction_copies_clean") {
+      llvm::Optional<bool> B = V.getAsBoolean();
+      if (!B)
+        return fail(File, llvm::formatv("model '{0}': '{1}' must be true or false", D.Name, Key));
+      D.EvictionCopiesClean = *B;
+      continue;
+    }
+    if (llvm::Error E = Num(Key, V, X))
+      return E;
+    if (Key == "memory_bytes")
+      D.MemoryBytes = static_cast<uint64_t>(X);
+    else if (Key == "link_bytes_per_second")
+      D.LinkBytesPerSecond = X;
+    else if (Key == "fault_batch_latency_us")
+      D.FaultBatchLatencyUs = X;
+    else if (Key == "fault_batch_size")
+      D.FaultBatchSize = static_cast<unsigned>(X);
+    else if (Key == "copy_engines_per_direction")
+      D.CopyEnginesPerDirection = static_cast<unsigned>(X);
+    else if (Key == "transfer_setup_us")
+      D.TransferSetupUs = X;
+    else if (Key == "prefetch_threshold")
+      D.PrefetchThreshold = X;
+    else if (Key == "thrashing_lapse_us")
+      D.ThrashingLapseUs = X;
+    else if (Key == "thrashing_threshold")
+      D.ThrashingThreshold = static_cast<unsigned>(X);
+    else if (Key == "throttle_nap_us")
+      D.ThrottleNapUs = X;
+    else if (Key == "matmul_flops_per_second")
+      D.MatmulFlopsPerSecond = X;
+    else if (Key == "dram_bytes_per_second")
+      D.DramBytesPerSecond = X;
+    else if (Key == "vector_flops_per_second")
+      D.VectorFlopsPerSecond = X;
+    else if (Key == "matmul_efficiency")
+      D.MatmulEfficiency = X;
+    else if (Key == "memory_efficiency")
+      D.MemoryEfficiency = X;
+    else if (Key == "kernel_min_us")
+      D.KernelMinUs = X;
+    else
+      return fail(File, llvm::formatv("model '{0}': unknown field '{1}'", D.Name, Key));
+  }
+  if (D.LinkBytesPerSecond <= 0)
+    return fail(File, llvm::formatv("model '{0}': link_bytes_per_second must be positive", D.Name));
+  if (D.FaultBatchSize == 0 || D.CopyEnginesPerDirection == 0)
+    return fail(File, llvm::formatv("model '{0}': fault_batch_size and "
+                                    "copy_engines_per_direction must be at least 1",
+                                    D.Name));
+  if (D.PrefetchThreshold > 1)
+    return fail(File, llvm::formatv("model '{0}': prefetch_threshold must be at most 1", D.Name));
+  return llvm::Error::success();
+}
+
+} // namespace
+
+std::vector<std::string> deepum::sim::deviceModelNames() {
+  std::vector<std::string> Names;
+  llvm::Expected<llvm::json::Array> Models =
+      modelsOf(detail::BuiltinDeviceModels, "device-models.json");
+  if (!Models) {
+    llvm::consumeError(Models.takeError());
+    return Names;
+  }
+  for (const llvm::json::Value &M : *Models)
+    if (const Object *O = M.getAsObject())
+      if (llvm::Optional<llvm::StringRef> N = O->getString("name"))
+        Names.push_back(N->str());
+  return Names;
+}
+
+llvm::Expected<DeviceModel> deepum::sim::loadDeviceModel(llvm::StringRef Name,
+                                                         llvm::StringRef OverrideFile) {
+  llvm::Expected<llvm::json::Array> Builtin =
+      modelsOf(detail::BuiltinDeviceModels, "device-models.json");
+  if (!Builtin)
+    return Builtin.takeError();
+  DeviceModel D;
+  D.Name = Name.str();
+  const Object *Base = findModel(*Builtin, Name);
+  if (Base)
+    if (llvm::Error E = apply(*Base, D, "device-models.json"))
+      return E;
+  if (!OverrideFile.empty()) {
+    llvm::Expected<std::string> Bytes = deepum::format::readFileBytes(OverrideFile);
+    if (!Bytes)
+      return Bytes.takeError();
+    llvm::Expected<llvm::json::Array> Models = modelsOf(*Bytes, OverrideFile);
+    if (!Models)
+      return Models.takeError();
+    const Object *Over = findModel(*Models, Name);
+    if (!Over && !Base)
+      return fail(OverrideFile,
+                  llvm::formatv("no device model named '{0}' here or built in", Name));
+    if (Over) {
+      if (!Base && (!Over->get("link_bytes_per_second") || !Over->get("fault_batch_latency_us")))
+        return fail(OverrideFile,
+                    llvm::formatv("new model '{0}' must set link_bytes_per_second and "
+                                  "fault_batch_latency_us",
+                                  Name));
+      if (llvm::Error E = apply(*Over, D, OverrideFile))
+        return E;
+    }
+    return D;
+  }
+  if (!Base)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   llvm::formatv("unknown device model '{0}' (known: {1})", Name,
+                                                 llvm::join(deviceModelNames(), ", "))
+                                       .str());
+  return D;
+}

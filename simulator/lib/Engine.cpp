@@ -1,0 +1,539 @@
+//===- Engine.cpp - One GPU under Unified Memory, step by step -------------===//
+#include "deepum/sim/Engine.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/format/Units.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+using namespace deepum::sim;
+using deepum::format::kUmBlockBytes;
+
+namespace {
+constexpr uint64_t Never = std::numeric_limits<uint64_t>::max();
+constexpr uint32_t AllPages = 0xffffffffu;
+// Advice flags kept per block.
+constexpr uint8_t FlReadMostly = 1;
+constexpr uint8_t FlPreferDevice = 2;
+constexpr uint8_t FlThrottled = 4;
+constexpr uint8_t FlPrefetched = 8; // explicitly prefetched, not yet used by a kernel
+// Trace lanes.
+constexpr int Pid = 1;
+constexpr int TidCompute = 1, TidHtoD = 2, TidDtoH = 3, TidFaults = 4;
+
+unsigned pages(uint32_t Mask) { return static_cast<unsigned>(std::popcount(Mask)); }
+bool writes(Access A) { return A != Access::Read; }
+} // namespace
+
+Engine::Engine(const DeviceModel &D, uint64_t CapacityBytes)
+    : Device(D), CapacityPages(CapacityBytes / PageBytes),
+      // Several engines per direction share the link: each runs at its share.
+      NsPerByte(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
+                std::max(D.LinkBytesPerSecond, 1.0)),
+      HtoDFree(std::max(1u, D.CopyEnginesPerDirection), 0),
+      DtoHFree(std::max(1u, D.CopyEnginesPerDirection), 0) {}
+
+uint32_t Engine::blockId(uint64_t UmBlock) {
+  auto [It, New] = Ids.try_emplace(UmBlock, static_cast<uint32_t>(Resident.size()));
+  if (New) {
+    Resident.push_back(0);
+    // Everything starts on the host with valid contents: the state after the
+    // model was built and its first iteration touched every tensor.
+    HostValid.push_back(AllPages);
+    Valid.push_back(AllPages);
+    Pinned.push_back(0);
+    Protect.push_back(0);
+    ProtectRank.push_back(0);
+    ArrivalNs.push_back(0);
+    PageArrivalNs.resize(PageArrivalNs.size() + PagesPerBlock, 0);
+    BusyUntilNs.push_back(0);
+    LastEvictNs.push_back(Never);
+    ThrashCount.push_back(0);
+    Flags.push_back(0);
+    LrmPrev.push_back(-1);
+    LrmNext.push_back(-1);
+  }
+  return It->second;
+}
+
+uint64_t Engine::transferNs(uint64_t Bytes) const {
+  return static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByte));
+}
+
+uint64_t Engine::startOnLane(std::vector<uint64_t> &Lane, uint64_t AtNs, uint64_t DurNs,
+                             uint64_t &EndNs) {
+  // The engine that frees first takes the copy (one per direction by default).
+  auto It = std::min_element(Lane.begin(), Lane.end());
+  uint64_t Start = std::max(*It, AtNs);
+  EndNs = Start + DurNs;
+  *It = EndNs;
+  return Start;
+}
+
+void Engine::lrmRemove(uint32_t B) {
+  int32_t P = LrmPrev[B], N = LrmNext[B];
+  (P >= 0 ? LrmNext[P] : LrmHead) = N;
+  (N >= 0 ? LrmPrev[N] : LrmTail) = P;
+  LrmPrev[B] = LrmNext[B] = -1;
+}
+
+void Engine::lrmPushBack(uint32_t B) {
+  LrmPrev[B] = LrmTail;
+  LrmNext[B] = -1;
+  (LrmTail >= 0 ? LrmNext[LrmTail] : LrmHead) = static_cast<int32_t>(B);
+  LrmTail = static_cast<int32_t>(B);
+}
+
+void Engine::notePeak() {
+  uint64_t Used = (ResidentPages + PendingPages) * PageBytes;
+  Stats.PeakResidentBytes = std::max(Stats.PeakResidentBytes, Used);
+  if (ResidentPages + PendingPages > CapacityPages)
+    ++Stats.InvariantViolations;
+}
+
+void Engine::counterEvent(uint64_t AtNs) {
+  if (Timeline)
+    Timeline->counter(Pid, "resident bytes", AtNs, static_cast<double>(residentBytes()));
+}
+
+void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs) {
+  uint32_t Out = Mask & Resident[B];
+  if (!Out)
+    return;
+  // Dirty: the GPU holds the only current copy. Read-mostly pages keep their
+  // host duplicate, so unwritten ones are never dirty.
+  // (With eviction_copies_clean, only read-mostly duplicates are dropped.)
+  uint32_t Clean = (!Device.EvictionCopiesClean || (Flags[B] & FlReadMostly)) ? HostValid[B] : 0;
+  uint32_t Dirty = Out & ~Clean;
+  Dirty &= Valid[B]; // pages with no contents (discarded) need no copy
+  // Never before the last kernel using the block ends or its pages arrive.
+  uint64_t Ready = std::max({AtNs, BusyUntilNs[B], ArrivalNs[B]});
+  if (CheckInvariants && Ready < BusyUntilNs[B])
+    ++Stats.InvariantViolations;
+  uint64_t Done = Ready;
+  if (Dirty) {
+    uint64_t Bytes = pages(Dirty) * PageBytes;
+    uint64_t Start = startOnLane(DtoHFree, Ready, transferNs(Bytes), Done);
+    Stats.BytesDtoH += Bytes;
+    if (Timeline)
+      Timeline->span(Pid, TidDtoH, "evict", "dtoh", Start, Done - Start,
+                     llvm::json::Object{{"block", static_cast<int64_t>(B)},
+                                        {"bytes", static_cast<int64_t>(Bytes)}});
+  }
+  HostValid[B] |= Out & Valid[B];
+  Resident[B] &= ~Out;
+  ResidentPages -= pages(Out);
+  PendingFree.push({Done, pages(Out)});
+  PendingPages += pages(Out);
+  LastEvictNs[B] = Ready;
+  if (!Resident[B]) {
+    lrmRemove(B);
+    ++Stats.Evictions;
+    Flags[B] &= static_cast<uint8_t>(~FlPrefetched);
+  }
+  counterEvent(Done);
+}
+
+uint64_t Engine::makeRoom(uint64_t Need, uint64_t AtNs, int64_t ProtectUpTo) {
+  if (Need > CapacityPages)
+    return Never;
+  uint64_t RoomNs = AtNs;
+  // Evictions already finished by AtNs have given their memory back.
+  while (!PendingFree.empty() && PendingFree.top().first <= AtNs) {
+    PendingPages -= PendingFree.top().second;
+    PendingFree.pop();
+  }
+  auto Free = [&] { return CapacityPages - ResidentPages - PendingPages; };
+  // Choose victims first (so a failed protected prefetch evicts nothing), then
+  // evict them: least recently migrated first; blocks the current kernel pins
+  // are never chosen, preferred-location-device blocks only as a last resort.
+  if (Free() + PendingPages < Need) {
+    uint64_t Short = Need - Free() - PendingPages, Found = 0;
+    std::vector<uint32_t> &Victims = VictimScratch;
+    Victims.clear();
+    // Pass 0: blocks nobody protects; 1: protected ones needed later than
+    // the block being fetched; 2: preferred-location-device blocks.
+    for (int Pass = 0; Pass < 3 && Found < Short; ++Pass)
+      for (int32_t B = LrmHead; B >= 0 && Found < Short; B = LrmNext[B]) {
+        if (Pinned[B] == KernelSeq)
+          continue;
+        bool Preferred = (Flags[B] & FlPreferDevice) != 0;
+        bool Protected = ProtectUpTo >= 0 && Protect[B] == ProtectEpoch;
+        if (Protected && ProtectRank[B] <= ProtectUpTo)
+          continue;
+        if ((Pass == 2) != Preferred || (!Preferred && (Pass == 1) != Protected))
+          continue;
+        Victims.push_back(static_cast<uint32_t>(B));
+        Found += pages(Resident[B]);
+      }
+    if (Found < Short)
+      return Never;
+    for (uint32_t B : Victims)
+      evict(B, AllPages, AtNs);
+  }
+  // Wait for write-backs in completion order until the room is there.
+  while (Free() < Need) {
+    assert(!PendingFree.empty() && "room was accounted above");
+    RoomNs = std::max(RoomNs, PendingFree.top().first);
+    PendingPages -= PendingFree.top().second;
+    PendingFree.pop();
+  }
+  return RoomNs;
+}
+
+uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C) {
+  assert(!(Mask & Resident[B]) && "fetching resident pages");
+  // Only pages whose contents live on the host cross the link; the rest
+  // (never written, discarded) are populated on the GPU.
+  uint32_t Copy = Mask & HostValid[B] & Valid[B];
+  uint64_t Bytes = pages(Copy) * PageBytes;
+  uint64_t Ready = std::max(AtNs, RoomNs), Done = Ready;
+  if (Bytes) {
+    uint64_t Setup =
+        C == Cause::User ? static_cast<uint64_t>(std::llround(Device.TransferSetupUs * 1e3)) : 0;
+    uint64_t Start = startOnLane(HtoDFree, Ready, transferNs(Bytes) + Setup, Done);
+    Stats.BytesHtoD += Bytes;
+    if (Timeline)
+      Timeline->span(Pid, TidHtoD, C == Cause::User ? "prefetch" : "fault", "htod", Start,
+                     Done - Start,
+                     llvm::json::Object{{"block", static_cast<int64_t>(B)},
+                                        {"bytes", static_cast<int64_t>(Bytes)}});
+  }
+  if (C == Cause::User)
+    Stats.BytesPrefetched += Bytes;
+  else if (C == Cause::DriverPrefetch)
+    Stats.BytesDriverPrefetched += Bytes;
+  else
+    Stats.BytesDemand += Bytes;
+  // Thrashing: the block comes back soon after it left.
+  if (LastEvictNs[B] != Never && Ready >= LastEvictNs[B] &&
+      static_cast<double>(Ready - LastEvictNs[B]) < Device.ThrashingLapseUs * 1e3) {
+    ++Stats.ThrashingEvents;
+    if (++ThrashCount[B] >= Device.ThrashingThreshold)
+      Flags[B] |= FlThrottled;
+    LastEvictNs[B] = Never;
+  } else if (LastEvictNs[B] != Never) {
+    ThrashCount[B] = 0;
+    Flags[B] &= static_cast<uint8_t>(~FlThrottled);
+    LastEvictNs[B] = Never;
+  }
+  if (Resident[B])
+    lrmRemove(B);
+  lrmPushBack(B); // most recently migrated
+  Resident[B] |= Mask;
+  ResidentPages += pages(Mask);
+  ArrivalNs[B] = std::max(ArrivalNs[B], Done);
+  for (uint32_t M = Mask; M; M &= M - 1)
+    PageArrivalNs[uint64_t{B} * PagesPerBlock + static_cast<unsigned>(std::countr_zero(M))] = Done;
+  notePeak();
+  counterEvent(Ready);
+  return Done;
+}
+
+uint64_t Engine::arrivalOf(uint32_t B, uint32_t Mask) const {
+  uint64_t Latest = 0;
+  for (uint32_t M = Mask; M; M &= M - 1)
+    Latest = std::max(
+        Latest,
+        PageArrivalNs[uint64_t{B} * PagesPerBlock + static_cast<unsigned>(std::countr_zero(M))]);
+  return Latest;
+}
+
+uint32_t Engine::densityExpand(uint32_t B, uint32_t Faulted) const {
+  // The driver's tree prefetcher (uvm_perf_prefetch): leaves are the 32 big
+  // pages of the 2 MiB block; for each faulted page, the largest enclosing
+  // aligned region more than `threshold` occupied (resident or faulting) is
+  // fetched whole. Never crosses the block.
+  uint32_t Occupied = Resident[B] | Faulted, Out = Faulted;
+  for (unsigned Size = 2; Size <= PagesPerBlock; Size *= 2) {
+    uint32_t RegionMask = Size == 32 ? AllPages : ((1u << Size) - 1);
+    for (unsigned First = 0; First < PagesPerBlock; First += Size) {
+      uint32_t Region = RegionMask << First;
+      if (!(Faulted & Region))
+        continue;
+      if (pages(Occupied & Region) > Device.PrefetchThreshold * Size)
+        Out |= Region;
+    }
+  }
+  return Out & ~Resident[B];
+}
+
+bool Engine::prefetchPages(uint32_t B, uint32_t Mask, bool RespectProtection) {
+  uint32_t Missing = Mask & ~Resident[B];
+  if (!Missing)
+    return true;
+  int64_t UpTo = -1;
+  if (RespectProtection)
+    UpTo = Protect[B] == ProtectEpoch ? ProtectRank[B] : std::numeric_limits<int64_t>::max();
+  uint64_t RoomNs = makeRoom(pages(Missing), IssueNs, UpTo);
+  if (RoomNs == Never)
+    return false;
+  fetch(B, Missing, IssueNs, RoomNs, Cause::User);
+  Flags[B] |= FlPrefetched;
+  return true;
+}
+
+void Engine::evictPages(uint32_t B, uint32_t Mask) { evict(B, Mask, IssueNs); }
+
+uint32_t Engine::dropPages(uint32_t B, uint32_t Mask) {
+  uint32_t Dropped = Mask & Resident[B];
+  if (!Dropped)
+    return 0;
+  // Unmapped without a copy once the last kernel using it is done.
+  uint64_t Ready = std::max({IssueNs, BusyUntilNs[B], ArrivalNs[B]});
+  if (CheckInvariants && Ready < BusyUntilNs[B])
+    ++Stats.InvariantViolations;
+  Resident[B] &= ~Dropped;
+  ResidentPages -= pages(Dropped);
+  PendingFree.push({Ready, pages(Dropped)});
+  PendingPages += pages(Dropped);
+  if (!Resident[B]) {
+    lrmRemove(B);
+    Flags[B] &= static_cast<uint8_t>(~FlPrefetched);
+  }
+  counterEvent(Ready);
+  return Dropped;
+}
+
+void Engine::discardPages(uint32_t B, uint32_t Mask) {
+  Stats.BytesDiscarded += pages(dropPages(B, Mask)) * PageBytes;
+  Valid[B] &= ~Mask;
+  HostValid[B] &= ~Mask;
+}
+
+void Engine::hostWritePages(uint32_t B, uint32_t Mask) {
+  dropPages(B, Mask);
+  Valid[B] |= Mask;
+  HostValid[B] |= Mask;
+}
+
+llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
+                           llvm::StringRef Name) {
+  // Pinned == KernelSeq from here until the next launch: the kernel's blocks
+  // are never victims of its own faults, nor of prefetches issued while it runs.
+  ++KernelSeq;
+  uint64_t Need = 0;
+  for (const BlockUse &U : Uses) {
+    Pinned[U.Block] = KernelSeq;
+    Need += pages(U.PageMask);
+  }
+  if (Need > CapacityPages)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("kernel {0} touches {1}, more than the GPU memory simulated ({2})",
+                      Stats.Kernels, deepum::format::formatBytes(Need * PageBytes),
+                      deepum::format::formatBytes(CapacityPages * PageBytes))
+            .str());
+
+  const uint64_t ReadyNs = ComputeEndNs;
+  uint64_t StartNs = ReadyNs;
+  LastFaults.clear();
+  for (const BlockUse &U : Uses) {
+    uint32_t B = U.Block;
+    uint32_t Present = U.PageMask & Resident[B];
+    if (Present) {
+      // Waits only for the pages it touches (the block's latest arrival
+      // bounds them: the per-page scan is needed only when that is late).
+      if (uint64_t Late = ArrivalNs[B] > ReadyNs ? arrivalOf(B, Present) : 0; Late > ReadyNs) {
+        ++Stats.LatePrefetches;
+        StartNs = std::max(StartNs, Late);
+      }
+      if (Flags[B] & FlPrefetched) {
+        ++Stats.PrefetchHits;
+        Flags[B] &= static_cast<uint8_t>(~FlPrefetched);
+      }
+    }
+    if (uint32_t Miss = U.PageMask & ~Resident[B])
+      LastFaults.push_back({B, Miss, U.Mode});
+    // Only pure reads: a block's READ_WRITE merges tensors, and may cover
+    // pages that are only overwritten.
+    if (U.Mode == Access::Read)
+      Stats.LostReads += pages(U.PageMask & ~Valid[B]);
+  }
+
+  // Demand faults: the kernel starts, faults, and the driver services the
+  // faults in batches of FaultBatchSize pages, grouped by block; each batch
+  // costs the fixed latency, then its migrations, then the GPU replays.
+  uint64_t T = ReadyNs;
+  size_t I = 0;
+  uint32_t Split = 0; // pages of LastFaults[I] already serviced
+  while (I < LastFaults.size()) {
+    uint64_t BatchStart = T;
+    unsigned InBatch = 0;
+    bool Throttled = false;
+    FaultScratch.clear();
+    while (I < LastFaults.size() && InBatch < Device.FaultBatchSize) {
+      uint32_t Left = LastFaults[I].PageMask & ~Split;
+      uint32_t Take = 0;
+      for (uint32_t M = Left; M && InBatch < Device.FaultBatchSize; M &= M - 1, ++InBatch)
+        Take |= M & -M;
+      FaultScratch.push_back({LastFaults[I].Block, Take, LastFaults[I].Mode});
+      Throttled |= (Flags[LastFaults[I].Block] & FlThrottled) != 0;
+      if ((Split | Take) == LastFaults[I].PageMask) {
+        ++I;
+        Split = 0;
+      } else {
+        Split |= Take;
+      }
+    }
+    T += static_cast<uint64_t>(std::llround(Device.FaultBatchLatencyUs * 1e3));
+    if (Throttled) {
+      T += static_cast<uint64_t>(std::llround(Device.ThrottleNapUs * 1e3));
+      ++Stats.ThrottledBatches;
+    }
+    uint64_t BatchDone = T;
+    for (const BlockUse &F : FaultScratch) {
+      uint32_t Faulted = F.PageMask & ~Resident[F.Block]; // may have come with an earlier batch
+      if (!Faulted)
+        continue;
+      Stats.Faults += pages(Faulted);
+      uint32_t All = densityExpand(F.Block, Faulted);
+      uint64_t RoomNs = makeRoom(pages(All), T, /*ProtectUpTo=*/-1);
+      if (RoomNs == Never) { // no room for the density prefetch: the faulted pages alone
+        All = Faulted;
+        RoomNs = makeRoom(pages(All), T, -1);
+      }
+      if (RoomNs == Never) // the kernel's own blocks hold pages it does not touch
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            llvm::formatv("kernel {0}: no room for its pages in {1} of GPU memory", Stats.Kernels,
+                          deepum::format::formatBytes(CapacityPages * PageBytes))
+                .str());
+      uint64_t Done = fetch(F.Block, Faulted, T, RoomNs, Cause::Demand);
+      if (uint32_t Extra = All & ~Faulted)
+        Done = std::max(Done, fetch(F.Block, Extra, T, RoomNs, Cause::DriverPrefetch));
+      BatchDone = std::max(BatchDone, Done);
+    }
+    ++Stats.FaultBatches;
+    if (Timeline)
+      Timeline->span(Pid, TidFaults, "fault batch", "fault", BatchStart, BatchDone - BatchStart,
+                     llvm::json::Object{{"pages", static_cast<int64_t>(InBatch)}});
+    T = BatchDone;
+  }
+  StartNs = std::max(StartNs, T);
+
+  const uint64_t EndNs = StartNs + DurationNs;
+  for (const BlockUse &U : Uses) {
+    uint32_t B = U.Block;
+    if (CheckInvariants &&
+        ((Resident[B] & U.PageMask) != U.PageMask || arrivalOf(B, U.PageMask) > StartNs))
+      ++Stats.InvariantViolations;
+    BusyUntilNs[B] = std::max(BusyUntilNs[B], EndNs);
+    if (writes(U.Mode)) {
+      HostValid[B] &= ~U.PageMask;
+      Valid[B] |= U.PageMask;
+    }
+  }
+  if (CheckInvariants && ResidentPages + PendingPages > CapacityPages)
+    ++Stats.InvariantViolations;
+  if (Timeline)
+    Timeline->span(Pid, TidCompute, Name, "compute", StartNs, DurationNs,
+                   llvm::json::Object{{"index", static_cast<int64_t>(Stats.Kernels)}});
+  Stats.StallNs += StartNs - ReadyNs;
+  ++Stats.Kernels;
+  IssueNs = StartNs; // the host observes the next launch while this kernel runs
+  ComputeEndNs = EndNs;
+  return llvm::Error::success();
+}
+
+uint64_t Engine::verifyAccounting() const {
+  uint64_t Bad = 0, Pages = 0, Listed = 0, WithPages = 0;
+  for (uint32_t R : Resident) {
+    Pages += pages(R);
+    WithPages += R != 0;
+  }
+  for (int32_t B = LrmHead; B >= 0; B = LrmNext[B]) {
+    ++Listed;
+    Bad += Resident[B] == 0;
+    if (Listed > Resident.size()) // a cycle
+      return Bad + 1;
+  }
+  Bad += Pages != ResidentPages;
+  Bad += Listed != WithPages;
+  Bad += ResidentPages + PendingPages > CapacityPages;
+  return Bad;
+}
+
+// --- Address interface --------------------------------------------------------
+
+namespace {
+/// Calls F(block, mask) for every UM block the byte range overlaps; `Whole`
+/// keeps only pages entirely inside the range.
+template <typename Fn> void forPages(uint64_t Address, uint64_t Bytes, bool Whole, Fn F) {
+  if (!Bytes)
+    return;
+  const uint64_t PageBytes = Engine::PageBytes;
+  uint64_t First = Address / PageBytes, Last = (Address + Bytes - 1) / PageBytes;
+  if (Whole) {
+    First = (Address + PageBytes - 1) / PageBytes;
+    if ((Address + Bytes) % PageBytes != 0) {
+      if ((Address + Bytes) / PageBytes == 0)
+        return;
+      Last = (Address + Bytes) / PageBytes - 1;
+    }
+    if (First > Last)
+      return;
+  }
+  for (uint64_t P = First; P <= Last;) {
+    uint64_t Block = P / Engine::PagesPerBlock;
+    uint64_t End = std::min(Last, (Block + 1) * Engine::PagesPerBlock - 1);
+    unsigned Lo = static_cast<unsigned>(P % Engine::PagesPerBlock);
+    unsigned Hi = static_cast<unsigned>(End % Engine::PagesPerBlock);
+    uint32_t Mask = (Hi == 31 ? AllPages : ((1u << (Hi + 1)) - 1)) & ~((1u << Lo) - 1);
+    F(Block, Mask);
+    P = End + 1;
+  }
+}
+} // namespace
+
+void Engine::prefetchToDevice(uint64_t Address, uint64_t Bytes) {
+  forPages(Address, Bytes, false,
+           [&](uint64_t Block, uint32_t Mask) { prefetchPages(blockId(Block), Mask); });
+}
+
+void Engine::evictToHost(uint64_t Address, uint64_t Bytes) {
+  forPages(Address, Bytes, true,
+           [&](uint64_t Block, uint32_t Mask) { evictPages(blockId(Block), Mask); });
+}
+
+void Engine::discard(uint64_t Address, uint64_t Bytes) {
+  forPages(Address, Bytes, true,
+           [&](uint64_t Block, uint32_t Mask) { discardPages(blockId(Block), Mask); });
+}
+
+void Engine::advise(deepum::v1::Advice A, uint64_t Address, uint64_t Bytes) {
+  forPages(Address, Bytes, false, [&](uint64_t Block, uint32_t) {
+    uint32_t B = blockId(Block);
+    switch (A) {
+    case deepum::v1::ADVICE_SET_READ_MOSTLY:
+      Flags[B] |= FlReadMostly;
+      break;
+    case deepum::v1::ADVICE_UNSET_READ_MOSTLY:
+      Flags[B] &= static_cast<uint8_t>(~FlReadMostly);
+      break;
+    case deepum::v1::ADVICE_SET_PREFERRED_LOCATION_DEVICE:
+      Flags[B] |= FlPreferDevice;
+      break;
+    case deepum::v1::ADVICE_SET_PREFERRED_LOCATION_HOST:
+    case deepum::v1::ADVICE_UNSET_PREFERRED_LOCATION:
+      Flags[B] &= static_cast<uint8_t>(~FlPreferDevice);
+      break;
+    default: // accessed-by: mappings only, no migration effect modelled
+      break;
+    }
+  });
+}
+
+llvm::Error Engine::launchByAddress(llvm::ArrayRef<AddressUse> Uses, uint64_t DurationNs) {
+  std::vector<BlockUse> Dense;
+  Dense.reserve(Uses.size());
+  for (const AddressUse &U : Uses)
+    Dense.push_back({blockId(U.UmBlock), U.PageMask ? U.PageMask : AllPages, U.Mode});
+  return launch(Dense, DurationNs);
+}

@@ -1,0 +1,324 @@
+//===- Policies.cpp - What each policy does beyond the driver --------------===//
+//
+// swap-layer and swap-opt compile the iteration into a Schedule of commands
+// (like a plan); deepum learns online; um issues nothing.
+//
+//===----------------------------------------------------------------------===//
+#include "Workload.h"
+
+#include "deepum/format/Format.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+
+using namespace deepum::sim;
+using namespace deepum::sim::detail;
+
+namespace {
+
+constexpr uint32_t AllPages = 0xffffffffu;
+
+/// Whether object O is allocated (occupies memory) at position P.
+bool liveAt(const SwapObject &O, uint32_t P) {
+  bool AfterAlloc = O.AllocPos < 0 || P >= O.AllocPos;
+  bool BeforeFree = O.FreePos < 0 || P < O.FreePos;
+  // Allocated late in the iteration and freed early in the next: wraps.
+  if (O.AllocPos >= 0 && O.FreePos >= 0 && O.FreePos < O.AllocPos)
+    return P >= O.AllocPos || P < O.FreePos;
+  return AfterAlloc && BeforeFree;
+}
+
+void addPages(std::vector<std::pair<uint32_t, Command>> &Items, uint32_t Pos, CmdKind Kind,
+              const std::vector<BlockUse> &Pages) {
+  for (const BlockUse &U : Pages)
+    Items.push_back({Pos, Command{Kind, U.Block, U.PageMask}});
+}
+
+} // namespace
+
+// --- swap-layer ----------------------------------------------------------------
+
+Schedule detail::swapLayerSchedule(const Workload &W, unsigned Lookahead) {
+  // The forward/backward turn is where activations pile up: the position of
+  // peak live activation bytes. (LMS and vDNN know layers; the trace knows
+  // when activations are live.)
+  bool AnyActivation = std::any_of(W.Objects.begin(), W.Objects.end(),
+                                   [](const SwapObject &O) { return O.Activation; });
+  auto IsSwappable = [&](const SwapObject &O) {
+    return AnyActivation ? O.Activation : (O.AllocPos >= 0 || O.FreePos >= 0);
+  };
+  std::vector<uint64_t> Load(W.Kernels, 0);
+  for (const SwapObject &O : W.Objects)
+    if (IsSwappable(O))
+      for (uint32_t P = 0; P < W.Kernels; ++P)
+        if (liveAt(O, P))
+          Load[P] += O.Bytes;
+  uint32_t Turn = static_cast<uint32_t>(std::max_element(Load.begin(), Load.end()) - Load.begin());
+
+  std::vector<std::pair<uint32_t, Command>> Items;
+  for (const SwapObject &O : W.Objects) {
+    if (!IsSwappable(O) || O.Uses.empty())
+      continue;
+    // Last forward use (at or before the turn) and first backward use.
+    auto After = std::upper_bound(O.Uses.begin(), O.Uses.end(), Turn,
+                                  [](uint32_t T, const auto &U) { return T < U.first; });
+    if (After == O.Uses.begin() || After == O.Uses.end())
+      continue;
+    uint32_t Fwd = std::prev(After)->first, Bwd = After->first;
+    // Swap in `Lookahead` kernels before the backward use; not worth it when
+    // that is no later than the swap-out.
+    if (Bwd < Fwd + 2 + Lookahead)
+      continue;
+    addPages(Items, Fwd + 1, CmdKind::Evict, O.Whole);
+    addPages(Items, Bwd - Lookahead, CmdKind::Prefetch, O.Overlap);
+  }
+  return makeSchedule(W.Kernels, std::move(Items));
+}
+
+// --- swap-opt: Zhang et al. 2019 ---------------------------------------------------
+
+Schedule detail::swapOptSchedule(const Workload &W, uint64_t CapacityBytes, const DeviceModel &D) {
+  const uint32_t K = W.Kernels;
+  // Memory load per position: bytes of allocated objects.
+  std::vector<int64_t> Load(K, 0);
+  for (const SwapObject &O : W.Objects)
+    for (uint32_t P = 0; P < K; ++P)
+      if (liveAt(O, P))
+        Load[P] += static_cast<int64_t>(O.Bytes);
+  const int64_t Limit = static_cast<int64_t>(CapacityBytes);
+
+  // Idle intervals: between consecutive uses (cyclically: the last use of an
+  // iteration to the first of the next), strictly between the two positions.
+  struct Gap {
+    uint32_t Object, From, To; // uses at From and To; idle at From+1 .. To-1 (mod K)
+    bool Chosen = false;
+  };
+  std::vector<Gap> Gaps;
+  for (uint32_t I = 0; I < W.Objects.size(); ++I) {
+    const SwapObject &O = W.Objects[I];
+    if (O.Bytes < (uint64_t{1} << 20) || O.Uses.empty()) // candidates are >= 1 MiB
+      continue;
+    for (size_t U = 0; U < O.Uses.size(); ++U) {
+      uint32_t From = O.Uses[U].first;
+      uint32_t To = U + 1 < O.Uses.size() ? O.Uses[U + 1].first : O.Uses.front().first + K;
+      if (To > From + 1)
+        Gaps.push_back({I, From, To});
+    }
+  }
+  auto Spans = [&](const Gap &G, uint32_t P) {
+    return (P > G.From && P < G.To) || (P + K > G.From && P + K < G.To);
+  };
+  std::vector<double> Dur(W.DurationNs.begin(), W.DurationNs.end());
+
+  std::vector<size_t> Chosen;
+  for (;;) {
+    uint32_t Peak =
+        static_cast<uint32_t>(std::max_element(Load.begin(), Load.end()) - Load.begin());
+    if (Load[Peak] <= Limit)
+      break;
+    // Prefix sums (over two iterations, for wrapping gaps) of duration and of
+    // duration x excess load.
+    std::vector<double> SumDur(2 * K + 1, 0), SumOver(2 * K + 1, 0);
+    for (uint32_t P = 0; P < 2 * K; ++P) {
+      SumDur[P + 1] = SumDur[P] + Dur[P % K];
+      SumOver[P + 1] =
+          SumOver[P] + Dur[P % K] * static_cast<double>(std::max<int64_t>(0, Load[P % K] - Limit));
+    }
+    std::vector<size_t> Cands;
+    for (size_t G = 0; G < Gaps.size(); ++G)
+      if (!Gaps[G].Chosen && Spans(Gaps[G], Peak) && liveAt(W.Objects[Gaps[G].Object], Peak))
+        Cands.push_back(G);
+    if (Cands.empty())
+      break;
+    // Three rankings: duration of absence, size x absence, absence weighted by
+    // how far the load exceeds the limit; the candidate ranked best by the
+    // majority (sum of ranks; ties to the larger, then the earlier) wins.
+    size_t N = Cands.size();
+    std::vector<std::array<double, 3>> Score(N);
+    for (size_t I = 0; I < N; ++I) {
+      const Gap &G = Gaps[Cands[I]];
+      double Absent = SumDur[G.To] - SumDur[G.From + 1];
+      Score[I] = {Absent, Absent * static_cast<double>(W.Objects[G.Object].Bytes),
+                  SumOver[G.To] - SumOver[G.From + 1]};
+    }
+    std::vector<size_t> RankSum(N, 0), Order(N);
+    for (int C = 0; C < 3; ++C) {
+      std::iota(Order.begin(), Order.end(), 0);
+      std::stable_sort(Order.begin(), Order.end(),
+                       [&](size_t A, size_t B) { return Score[A][C] > Score[B][C]; });
+      for (size_t R = 0; R < N; ++R)
+        RankSum[Order[R]] += R;
+    }
+    size_t Best = 0;
+    for (size_t I = 1; I < N; ++I) {
+      const auto &A = W.Objects[Gaps[Cands[I]].Object], &B = W.Objects[Gaps[Cands[Best]].Object];
+      if (RankSum[I] < RankSum[Best] || (RankSum[I] == RankSum[Best] && A.Bytes > B.Bytes))
+        Best = I;
+    }
+    Gap &G = Gaps[Cands[Best]];
+    G.Chosen = true;
+    Chosen.push_back(Cands[Best]);
+    for (uint32_t P = G.From + 1; P < G.To; ++P)
+      Load[P % K] -= static_cast<int64_t>(W.Objects[G.Object].Bytes);
+  }
+
+  // Timing: out right after the use before the gap; back in as late as still
+  // arrives in time (transfer + one fault-batch latency of slack before the
+  // use) if the link is free, so the copy never stalls compute; a dead value
+  // (next use writes it whole) is discarded and not brought back.
+  std::vector<std::pair<uint32_t, Command>> Items;
+  std::sort(Chosen.begin(), Chosen.end());
+  for (size_t GI : Chosen) {
+    const Gap &G = Gaps[GI];
+    const SwapObject &O = W.Objects[G.Object];
+    Access Next = O.Uses[static_cast<size_t>(
+                             std::find_if(O.Uses.begin(), O.Uses.end(),
+                                          [&](const auto &U) { return U.first == G.To % K; }) -
+                             O.Uses.begin())]
+                      .second;
+    uint32_t Out = G.From + 1;
+    if (Next == Access::Write) {
+      addPages(Items, Out % K, CmdKind::Discard, O.Whole);
+      continue;
+    }
+    addPages(Items, Out % K, CmdKind::Evict, O.Whole);
+    double Need =
+        static_cast<double>(O.Bytes) * 1e9 / D.LinkBytesPerSecond + D.FaultBatchLatencyUs * 1e3;
+    // Commands at position q are issued when launch q is observed, while
+    // kernel q-1 runs: the copy has kernels q-1 .. To-1 to arrive.
+    uint32_t In = G.To;
+    double Ahead = Dur[(In - 1) % K];
+    while (In > Out + 1 && Ahead < Need) {
+      --In;
+      Ahead += Dur[(In - 1) % K];
+    }
+    addPages(Items, In % K, CmdKind::Prefetch, O.Overlap);
+  }
+  return makeSchedule(K, std::move(Items));
+}
+
+// --- plan ----------------------------------------------------------------------------
+
+llvm::Expected<Schedule> detail::planSchedule(const deepum::v1::Plan &Plan, Workload &W,
+                                              llvm::StringRef PlanName) {
+  llvm::DenseMap<uint64_t, uint32_t> Dense;
+  for (uint32_t B = 0; B < W.UmBlocks.size(); ++B)
+    Dense[W.UmBlocks[B]] = B;
+  auto idOf = [&](uint64_t Block) {
+    auto [It, New] = Dense.try_emplace(Block, static_cast<uint32_t>(W.UmBlocks.size()));
+    if (New)
+      W.UmBlocks.push_back(Block);
+    return It->second;
+  };
+  const uint64_t BlockBytes = deepum::format::kUmBlockBytes,
+                 PageBytes = deepum::format::kUmPageBytes;
+  std::vector<std::pair<uint32_t, Command>> Items;
+  for (int I = 0; I < Plan.actions_size(); ++I) {
+    const deepum::v1::Action &A = Plan.actions(I);
+    if (A.position() >= W.Kernels)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}: action {1} at position {2}, past the {3} launches", PlanName, I,
+                        A.position(), W.Kernels)
+              .str());
+    CmdKind Kind;
+    switch (A.kind()) {
+    case deepum::v1::ACTION_KIND_PREFETCH:
+      Kind = CmdKind::Prefetch;
+      break;
+    case deepum::v1::ACTION_KIND_EVICT:
+      Kind = CmdKind::Evict;
+      break;
+    case deepum::v1::ACTION_KIND_DISCARD:
+      Kind = CmdKind::Discard;
+      break;
+    case deepum::v1::ACTION_KIND_ADVISE:
+      Kind = CmdKind::Advise;
+      break;
+    default:
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}: action {1} has no kind", PlanName, I).str());
+    }
+    // Prefetch and advice cover every page the range overlaps; evict and
+    // discard only pages wholly inside it (never a neighbour's data).
+    bool Whole = Kind == CmdKind::Evict || Kind == CmdKind::Discard;
+    for (const deepum::v1::ArenaRange &R : A.ranges()) {
+      if (!R.bytes())
+        continue;
+      uint64_t Begin = R.offset(), End = R.offset() + R.bytes();
+      uint64_t First = Whole ? (Begin + PageBytes - 1) / PageBytes : Begin / PageBytes;
+      uint64_t Last = Whole ? End / PageBytes : (End + PageBytes - 1) / PageBytes;
+      const uint64_t Per = BlockBytes / PageBytes;
+      for (uint64_t P = First; P < Last;) {
+        uint64_t Block = P / Per, Stop = std::min(Last, (Block + 1) * Per);
+        unsigned Lo = static_cast<unsigned>(P % Per), N = static_cast<unsigned>(Stop - P);
+        uint32_t Mask = (N == 32 ? AllPages : ((1u << N) - 1)) << Lo;
+        Items.push_back({A.position(), Command{Kind, idOf(Block), Mask, A.advice()}});
+        P = Stop;
+      }
+    }
+  }
+  return makeSchedule(W.Kernels, std::move(Items));
+}
+
+// --- deepum ----------------------------------------------------------------------------
+
+DeepUmPrefetcher::DeepUmPrefetcher(const Workload &Wl, unsigned L) : W(Wl), Lookahead(L) {
+  llvm::DenseMap<uint64_t, uint32_t> Dense;
+  for (uint64_t Id : W.LaunchIds) {
+    auto [It, New] = Dense.try_emplace(Id, static_cast<uint32_t>(Dense.size()));
+    (void)New;
+    IdOf.push_back(It->second);
+  }
+  // Both tables start empty: everything is learned while running.
+  Succ.assign(Dense.size(), -1);
+  Chain.resize(Dense.size());
+}
+
+void DeepUmPrefetcher::beforeLaunch(Engine &E, uint32_t P) {
+  const uint32_t Cur = IdOf[P];
+  // Execution-ID table: the launch that followed the previous one.
+  if (Prev >= 0)
+    Succ[static_cast<size_t>(Prev)] = static_cast<int32_t>(Cur);
+  Prev = static_cast<int32_t>(Cur);
+
+  // The window: this kernel's chain and those of the next `Lookahead`
+  // predicted kernels. Protected from pre-eviction while prefetching.
+  E.beginProtection();
+  Window.clear();
+  int32_t Id = static_cast<int32_t>(Cur);
+  for (unsigned J = 0; J <= Lookahead && Id >= 0; ++J) {
+    for (const BlockUse &U : Chain[static_cast<size_t>(Id)]) {
+      E.protect(U.Block, J); // needed J launches from now
+      Window.push_back(U);
+    }
+    Id = Succ[static_cast<size_t>(Id)];
+    if (Id == static_cast<int32_t>(Cur))
+      break; // predicted a full cycle back to here
+  }
+  // Prefetch in need order; pre-eviction makes room from the least recently
+  // migrated blocks not needed before the one being fetched; stop at the
+  // first block that finds no room.
+  for (const BlockUse &U : Window)
+    if (!E.isResident(U.Block, U.PageMask) &&
+        !E.prefetchPages(U.Block, U.PageMask, /*RespectProtection=*/true))
+      break;
+}
+
+void DeepUmPrefetcher::afterLaunch(Engine &E, uint32_t P) {
+  // UM-block table: the blocks this launch faulted on, in fault order.
+  const uint32_t Cur = IdOf[P];
+  for (const BlockUse &F : E.lastFaults()) {
+    uint64_t Key = (uint64_t{Cur} << 32) | F.Block;
+    auto [It, New] = InChain.try_emplace(Key, static_cast<uint32_t>(Chain[Cur].size()));
+    if (New)
+      Chain[Cur].push_back({F.Block, F.PageMask, F.Mode});
+    else
+      Chain[Cur][It->second].PageMask |= F.PageMask;
+  }
+}

@@ -1,0 +1,110 @@
+//===- SimTool.cpp - deepum-sim as a library ----------------------------------===//
+#include "deepum/sim/SimTool.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/format/Perfetto.h"
+#include "deepum/format/Units.h"
+#include "deepum/sim/Simulator.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace deepum::sim;
+
+llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &OS) {
+  llvm::Expected<deepum::v1::Profile> P = deepum::format::readProfile(Opts.ProfilePath);
+  if (!P)
+    return P.takeError();
+  std::optional<deepum::v1::Plan> Plan;
+  if (!Opts.PlanPath.empty()) {
+    llvm::Expected<deepum::v1::Plan> PlanOr = deepum::format::readPlan(Opts.PlanPath);
+    if (!PlanOr)
+      return PlanOr.takeError();
+    Plan = std::move(*PlanOr);
+  }
+  llvm::Expected<DeviceModel> D = loadDeviceModel(Opts.Device, Opts.DeviceFile);
+  if (!D)
+    return D.takeError();
+
+  SimOptions S;
+  S.Device = *D;
+  S.Iterations = Opts.Iterations;
+  S.WarmupIterations = Opts.Warmup;
+  S.Lookahead = Opts.Lookahead;
+  S.CheckInvariants = Opts.Check;
+  S.Plan = Plan ? &*Plan : nullptr;
+  if (Opts.Durations == "profile")
+    S.Durations = SimOptions::DurationSource::Profile;
+  else if (Opts.Durations == "roofline")
+    S.Durations = SimOptions::DurationSource::Roofline;
+  else if (Opts.Durations != "auto")
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--durations must be auto, profile or roofline, not '" +
+                                       Opts.Durations + "'");
+  S.PlanName = Opts.PlanPath;
+  S.ProfileName = Opts.ProfilePath;
+  if (!Opts.GpuMemory.empty()) {
+    llvm::Expected<uint64_t> Bytes = deepum::format::parseByteSize(Opts.GpuMemory);
+    if (!Bytes)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--gpu-memory: " + llvm::toString(Bytes.takeError()));
+    S.GpuMemoryBytes = *Bytes;
+  } else if (Opts.Oversubscription > 0) {
+    S.GpuMemoryBytes = static_cast<uint64_t>(
+        std::floor(static_cast<double>(footprintBytes(*P)) / Opts.Oversubscription));
+  }
+
+  std::vector<Policy> Policies;
+  if (Opts.Compare) {
+    Policies = {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt};
+    if (Plan)
+      Policies.push_back(Policy::Plan);
+    Policies.push_back(Policy::Ideal);
+  } else {
+    llvm::Expected<Policy> Pol = parsePolicy(Opts.Policy);
+    if (!Pol)
+      return Pol.takeError();
+    Policies = {*Pol};
+  }
+
+  std::vector<SimResult> Results;
+  std::optional<deepum::format::TraceWriter> Trace;
+  if (!Opts.PerfettoOut.empty())
+    Trace.emplace();
+  for (Policy Pol : Policies) {
+    S.Pol = Pol;
+    // One timeline, of the first policy run (the selected one without --compare).
+    llvm::Expected<SimResult> R = simulate(*P, S, Trace && Results.empty() ? &*Trace : nullptr);
+    if (!R)
+      return R.takeError();
+    if (Opts.Check && R->InvariantViolations)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     llvm::formatv("{0}: policy {1}: {2} invariant violations",
+                                                   Opts.ProfilePath, R->PolicyName,
+                                                   R->InvariantViolations)
+                                         .str());
+    Results.push_back(std::move(*R));
+  }
+  if (Trace)
+    if (llvm::Error E = Trace->write(Opts.PerfettoOut))
+      return E;
+
+  if (Opts.Json) {
+    if (Opts.Compare) {
+      llvm::json::Array A;
+      for (const SimResult &R : Results)
+        A.push_back(toJson(R));
+      OS << llvm::formatv("{0:2}", llvm::json::Value(std::move(A))) << "\n";
+    } else {
+      OS << llvm::formatv("{0:2}", toJson(Results.front())) << "\n";
+    }
+    return llvm::Error::success();
+  }
+  if (Opts.Compare)
+    printComparison(OS, Results);
+  else
+    print(OS, Results.front());
+  return llvm::Error::success();
+}

@@ -1,0 +1,277 @@
+//===- Simulator.cpp - Replaying the steady-state iteration under a policy -===//
+#include "Workload.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/format/Units.h"
+#include "deepum/sim/Engine.h"
+#include "deepum/sim/Simulator.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+using namespace deepum::sim;
+using namespace deepum::sim::detail;
+
+namespace {
+
+llvm::Error fail(const llvm::Twine &Msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), Msg.str());
+}
+
+void nameLanes(deepum::format::TraceWriter &T, const SimResult &R) {
+  T.nameProcess(1, llvm::formatv("{0} ({1}, {2}, {3})", R.Model, R.PolicyName, R.DeviceName,
+                                 deepum::format::formatBytes(R.GpuMemoryBytes))
+                       .str());
+  T.nameThread(1, 1, "compute");
+  T.nameThread(1, 2, "copy engine HtoD");
+  T.nameThread(1, 3, "copy engine DtoH");
+  T.nameThread(1, 4, "fault batches");
+}
+
+bool isMatmul(llvm::StringRef Name) {
+  // The CPU tracer's MATMUL_OPS (python/deepum_trace/cost.py): these use the
+  // matmul peak, everything else the vector peak.
+  return Name == "aten::convolution" || Name == "aten::convolution_backward" ||
+         Name == "aten::mm" || Name == "aten::addmm" || Name == "aten::bmm" ||
+         Name == "aten::baddbmm";
+}
+
+/// Recomputes durations with the device's roofline, exactly as the CPU
+/// tracer does (python/deepum_trace/devices.py kernel_ns). Returns false, and
+/// changes nothing, when a kernel lacks roofline inputs or the device model
+/// lacks peaks.
+bool rooflineDurations(std::vector<uint64_t> &Out, const deepum::v1::Profile &P, uint32_t First,
+                       uint32_t Count, const DeviceModel &D) {
+  if (D.MatmulFlopsPerSecond <= 0 || D.VectorFlopsPerSecond <= 0 || D.DramBytesPerSecond <= 0 ||
+      D.MatmulEfficiency <= 0 || D.MemoryEfficiency <= 0)
+    return false;
+  std::vector<uint64_t> Ns(Count);
+  for (uint32_t K = 0; K < Count; ++K) {
+    const deepum::v1::Kernel &Kr = P.kernels(static_cast<int>(First + K));
+    if (Kr.flops() <= 0 && Kr.dram_bytes() <= 0)
+      return false;
+    double Peak = isMatmul(Kr.name()) ? D.MatmulFlopsPerSecond : D.VectorFlopsPerSecond;
+    double Compute = std::ceil(Kr.flops() / (Peak * D.MatmulEfficiency) * 1e9);
+    double Memory = std::ceil(Kr.dram_bytes() / (D.DramBytesPerSecond * D.MemoryEfficiency) * 1e9);
+    Ns[K] = static_cast<uint64_t>(std::max({Compute, Memory, std::ceil(D.KernelMinUs * 1e3)}));
+  }
+  Out = std::move(Ns);
+  return true;
+}
+
+} // namespace
+
+std::pair<uint32_t, uint32_t> deepum::sim::steadyStateIteration(const deepum::v1::Profile &P) {
+  return steadyIteration(P);
+}
+
+llvm::Expected<std::vector<uint64_t>>
+deepum::sim::kernelDurations(const deepum::v1::Profile &P, const DeviceModel &Device,
+                             SimOptions::DurationSource Source, bool *Roofline) {
+  auto [First, Count] = steadyIteration(P);
+  if (First + static_cast<uint64_t>(Count) > static_cast<uint64_t>(P.kernels_size()))
+    return fail("the steady-state iteration runs past the last kernel");
+  std::vector<uint64_t> Ns;
+  bool OtherDevice = !P.device().name().empty() && P.device().name() != Device.Name;
+  bool Recomputed = false;
+  if (Source == SimOptions::DurationSource::Roofline ||
+      (Source == SimOptions::DurationSource::Auto && OtherDevice)) {
+    Recomputed = rooflineDurations(Ns, P, First, Count, Device);
+    if (!Recomputed && Source == SimOptions::DurationSource::Roofline)
+      return fail("cannot recompute durations for " + Device.Name +
+                  ": kernels without flops/dram_bytes or a device model without roofline peaks");
+  }
+  if (!Recomputed)
+    for (uint32_t K = First; K < First + Count; ++K)
+      Ns.push_back(P.kernels(static_cast<int>(K)).end_ns() -
+                   P.kernels(static_cast<int>(K)).start_ns());
+  if (Roofline)
+    *Roofline = Recomputed;
+  return Ns;
+}
+
+uint64_t deepum::sim::footprintBytes(const deepum::v1::Profile &P) {
+  auto [First, Count] = steadyIteration(P);
+  std::vector<uint64_t> Blocks;
+  for (uint32_t K = First; K < First + Count && K < static_cast<uint32_t>(P.kernels_size()); ++K)
+    for (const deepum::v1::BlockAccess &B : P.kernels(static_cast<int>(K)).blocks())
+      Blocks.push_back(B.block());
+  std::sort(Blocks.begin(), Blocks.end());
+  return static_cast<uint64_t>(std::unique(Blocks.begin(), Blocks.end()) - Blocks.begin()) *
+         deepum::format::kUmBlockBytes;
+}
+
+llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, const SimOptions &O,
+                                                deepum::format::TraceWriter *Timeline) {
+  if (O.Iterations == 0)
+    return fail("--iterations must be at least 1");
+  if (O.Pol == Policy::Plan && !O.Plan)
+    return fail("policy 'plan' needs a plan (--plan FILE)");
+
+  llvm::Expected<Workload> WOr = O.Pol == Policy::Plan
+                                     ? workloadFromPlan(*O.Plan, P, O.PlanName, O.ProfileName)
+                                     : workloadFromProfile(P);
+  if (!WOr) // plan errors name both files already
+    return O.Pol == Policy::Plan ? WOr.takeError()
+                                 : fail(O.ProfileName + ": " + llvm::toString(WOr.takeError()));
+  Workload &W = *WOr;
+
+  SimResult R;
+  R.ProfileDevice = P.device().name();
+  bool Roofline = false;
+  llvm::Expected<std::vector<uint64_t>> Durations =
+      kernelDurations(P, O.Device, O.Durations, &Roofline);
+  if (!Durations)
+    return fail(O.ProfileName + ": " + llvm::toString(Durations.takeError()));
+  W.DurationNs = std::move(*Durations);
+  R.Durations = Roofline ? "roofline" : "profile";
+  R.PolicyName = policyName(O.Pol).str();
+  R.DeviceName = O.Device.Name;
+  R.Model = P.workload().model();
+  R.GpuMemoryBytes = O.GpuMemoryBytes;
+  if (!R.GpuMemoryBytes && O.Pol == Policy::Plan)
+    R.GpuMemoryBytes = O.Plan->metadata().gpu_memory_bytes();
+  if (!R.GpuMemoryBytes)
+    R.GpuMemoryBytes = O.Device.MemoryBytes;
+  if (!R.GpuMemoryBytes)
+    return fail("no GPU memory size: give --gpu-memory or a device model with memory_bytes");
+  R.FootprintBytes = W.UmBlocks.size() * deepum::format::kUmBlockBytes;
+  R.MeasuredIterations = O.Iterations;
+  R.WarmupIterations = O.WarmupIterations;
+  R.KernelsPerIteration = W.Kernels;
+  const double IdealNs = static_cast<double>(W.idealNs());
+  R.IdealUs = IdealNs / 1e3;
+  auto [InBytes, OutBytes] = transferBoundBytes(W, R.GpuMemoryBytes);
+  R.BoundUs = static_cast<double>(std::max(InBytes, OutBytes)) / O.Device.LinkBytesPerSecond * 1e6;
+  R.BoundOrIdealUs = std::max(R.IdealUs, R.BoundUs);
+
+  if (O.Pol == Policy::Ideal) {
+    // Infinite memory: kernels back to back, nothing moves.
+    R.IterationUs = R.IdealUs;
+    R.SlowdownOverIdeal = 1;
+    if (Timeline) {
+      nameLanes(*Timeline, R);
+      uint64_t T = 0;
+      for (uint32_t K = 0; K < W.Kernels; ++K) {
+        Timeline->span(1, 1, P.kernels(static_cast<int>(W.FirstKernel + K)).name(), "compute", T,
+                       W.DurationNs[K]);
+        T += W.DurationNs[K];
+      }
+    }
+    return R;
+  }
+
+  std::optional<Schedule> Sched;
+  std::optional<DeepUmPrefetcher> DeepUm;
+  switch (O.Pol) {
+  case Policy::SwapLayer:
+    Sched = swapLayerSchedule(W, O.Lookahead);
+    break;
+  case Policy::SwapOpt:
+    Sched = swapOptSchedule(W, R.GpuMemoryBytes, O.Device);
+    break;
+  case Policy::Plan: {
+    llvm::Expected<Schedule> S = planSchedule(*O.Plan, W, O.PlanName);
+    if (!S)
+      return S.takeError();
+    Sched = std::move(*S);
+    break;
+  }
+  case Policy::DeepUm:
+    DeepUm.emplace(W, O.Lookahead);
+    break;
+  default:
+    break;
+  }
+
+  const bool Invalidate =
+      O.Pol == Policy::DeepUm || O.Pol == Policy::SwapLayer || O.Pol == Policy::SwapOpt;
+  Engine E(O.Device, R.GpuMemoryBytes);
+  for (uint64_t B : W.UmBlocks)
+    (void)E.blockId(B); // dense ids equal the workload's
+  E.setCheckInvariants(O.CheckInvariants);
+  if (Timeline)
+    nameLanes(*Timeline, R);
+
+  const unsigned Total = O.WarmupIterations + O.Iterations;
+  EngineStats Before;
+  uint64_t MeasureBeginNs = 0;
+  for (unsigned It = 0; It < Total; ++It) {
+    if (It == O.WarmupIterations) {
+      Before = E.stats();
+      MeasureBeginNs = E.computeEndNs();
+    }
+    bool Record = Timeline && It + std::max(1u, O.TimelineIterations) >= Total;
+    if (Record) {
+      E.setTimeline(Timeline);
+      Timeline->instant(1, 1, llvm::formatv("iteration {0}", It).str(), "iteration",
+                        E.computeEndNs());
+    }
+    for (uint32_t K = 0; K < W.Kernels; ++K) {
+      // Host-side events of this position, in time order: frees, then the
+      // data loader's writes. DeepUM invalidates freed blocks (dropped, never
+      // written back, repopulated without a copy); so do the swapping
+      // systems, whose memory managers reuse freed memory without copying it.
+      // Plain UM cannot know it is dead; a plan says so with DISCARD actions.
+      if (Invalidate)
+        for (uint32_t B : W.dead(K))
+          E.discardPages(B, ~0u);
+      for (const BlockUse &H : W.hostWrites(K))
+        E.hostWritePages(H.Block, H.PageMask);
+      if (Sched)
+        for (const Command &C : Sched->at(K)) {
+          switch (C.Kind) {
+          case CmdKind::Prefetch:
+            E.prefetchPages(C.Block, C.Mask);
+            break;
+          case CmdKind::Evict:
+            E.evictPages(C.Block, C.Mask);
+            break;
+          case CmdKind::Discard:
+            E.discardPages(C.Block, C.Mask);
+            break;
+          case CmdKind::Advise:
+            E.advise(C.Advice, W.UmBlocks[C.Block] * deepum::format::kUmBlockBytes,
+                     deepum::format::kUmBlockBytes);
+            break;
+          }
+        }
+      if (DeepUm)
+        DeepUm->beforeLaunch(E, K);
+      llvm::StringRef Name =
+          Record ? llvm::StringRef(P.kernels(static_cast<int>(W.FirstKernel + K)).name())
+                 : llvm::StringRef("kernel");
+      if (llvm::Error Err = E.launch(W.uses(K), W.DurationNs[K], Name))
+        return fail(O.ProfileName + ": " + llvm::toString(std::move(Err)));
+      if (DeepUm)
+        DeepUm->afterLaunch(E, K);
+    }
+  }
+
+  const EngineStats &S = E.stats();
+  const double N = O.Iterations;
+  auto Per = [&](uint64_t EngineStats::*F) { return static_cast<double>(S.*F - Before.*F) / N; };
+  R.IterationUs = static_cast<double>(E.computeEndNs() - MeasureBeginNs) / N / 1e3;
+  R.StallUs = Per(&EngineStats::StallNs) / 1e3;
+  R.SlowdownOverIdeal = IdealNs > 0 ? R.IterationUs * 1e3 / IdealNs : 1;
+  R.Faults = Per(&EngineStats::Faults);
+  R.FaultBatches = Per(&EngineStats::FaultBatches);
+  R.BytesHtoD = Per(&EngineStats::BytesHtoD);
+  R.BytesDtoH = Per(&EngineStats::BytesDtoH);
+  R.BytesPrefetched = Per(&EngineStats::BytesPrefetched);
+  R.BytesDriverPrefetched = Per(&EngineStats::BytesDriverPrefetched);
+  R.BytesDemand = Per(&EngineStats::BytesDemand);
+  R.Evictions = Per(&EngineStats::Evictions);
+  R.BytesDiscarded = Per(&EngineStats::BytesDiscarded);
+  R.PrefetchHits = Per(&EngineStats::PrefetchHits);
+  R.LatePrefetches = Per(&EngineStats::LatePrefetches);
+  R.ThrashingEvents = Per(&EngineStats::ThrashingEvents);
+  R.ThrottledBatches = Per(&EngineStats::ThrottledBatches);
+  R.LostReads = Per(&EngineStats::LostReads);
+  R.PeakResidentBytes = S.PeakResidentBytes;
+  R.InvariantViolations = S.InvariantViolations + (O.CheckInvariants ? E.verifyAccounting() : 0);
+  return R;
+}

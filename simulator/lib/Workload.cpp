@@ -1,0 +1,469 @@
+//===- Workload.cpp - The steady-state iteration, flattened ----------------===//
+#include "Workload.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/format/Signature.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+using namespace deepum::sim;
+using namespace deepum::sim::detail;
+using deepum::format::kUmBlockBytes;
+using deepum::format::kUmPageBytes;
+
+namespace {
+
+constexpr uint32_t AllPages = 0xffffffffu;
+
+Access accessOf(deepum::v1::AccessMode M) {
+  switch (M) {
+  case deepum::v1::ACCESS_MODE_READ:
+    return Access::Read;
+  case deepum::v1::ACCESS_MODE_WRITE:
+    return Access::Write;
+  default: // unspecified counts as read-write (profile.proto)
+    return Access::ReadWrite;
+  }
+}
+
+Access merge(Access A, Access B) { return A == B ? A : Access::ReadWrite; }
+
+/// Page masks of [Begin, End) per UM block; `Whole` keeps only pages wholly inside.
+template <typename Fn> void pagesOf(uint64_t Begin, uint64_t End, bool Whole, Fn F) {
+  if (End <= Begin)
+    return;
+  uint64_t First = Whole ? (Begin + kUmPageBytes - 1) / kUmPageBytes : Begin / kUmPageBytes;
+  uint64_t Last = Whole ? End / kUmPageBytes : (End + kUmPageBytes - 1) / kUmPageBytes;
+  const uint64_t Per = kUmBlockBytes / kUmPageBytes;
+  for (uint64_t P = First; P < Last;) {
+    uint64_t Block = P / Per;
+    uint64_t Stop = std::min(Last, (Block + 1) * Per);
+    unsigned Lo = static_cast<unsigned>(P % Per), N = static_cast<unsigned>(Stop - P);
+    uint32_t Mask = (N == 32 ? AllPages : ((1u << N) - 1)) << Lo;
+    F(Block, Mask);
+    P = Stop;
+  }
+}
+
+} // namespace
+
+uint64_t Workload::idealNs() const {
+  uint64_t Sum = 0;
+  for (uint64_t D : DurationNs)
+    Sum += D;
+  return Sum;
+}
+
+std::pair<uint32_t, uint32_t> detail::steadyIteration(const deepum::v1::Profile &P) {
+  if (P.iterations_size() == 0)
+    return {0, static_cast<uint32_t>(P.kernels_size())};
+  const deepum::v1::Iteration &It = P.iterations(P.iterations_size() - 1);
+  return {It.first_kernel(), It.kernel_count()};
+}
+
+llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &P) {
+  auto [First, Count] = steadyIteration(P);
+  if (Count == 0 || First + Count > static_cast<uint64_t>(P.kernels_size()))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the profile has no kernels to simulate");
+  const uint64_t UmBlockBytes = P.um_block_bytes() ? P.um_block_bytes() : kUmBlockBytes;
+  if (UmBlockBytes != kUmBlockBytes)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "um_block_bytes is not 2 MiB; the simulator models 2 MiB blocks");
+  Workload W;
+  W.Kernels = Count;
+  W.FirstKernel = First;
+  llvm::DenseMap<uint64_t, uint32_t> Dense;
+  auto idOf = [&](uint64_t Block) {
+    auto [It, New] = Dense.try_emplace(Block, static_cast<uint32_t>(W.UmBlocks.size()));
+    if (New)
+      W.UmBlocks.push_back(Block);
+    return It->second;
+  };
+  llvm::DenseMap<uint64_t, const deepum::v1::Allocation *> Allocs;
+  for (const deepum::v1::Allocation &A : P.allocations())
+    Allocs[A.id()] = &A;
+
+  std::map<uint64_t, size_t> ObjectOf; // allocation id -> object (sorted: deterministic)
+  bool HaveTensors = false;
+  W.UseBegin.push_back(0);
+  std::vector<uint64_t> Starts;
+  llvm::DenseMap<uint64_t, uint32_t> KernelBlocks; // UM block -> index in W.Uses
+  for (uint32_t K = 0; K < Count; ++K) {
+    const deepum::v1::Kernel &Kr = P.kernels(static_cast<int>(First + K));
+    W.DurationNs.push_back(Kr.end_ns() - Kr.start_ns());
+    Starts.push_back(Kr.start_ns());
+    uint64_t Id = deepum::format::executionId(Kr);
+    const size_t UsesBegin = W.Uses.size();
+    for (const deepum::v1::BlockAccess &B : Kr.blocks()) {
+      W.Uses.push_back(
+          {idOf(B.block()), B.page_mask() ? B.page_mask() : AllPages, accessOf(B.mode())});
+      bool Reads = Kr.tensors_size() == 0 && W.Uses.back().Mode != Access::Write;
+      W.ReadMasks.push_back(Reads ? W.Uses.back().PageMask : 0);
+    }
+    if (Kr.tensors_size() != 0) {
+      // Pages read by the kernel's READ / READ_WRITE / unspecified tensors.
+      KernelBlocks.clear();
+      for (size_t U = UsesBegin; U < W.Uses.size(); ++U)
+        KernelBlocks[W.UmBlocks[W.Uses[U].Block]] = static_cast<uint32_t>(U);
+      for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
+        auto It = Allocs.find(T.allocation_id());
+        if (It == Allocs.end() || T.mode() == deepum::v1::ACCESS_MODE_WRITE)
+          continue;
+        uint64_t Begin = It->second->address() + T.offset();
+        pagesOf(Begin, Begin + T.bytes(), false, [&](uint64_t B, uint32_t M) {
+          auto U = KernelBlocks.find(B);
+          if (U != KernelBlocks.end())
+            W.ReadMasks[U->second] |= M & W.Uses[U->second].PageMask;
+        });
+      }
+    }
+    if (Kr.tensors_size() == 0)
+      for (const deepum::v1::BlockAccess &B : Kr.blocks())
+        Id = deepum::format::fnv1aWord(static_cast<uint32_t>(B.block()), Id);
+    for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
+      HaveTensors = true;
+      auto It = Allocs.find(T.allocation_id());
+      if (It == Allocs.end())
+        continue; // validation rejects this; be robust anyway
+      uint64_t Ptr = It->second->address() + T.offset();
+      Id = deepum::format::fnv1aWord(static_cast<uint32_t>(Ptr >> 32),
+                                     deepum::format::fnv1aWord(static_cast<uint32_t>(Ptr), Id));
+      ObjectOf.try_emplace(T.allocation_id(), 0);
+    }
+    W.LaunchIds.push_back(Id);
+    W.UseBegin.push_back(static_cast<uint32_t>(W.Uses.size()));
+  }
+
+  // Position of a host-side event at time T: launches observed by then.
+  auto positionOf = [&](uint64_t T) {
+    return static_cast<uint32_t>(std::upper_bound(Starts.begin(), Starts.end(), T) -
+                                 Starts.begin());
+  };
+  const uint64_t IterBegin = Starts.front();
+  const uint64_t IterEnd = P.kernels(static_cast<int>(First + Count - 1)).end_ns();
+
+  // Swap objects: allocations used in the iteration (or blocks without tensor data).
+  if (HaveTensors) {
+    size_t N = 0;
+    for (auto &[Id, Slot] : ObjectOf)
+      Slot = N++;
+    W.Objects.resize(N);
+    for (auto &[Id, Slot] : ObjectOf) {
+      const deepum::v1::Allocation &A = *Allocs[Id];
+      SwapObject &O = W.Objects[Slot];
+      O.Bytes = A.size_bytes();
+      O.Activation = A.role() == deepum::v1::ALLOCATION_ROLE_ACTIVATION;
+      uint64_t Begin = A.address(), End = A.address() + A.size_bytes();
+      pagesOf(Begin, End, false, [&](uint64_t B, uint32_t M) {
+        auto D = Dense.find(B);
+        if (D != Dense.end())
+          O.Overlap.push_back({D->second, M, Access::ReadWrite});
+      });
+      pagesOf(Begin, End, true, [&](uint64_t B, uint32_t M) {
+        auto D = Dense.find(B);
+        if (D != Dense.end())
+          O.Whole.push_back({D->second, M, Access::ReadWrite});
+      });
+      if (A.alloc_time_ns() > IterBegin && A.alloc_time_ns() <= IterEnd)
+        O.AllocPos = positionOf(A.alloc_time_ns());
+      if (A.freed() && A.free_time_ns() >= IterBegin && A.free_time_ns() <= IterEnd)
+        O.FreePos = positionOf(A.free_time_ns());
+    }
+    for (uint32_t K = 0; K < Count; ++K) {
+      const deepum::v1::Kernel &Kr = P.kernels(static_cast<int>(First + K));
+      for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
+        auto It = ObjectOf.find(T.allocation_id());
+        if (It == ObjectOf.end())
+          continue;
+        auto &Uses = W.Objects[It->second].Uses;
+        if (!Uses.empty() && Uses.back().first == K)
+          Uses.back().second = merge(Uses.back().second, accessOf(T.mode()));
+        else
+          Uses.push_back({K, accessOf(T.mode())});
+      }
+    }
+  } else {
+    W.Objects.resize(W.UmBlocks.size());
+    for (uint32_t B = 0; B < W.UmBlocks.size(); ++B) {
+      W.Objects[B].Bytes = kUmBlockBytes;
+      W.Objects[B].Overlap.push_back({B, AllPages, Access::ReadWrite});
+      W.Objects[B].Whole.push_back({B, AllPages, Access::ReadWrite});
+    }
+    for (uint32_t K = 0; K < Count; ++K)
+      for (const BlockUse &U : W.uses(K))
+        W.Objects[U.Block].Uses.push_back({K, U.Mode});
+  }
+
+  // Input batches: the host writes them when they are allocated.
+  {
+    std::vector<std::vector<BlockUse>> At(Count);
+    for (const deepum::v1::Allocation &A : P.allocations()) {
+      if (A.role() != deepum::v1::ALLOCATION_ROLE_INPUT)
+        continue;
+      bool InIteration = A.alloc_time_ns() >= IterBegin && A.alloc_time_ns() <= IterEnd;
+      bool LiveAcross = A.alloc_time_ns() < IterBegin && (!A.freed() || A.free_time_ns() > IterEnd);
+      if (!InIteration && !LiveAcross)
+        continue;
+      // An allocation at a kernel's start time precedes that launch.
+      uint32_t Pos = InIteration
+                         ? static_cast<uint32_t>(
+                               std::lower_bound(Starts.begin(), Starts.end(), A.alloc_time_ns()) -
+                               Starts.begin()) %
+                               Count
+                         : 0;
+      pagesOf(A.address(), A.address() + A.size_bytes(), false, [&](uint64_t B, uint32_t M) {
+        auto D = Dense.find(B);
+        if (D != Dense.end())
+          At[Pos].push_back({D->second, M, Access::Write});
+      });
+    }
+    W.HostWriteBegin.push_back(0);
+    for (auto &L : At) {
+      W.HostWrites.insert(W.HostWrites.end(), L.begin(), L.end());
+      W.HostWriteBegin.push_back(static_cast<uint32_t>(W.HostWrites.size()));
+    }
+  }
+
+  // DeepUM's invalidation: a block dies when the last allocation overlapping
+  // it is freed. Live counts at the iteration start, then frees and
+  // allocations by the launch position that observes them (frees first on
+  // ties: the memory is dead in between). A traced allocation can be stamped
+  // inside the operator that first writes it, and a free before the launch of
+  // its last reader: an allocation is never later than its first use, a free
+  // never earlier than after its last use.
+  llvm::DenseMap<uint64_t, std::pair<uint32_t, uint32_t>> UseSpan; // id -> first, last
+  for (uint32_t K = 0; K < Count; ++K)
+    for (const deepum::v1::TensorAccess &T : P.kernels(static_cast<int>(First + K)).tensors()) {
+      auto [It, New] = UseSpan.try_emplace(T.allocation_id(), K, K);
+      if (!New)
+        It->second.second = K;
+    }
+  // The swap objects' lifetimes follow the same rule.
+  if (HaveTensors)
+    for (auto &[Id, Slot] : ObjectOf) {
+      SwapObject &O = W.Objects[Slot];
+      auto Span = UseSpan.find(Id);
+      if (Span == UseSpan.end())
+        continue;
+      if (O.AllocPos >= 0)
+        O.AllocPos = std::min<int64_t>(O.AllocPos, Span->second.first);
+      if (O.FreePos >= 0)
+        O.FreePos = std::max<int64_t>(O.FreePos, Span->second.second + 1);
+      if (O.FreePos >= Count) // freed after the last launch: lives to the end
+        O.FreePos = -1;
+    }
+  std::vector<int32_t> Live(W.UmBlocks.size(), 0);
+  struct Event {
+    uint32_t Pos;
+    int Delta;
+    const deepum::v1::Allocation *A;
+  };
+  std::vector<Event> Events;
+  auto forBlocks = [&](const deepum::v1::Allocation &A, auto F) {
+    if (!A.size_bytes())
+      return;
+    for (uint64_t B = A.address() / kUmBlockBytes;
+         B <= (A.address() + A.size_bytes() - 1) / kUmBlockBytes; ++B) {
+      auto D = Dense.find(B);
+      if (D != Dense.end())
+        F(D->second);
+    }
+  };
+  for (const deepum::v1::Allocation &A : P.allocations()) {
+    bool LiveAtBegin =
+        A.alloc_time_ns() < IterBegin && (!A.freed() || A.free_time_ns() >= IterBegin);
+    if (LiveAtBegin)
+      forBlocks(A, [&](uint32_t B) { ++Live[B]; });
+    auto Span = UseSpan.find(A.id());
+    if (A.alloc_time_ns() >= IterBegin && A.alloc_time_ns() <= IterEnd) {
+      uint32_t Pos = static_cast<uint32_t>(
+          std::lower_bound(Starts.begin(), Starts.end(), A.alloc_time_ns()) - Starts.begin());
+      if (Span != UseSpan.end())
+        Pos = std::min(Pos, Span->second.first);
+      Events.push_back({Pos, +1, &A});
+    }
+    if (A.freed() && A.free_time_ns() >= IterBegin && A.free_time_ns() <= IterEnd) {
+      uint32_t Pos = positionOf(A.free_time_ns());
+      if (Span != UseSpan.end())
+        Pos = std::max(Pos, Span->second.second + 1);
+      Events.push_back({Pos, -1, &A});
+    }
+  }
+  std::stable_sort(Events.begin(), Events.end(), [](const Event &X, const Event &Y) {
+    return X.Pos != Y.Pos ? X.Pos < Y.Pos : X.Delta < Y.Delta;
+  });
+  std::vector<std::vector<uint32_t>> DeadAt(Count);
+  for (const Event &E : Events)
+    forBlocks(*E.A, [&](uint32_t B) {
+      Live[B] += E.Delta;
+      if (E.Delta < 0 && Live[B] == 0)
+        DeadAt[E.Pos % Count].push_back(B);
+    });
+  W.DeadBegin.push_back(0);
+  for (auto &L : DeadAt) {
+    std::sort(L.begin(), L.end());
+    L.erase(std::unique(L.begin(), L.end()), L.end());
+    W.Dead.insert(W.Dead.end(), L.begin(), L.end());
+    W.DeadBegin.push_back(static_cast<uint32_t>(W.Dead.size()));
+  }
+  return W;
+}
+
+llvm::Expected<Workload> detail::workloadFromPlan(const deepum::v1::Plan &Plan,
+                                                  const deepum::v1::Profile &P,
+                                                  llvm::StringRef PlanName,
+                                                  llvm::StringRef ProfileName) {
+  auto [First, Count] = steadyIteration(P);
+  uint32_t Positions = static_cast<uint32_t>(Plan.position_ids_size());
+  if (Positions != Count)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("{0}: the plan has {1} launches per iteration but the steady-state "
+                      "iteration of {2} has {3} kernels",
+                      PlanName, Positions, ProfileName, Count)
+            .str());
+  Workload W;
+  W.Kernels = Count;
+  W.FirstKernel = First;
+  std::vector<const deepum::v1::BlockChain *> ChainAt(Count, nullptr);
+  for (const deepum::v1::BlockChain &C : Plan.block_chains()) {
+    if (C.position() >= Count)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}: block chain at position {1}, past the {2} launches", PlanName,
+                        C.position(), Count)
+              .str());
+    if (C.modes_size() != 0 && C.modes_size() != C.blocks_size())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}: block chain at position {1} has {2} blocks but {3} modes", PlanName,
+                        C.position(), C.blocks_size(), C.modes_size())
+              .str());
+    ChainAt[C.position()] = &C;
+  }
+  llvm::DenseMap<uint64_t, uint32_t> Dense;
+  auto idOf = [&](uint64_t Block) {
+    auto [It, New] = Dense.try_emplace(Block, static_cast<uint32_t>(W.UmBlocks.size()));
+    if (New)
+      W.UmBlocks.push_back(Block);
+    return It->second;
+  };
+  W.UseBegin.push_back(0);
+  for (uint32_t K = 0; K < Count; ++K) {
+    const deepum::v1::Kernel &Kr = P.kernels(static_cast<int>(First + K));
+    W.DurationNs.push_back(Kr.end_ns() - Kr.start_ns());
+    W.LaunchIds.push_back(Plan.position_ids(static_cast<int>(K)));
+    if (const deepum::v1::BlockChain *C = ChainAt[K]) {
+      // Blocks in first-touch order may repeat in a chain; merge them.
+      size_t Begin = W.Uses.size();
+      for (int I = 0; I < C->blocks_size(); ++I) {
+        Access M = C->modes_size() ? accessOf(C->modes(I)) : Access::ReadWrite;
+        uint32_t B = idOf(C->blocks(I));
+        auto Same = std::find_if(W.Uses.begin() + static_cast<long>(Begin), W.Uses.end(),
+                                 [&](const BlockUse &U) { return U.Block == B; });
+        if (Same != W.Uses.end()) {
+          Same->Mode = merge(Same->Mode, M);
+          if (Same->Mode != Access::Read) // only block modes here: READ alone is sure
+            W.ReadMasks[static_cast<size_t>(Same - W.Uses.begin())] = 0;
+        } else {
+          W.Uses.push_back({B, AllPages, M});
+          W.ReadMasks.push_back(M == Access::Read ? AllPages : 0);
+        }
+      }
+    }
+    W.UseBegin.push_back(static_cast<uint32_t>(W.Uses.size()));
+  }
+  W.DeadBegin.assign(Count + 1, 0);
+  W.HostWriteBegin.assign(Count + 1, 0);
+  return W;
+}
+
+std::pair<uint64_t, uint64_t> detail::transferBoundBytes(const Workload &W,
+                                                         uint64_t CapacityBytes) {
+  // HtoD: at the boundary before launch p, a page is live if its next use
+  // (cyclically: the steady state repeats) reads it (Workload::ReadMasks:
+  // a page only overwritten is not live, whatever its block's mode says). At most the capacity is
+  // on the GPU there; every other live page must cross the link before that
+  // use, within one iteration. So per iteration, HtoD >= max_p live(p) - C.
+  // DtoH: pages written in the iteration and read first in the next must
+  // survive it; at most the capacity stays on the GPU.
+  const uint32_t K = W.Kernels;
+  std::vector<int64_t> Diff(K + 1, 0);
+  std::vector<uint32_t> Written(W.UmBlocks.size(), 0), NeedsIn(W.UmBlocks.size(), 0);
+  // Uses of each block in position order.
+  struct Touch {
+    uint32_t Pos, Pages, Read;
+    Access Mode;
+  };
+  std::vector<std::vector<Touch>> ByBlock(W.UmBlocks.size());
+  for (uint32_t P = 0; P < K; ++P)
+    for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
+      ByBlock[W.Uses[I].Block].push_back({P, W.Uses[I].PageMask, W.ReadMasks[I], W.Uses[I].Mode});
+  auto liveRange = [&](uint32_t From, uint32_t To) { // boundaries From+1 .. To, cyclic
+    if (From < To) {
+      Diff[From + 1] += 1;
+      Diff[To + 1] -= 1;
+    } else { // wraps: From+1 .. K-1 and 0 .. To
+      Diff[From + 1] += 1;
+      Diff[K] -= 1;
+      Diff[0] += 1;
+      Diff[To + 1] -= 1;
+    }
+  };
+  std::vector<std::pair<uint32_t, bool>> Seq; // position, reads the page
+  for (size_t B = 0; B < ByBlock.size(); ++B) {
+    const auto &Uses = ByBlock[B];
+    for (unsigned Page = 0; Page < Engine::PagesPerBlock; ++Page) {
+      uint32_t Bit = 1u << Page;
+      Seq.clear();
+      for (const Touch &T : Uses)
+        if (T.Pages & Bit) {
+          Seq.push_back({T.Pos, (T.Read & Bit) != 0});
+          if (T.Mode != Access::Read)
+            Written[B] |= Bit;
+        }
+      if (Seq.empty())
+        continue;
+      if (Seq.front().second)
+        NeedsIn[B] |= Bit;
+      for (size_t I = 0; I < Seq.size(); ++I) {
+        const auto &Next = Seq[(I + 1) % Seq.size()];
+        if (Next.second)
+          liveRange(Seq[I].first, Next.first);
+      }
+    }
+  }
+  int64_t Live = 0, MaxLive = 0;
+  for (uint32_t P = 0; P < K; ++P) {
+    Live += Diff[P];
+    MaxLive = std::max(MaxLive, Live);
+  }
+  uint64_t In = static_cast<uint64_t>(MaxLive) * kUmPageBytes, Out = 0;
+  for (size_t B = 0; B < ByBlock.size(); ++B)
+    Out += static_cast<uint64_t>(std::popcount(NeedsIn[B] & Written[B]));
+  Out *= kUmPageBytes;
+  return {In > CapacityBytes ? In - CapacityBytes : 0,
+          Out > CapacityBytes ? Out - CapacityBytes : 0};
+}
+
+Schedule detail::makeSchedule(uint32_t Kernels, std::vector<std::pair<uint32_t, Command>> Items) {
+  std::stable_sort(Items.begin(), Items.end(),
+                   [](const auto &A, const auto &B) { return A.first < B.first; });
+  Schedule S;
+  S.Begin.assign(Kernels + 1, 0);
+  size_t I = 0;
+  for (uint32_t P = 0; P < Kernels; ++P) {
+    S.Begin[P] = static_cast<uint32_t>(S.Cmds.size());
+    for (; I < Items.size() && Items[I].first == P; ++I)
+      S.Cmds.push_back(Items[I].second);
+  }
+  S.Begin[Kernels] = static_cast<uint32_t>(S.Cmds.size());
+  return S;
+}

@@ -1,0 +1,145 @@
+//===- Workload.h - The steady-state iteration, flattened for simulation ---===//
+//
+// Private to deepum_sim. A Workload is one iteration in dense form: kernel
+// durations, their block uses (dense block ids, page masks, modes), launch
+// IDs for DeepUM's tables, tensor-level objects for the swap policies, and
+// the blocks whose allocations die at each position (DeepUM's invalidation).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_SIM_LIB_WORKLOAD_H
+#define DEEPUM_SIM_LIB_WORKLOAD_H
+
+#include "deepum/sim/Engine.h"
+#include "deepum/v1/plan.pb.h"
+#include "deepum/v1/profile.pb.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace deepum::sim::detail {
+
+/// A tensor (allocation) or, without tensor data, a UM block: what the swap
+/// policies move as one unit.
+struct SwapObject {
+  uint64_t Bytes = 0;
+  bool Activation = false;
+  /// Pages overlapping the object (prefetch) and pages wholly inside it
+  /// (evict / discard, so neighbours are never disturbed).
+  std::vector<BlockUse> Overlap, Whole;
+  /// Positions using it, ascending, with the merged mode at each.
+  std::vector<std::pair<uint32_t, Access>> Uses;
+  /// Positions where it is allocated / freed in the iteration; -1 = lives
+  /// across the iteration boundary on that side.
+  int64_t AllocPos = -1, FreePos = -1;
+};
+
+struct Workload {
+  uint32_t Kernels = 0;
+  /// Index in Profile.kernels of the iteration's first kernel.
+  uint32_t FirstKernel = 0;
+  std::vector<uint64_t> DurationNs;
+  /// Uses of kernel k are Uses[UseBegin[k] .. UseBegin[k+1]).
+  std::vector<uint32_t> UseBegin;
+  std::vector<BlockUse> Uses;
+  /// Parallel to Uses: the pages the kernel reads (needs the contents of).
+  /// From tensor accesses when the profile has them (a block's mode merges
+  /// its tensors': READ_WRITE may be one tensor read, another overwritten);
+  /// otherwise the block's pages unless it is WRITE (READ only, for plans).
+  std::vector<uint32_t> ReadMasks;
+  /// Dense block id -> UM block number (profile) or arena block (plan).
+  std::vector<uint64_t> UmBlocks;
+  /// DeepUM execution IDs: kernel name and launch configuration
+  /// (deepum::format::executionId) folded with the kernel's pointer arguments
+  /// (its tensors' addresses), as the paper hashes name and arguments.
+  std::vector<uint64_t> LaunchIds;
+  std::vector<SwapObject> Objects;
+  /// Blocks whose every allocation has been freed when launch p is observed.
+  std::vector<uint32_t> DeadBegin;
+  std::vector<uint32_t> Dead;
+
+  /// Pages the host writes before launch p: input batches (ALLOCATION_ROLE_INPUT)
+  /// filled by the data loader when they are allocated (position 0 for
+  /// inputs allocated before the iteration).
+  std::vector<uint32_t> HostWriteBegin;
+  std::vector<BlockUse> HostWrites;
+
+  llvm::ArrayRef<BlockUse> hostWrites(uint32_t P) const {
+    return llvm::ArrayRef<BlockUse>(HostWrites)
+        .slice(HostWriteBegin[P], HostWriteBegin[P + 1] - HostWriteBegin[P]);
+  }
+  llvm::ArrayRef<BlockUse> uses(uint32_t K) const {
+    return llvm::ArrayRef<BlockUse>(Uses).slice(UseBegin[K], UseBegin[K + 1] - UseBegin[K]);
+  }
+  llvm::ArrayRef<uint32_t> dead(uint32_t P) const {
+    return llvm::ArrayRef<uint32_t>(Dead).slice(DeadBegin[P], DeadBegin[P + 1] - DeadBegin[P]);
+  }
+  uint64_t idealNs() const;
+};
+
+/// Index range [First, First+Count) of the steady-state iteration: the last
+/// one the profile marks, or all kernels when it marks none.
+std::pair<uint32_t, uint32_t> steadyIteration(const deepum::v1::Profile &P);
+
+llvm::Expected<Workload> workloadFromProfile(const deepum::v1::Profile &P);
+/// The plan's own access sets (arena blocks) with the profile's durations.
+llvm::Expected<Workload> workloadFromPlan(const deepum::v1::Plan &Plan,
+                                          const deepum::v1::Profile &P, llvm::StringRef PlanName,
+                                          llvm::StringRef ProfileName);
+
+/// Transfer lower bound per steady-state iteration, bytes per direction:
+/// HtoD >= max over launch boundaries of (pages whose next use reads them)
+/// minus the capacity; DtoH >= pages written and read first in the next
+/// iteration, minus the capacity.
+std::pair<uint64_t, uint64_t> transferBoundBytes(const Workload &W, uint64_t CapacityBytes);
+
+/// Commands issued when launch p is observed, before it runs.
+enum class CmdKind : uint8_t { Prefetch, Evict, Discard, Advise };
+struct Command {
+  CmdKind Kind;
+  uint32_t Block;
+  uint32_t Mask;
+  deepum::v1::Advice Advice = deepum::v1::ADVICE_UNSPECIFIED;
+};
+struct Schedule {
+  std::vector<uint32_t> Begin; // size Kernels + 1
+  std::vector<Command> Cmds;
+  llvm::ArrayRef<Command> at(uint32_t P) const {
+    return llvm::ArrayRef<Command>(Cmds).slice(Begin[P], Begin[P + 1] - Begin[P]);
+  }
+};
+/// Builds a Schedule from (position, command) pairs in any order (stable by position).
+Schedule makeSchedule(uint32_t Kernels, std::vector<std::pair<uint32_t, Command>> Items);
+
+Schedule swapLayerSchedule(const Workload &W, unsigned Lookahead);
+Schedule swapOptSchedule(const Workload &W, uint64_t CapacityBytes, const DeviceModel &D);
+/// Adds the arena blocks that only actions name to W.UmBlocks.
+llvm::Expected<Schedule> planSchedule(const deepum::v1::Plan &Plan, Workload &W,
+                                      llvm::StringRef PlanName);
+
+/// DeepUM's online correlation prefetcher (Jung et al., ASPLOS'23).
+class DeepUmPrefetcher {
+public:
+  DeepUmPrefetcher(const Workload &W, unsigned Lookahead);
+  /// At the observation of launch p: learn the successor, prefetch along the
+  /// current and predicted chains.
+  void beforeLaunch(Engine &E, uint32_t P);
+  /// After launch p: record the blocks it faulted on in its ID's chain.
+  void afterLaunch(Engine &E, uint32_t P);
+
+private:
+  const Workload &W;
+  unsigned Lookahead;
+  std::vector<uint32_t> IdOf;                 // position -> dense ID
+  std::vector<int32_t> Succ;                  // dense ID -> last observed successor (-1 unknown)
+  std::vector<std::vector<BlockUse>> Chain;   // dense ID -> UM-block chain
+  llvm::DenseMap<uint64_t, uint32_t> InChain; // (ID << 32 | block) -> index in chain
+  int32_t Prev = -1;
+  std::vector<BlockUse> Window;
+};
+
+} // namespace deepum::sim::detail
+
+#endif // DEEPUM_SIM_LIB_WORKLOAD_H

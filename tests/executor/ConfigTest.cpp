@@ -1,0 +1,56 @@
+//===- ConfigTest.cpp - DEEPUM_PLAN, DEEPUM_GPU_MEMORY, DEEPUM_LOG ---------===//
+#include "deepum/executor/Executor.h"
+#include "deepum/executor/Log.h"
+
+#include "gtest/gtest.h"
+
+using namespace deepum::executor;
+
+namespace {
+
+TEST(ConfigTest, OnePlanForAllDevices) {
+  std::string W;
+  ExecutorConfig C = ExecutorConfig::parse("/tmp/model.plan.pb", nullptr, W);
+  EXPECT_EQ(C.planFor(0), "/tmp/model.plan.pb");
+  EXPECT_EQ(C.planFor(3), "/tmp/model.plan.pb");
+  EXPECT_TRUE(W.empty());
+}
+
+TEST(ConfigTest, PlansPerDevice) {
+  std::string W;
+  ExecutorConfig C = ExecutorConfig::parse("0=a.pb,1=b.pb", nullptr, W);
+  EXPECT_EQ(C.planFor(0), "a.pb");
+  EXPECT_EQ(C.planFor(1), "b.pb");
+  EXPECT_EQ(C.planFor(2), "");
+}
+
+TEST(ConfigTest, Budgets) {
+  std::string W;
+  ExecutorConfig C = ExecutorConfig::parse(nullptr, "8GiB", W);
+  EXPECT_EQ(C.budgetFor(0, 0), uint64_t{8} << 30);
+  C = ExecutorConfig::parse(nullptr, "0=1GiB,1=512MiB", W);
+  EXPECT_EQ(C.budgetFor(0, 0), uint64_t{1} << 30);
+  EXPECT_EQ(C.budgetFor(1, 0), uint64_t{512} << 20);
+  EXPECT_EQ(C.budgetFor(2, 77), 77u); // the plan's own capacity
+  EXPECT_TRUE(W.empty());
+}
+
+TEST(ConfigTest, BadValuesWarnAndAreSkipped) {
+  std::string W;
+  ExecutorConfig C = ExecutorConfig::parse("0=a.pb,junk", "lots", W);
+  EXPECT_EQ(C.planFor(0), "a.pb");
+  EXPECT_TRUE(C.BudgetBytes.empty());
+  EXPECT_NE(W.find("junk"), std::string::npos);
+  EXPECT_NE(W.find("DEEPUM_GPU_MEMORY"), std::string::npos);
+}
+
+TEST(ConfigTest, LogSetting) {
+  std::string Path;
+  EXPECT_EQ(parseLogSetting("debug", Path), LogLevel::Debug);
+  EXPECT_EQ(parseLogSetting("off", Path), LogLevel::Off);
+  EXPECT_EQ(parseLogSetting("info:/tmp/deepum.log", Path), LogLevel::Info);
+  EXPECT_EQ(Path, "/tmp/deepum.log");
+  EXPECT_EQ(parseLogSetting("nonsense", Path), LogLevel::Warn);
+}
+
+} // namespace

@@ -1,0 +1,445 @@
+//===- ExecutorTest.cpp - Placements, actions, ordering, budget, failures --===//
+#include "deepum/executor/Executor.h"
+#include "deepum/executor/FakeBackend.h"
+#include "deepum/executor/Log.h"
+
+#include "ExecutorTestSupport.h"
+#include "TestSupport.h"
+
+#include "deepum/format/Format.h"
+
+#include "gtest/gtest.h"
+
+#include <fstream>
+
+using namespace deepum::executor;
+using deepum::test::kBlock;
+using deepum::test::kMiB;
+using deepum::test::PlanBuilder;
+namespace v1 = deepum::v1;
+
+namespace {
+constexpr StreamHandle S1 = 0x101, S2 = 0x102;
+
+deepum_stats_t statsOf(const Executor &E, int Device = 0) {
+  deepum_stats_t S{};
+  EXPECT_TRUE(E.stats(Device, S));
+  return S;
+}
+
+ExecutorConfig noPlan() { return ExecutorConfig{}; }
+
+TEST(ExecutorTest, WithoutPlanIsAPool) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  void *A = E.allocate(1000, 0, S1);
+  ASSERT_NE(A, nullptr);
+  E.deallocate(A, 0, S1);
+  EXPECT_EQ(E.allocate(1000, 0, S1), A);
+  auto S = statsOf(E);
+  EXPECT_EQ(S.allocations, 2u);
+  EXPECT_EQ(S.frees, 1u);
+  EXPECT_EQ(S.plan_active, 0u);
+  EXPECT_EQ(S.launch_tracking, 1u);
+  EXPECT_EQ(E.allocate(0, 0, S1), nullptr);
+  EXPECT_EQ(E.allocate(10, kMaxDevices, S1), nullptr);
+}
+
+TEST(ExecutorTest, PlacesPlannedAllocationsEveryIteration) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({1, 2, 3});
+  PB.place(0, 4 * kMiB, 0, true).place(1, kMiB, 4 * kMiB).place(2, 3 * kMiB, 6 * kMiB);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  ASSERT_NE(Base, 0u);
+  void *Weights = E.allocate(4 * kMiB, 0, S1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(Weights), Base);
+  for (int It = 0; It < 3; ++It) {
+    E.markIteration();
+    void *A = E.allocate(kMiB, 0, S1);
+    void *C = E.allocate(3 * kMiB, 0, S1);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(A), Base + 4 * kMiB);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(C), Base + 6 * kMiB);
+    E.deallocate(A, 0, S1);
+    E.deallocate(C, 0, S1);
+  }
+  auto S = statsOf(E);
+  EXPECT_EQ(S.arena_placements, 7u);
+  EXPECT_EQ(S.placement_misses, 0u);
+  EXPECT_EQ(S.bytes_in_use, 4 * kMiB);
+}
+
+TEST(ExecutorTest, FallsBackWhenTheSequenceDeparts) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({1});
+  PB.place(0, kMiB, 0).place(1, 2 * kMiB, 2 * kMiB).place(2, kMiB, 4 * kMiB);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  E.markIteration();
+  void *A = E.allocate(kMiB, 0, S1); // seq 0: planned
+  void *X = E.allocate(777, 0, S1);  // inserted: not planned
+  void *C = E.allocate(kMiB, 0, S1); // seq 1 missing (2 MiB): found by lookahead as seq 2
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(A), Base);
+  EXPECT_FALSE(reinterpret_cast<uintptr_t>(X) >= Base &&
+               reinterpret_cast<uintptr_t>(X) < Base + 16 * kBlock);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(C), Base + 4 * kMiB);
+  EXPECT_EQ(statsOf(E).placement_misses, 1u);
+}
+
+TEST(ExecutorTest, NeverPlacesOverLiveData) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({1});
+  PB.place(0, 2 * kMiB, 0);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  E.markIteration();
+  void *A = E.allocate(2 * kMiB, 0, S1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(A), Base);
+  // The program kept A past the iteration: the next iteration's seq 0 must not get it.
+  E.markIteration();
+  void *C = E.allocate(2 * kMiB, 0, S1);
+  EXPECT_NE(C, A);
+  EXPECT_NE(C, nullptr);
+}
+
+TEST(ExecutorTest, ArenaReuseAcrossStreamsWaitsForEvent) {
+  FakeBackend B({.EventsCompleteAtOnce = false});
+  Executor E(B, noPlan());
+  PlanBuilder PB({1});
+  PB.place(0, 2 * kMiB, 0);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  E.markIteration();
+  void *A = E.allocate(2 * kMiB, 0, S1);
+  E.deallocate(A, 0, S1);
+  E.markIteration();
+  void *C = E.allocate(2 * kMiB, 0, S2); // S1 may still use the range
+  EXPECT_NE(reinterpret_cast<uintptr_t>(C), Base);
+  E.deallocate(C, 0, S2);
+  B.completeEvents();
+  E.markIteration();
+  void *D = E.allocate(2 * kMiB, 0, S2);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(D), Base);
+}
+
+TEST(ExecutorTest, IssuesActionsAtTheirPositions) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11, 12, 13});
+  PB.action(v1::ACTION_KIND_PREFETCH, 0, 2 * kBlock, kBlock, 2)
+      .action(v1::ACTION_KIND_PREFETCH, 0, 4 * kBlock, kBlock, 3)
+      .action(v1::ACTION_KIND_EVICT, 2, 2 * kBlock, kBlock, 2)
+      .action(v1::ACTION_KIND_DISCARD, 3, 4 * kBlock, kBlock, 3);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  B.clearCalls();
+  B.launch(0, S1, 10);
+  auto Prefetches = B.calls(FakeCallKind::Prefetch);
+  ASSERT_EQ(Prefetches.size(), 1u); // one batch for the position
+  ASSERT_EQ(Prefetches[0].Ranges.size(), 2u);
+  EXPECT_EQ(Prefetches[0].Ranges[0].Address, Base + 2 * kBlock);
+  EXPECT_EQ(Prefetches[0].Location, 0);
+  const StreamHandle Action = Prefetches[0].Stream;
+  EXPECT_NE(Action, S1);
+  B.launch(0, S1, 11);
+  B.clearCalls();
+  B.launch(0, S1, 12);
+  // The eviction is ordered after the compute stream: record, wait, evict,
+  // on the release stream (not the prefetch stream: a waiting release must
+  // not hold back later prefetches).
+  auto Calls = B.calls();
+  ASSERT_EQ(Calls.size(), 3u);
+  EXPECT_EQ(Calls[0].Kind, FakeCallKind::RecordEvent);
+  EXPECT_EQ(Calls[0].Stream, S1);
+  EXPECT_EQ(Calls[1].Kind, FakeCallKind::StreamWaitEvent);
+  const StreamHandle Release = Calls[1].Stream;
+  EXPECT_NE(Release, Action);
+  EXPECT_NE(Release, S1);
+  EXPECT_EQ(Calls[1].Event, Calls[0].Event);
+  EXPECT_EQ(Calls[2].Kind, FakeCallKind::Prefetch);
+  EXPECT_EQ(Calls[2].Location, kHostLocation);
+  EXPECT_EQ(Calls[2].Stream, Release);
+  B.clearCalls();
+  B.launch(0, S1, 13);
+  auto Discards = B.calls(FakeCallKind::Discard);
+  ASSERT_EQ(Discards.size(), 1u);
+  EXPECT_EQ(Discards[0].Ranges[0].Address, Base + 4 * kBlock);
+  EXPECT_EQ(Discards[0].Stream, Release);
+  auto S = statsOf(E);
+  EXPECT_EQ(S.launches_matched, 4u);
+  EXPECT_EQ(S.prefetch_batches, 1u);
+  EXPECT_EQ(S.evict_batches, 1u);
+  EXPECT_EQ(S.discard_batches, 1u);
+  EXPECT_EQ(S.iterations, 1u);
+}
+
+TEST(ExecutorTest, ReleasesOfEarlierDataGoBeforeTheLaunchAndItsPrefetches) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11, 12});
+  PB.action(v1::ACTION_KIND_PREFETCH, 2, 0, kBlock, 2)
+      .action(v1::ACTION_KIND_EVICT, 2, 4 * kBlock, kBlock, 1); // last used by position 1
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  B.launch(0, S1, 10);
+  B.launch(0, S1, 11);
+  B.clearCalls();
+  uint64_t Id = 12;
+  E.launchBegin(0, S1, &Id, 1); // the plan: "issue when launch 2 is observed, before it runs"
+  auto Calls = B.calls();
+  ASSERT_EQ(Calls.size(), 6u);
+  EXPECT_EQ(Calls[0].Kind, FakeCallKind::RecordEvent); // on the compute stream
+  EXPECT_EQ(Calls[0].Stream, S1);
+  EXPECT_EQ(Calls[1].Kind, FakeCallKind::StreamWaitEvent);
+  EXPECT_EQ(Calls[2].Kind, FakeCallKind::Prefetch);
+  EXPECT_EQ(Calls[2].Location, kHostLocation);
+  // Room first: the prefetch stream waits for the release stream's eviction.
+  EXPECT_EQ(Calls[3].Kind, FakeCallKind::RecordEvent);
+  EXPECT_EQ(Calls[3].Stream, Calls[2].Stream);
+  EXPECT_EQ(Calls[4].Kind, FakeCallKind::StreamWaitEvent);
+  EXPECT_EQ(Calls[4].Event, Calls[3].Event);
+  EXPECT_EQ(Calls[5].Kind, FakeCallKind::Prefetch);
+  EXPECT_EQ(Calls[5].Location, 0);
+  EXPECT_EQ(Calls[5].Stream, Calls[4].Stream);
+  EXPECT_NE(Calls[5].Stream, Calls[2].Stream);
+  E.launchEnd(0, S1);
+}
+
+TEST(ExecutorTest, DiscardIsIssuedOnlyAfterTheLaunchIsEnqueued) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11});
+  PB.action(v1::ACTION_KIND_DISCARD, 1, 0, kBlock, 1);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  B.launch(0, S1, 10);
+  B.clearCalls();
+  // Launch-begin alone (kernel not yet enqueued) must not discard.
+  uint64_t Id = 11;
+  E.launchBegin(0, S1, &Id, 1);
+  EXPECT_TRUE(B.calls(FakeCallKind::Discard).empty());
+  E.launchEnd(0, S1);
+  EXPECT_EQ(B.calls(FakeCallKind::Discard).size(), 1u);
+}
+
+TEST(ExecutorTest, NeverDiscardsLiveData) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11});
+  PB.place(0, kBlock, kBlock).action(v1::ACTION_KIND_DISCARD, 1, 0, 3 * kBlock, 1);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  E.markIteration();
+  void *Live = E.allocate(kBlock, 0, S1); // the program keeps this tensor alive
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(Live), Base + kBlock);
+  for (int I = 0; I < 50; ++I) {
+    B.launch(0, S1, 10);
+    B.launch(0, S1, 11);
+  }
+  for (const FakeCall &C : B.calls(FakeCallKind::Discard))
+    for (const MemRange &R : C.Ranges)
+      EXPECT_TRUE(R.Address + R.Bytes <= Base + kBlock || R.Address >= Base + 2 * kBlock)
+          << "discarded live data";
+  // Still live long after the planned discard: evicted instead (contents kept).
+  bool EvictedLive = false;
+  for (const FakeCall &C : B.calls(FakeCallKind::Prefetch))
+    for (const MemRange &R : C.Ranges)
+      EvictedLive |= C.Location == kHostLocation && R.Address == Base + kBlock;
+  EXPECT_TRUE(EvictedLive);
+  EXPECT_GE(statsOf(E).discards_kept_live, kBlock);
+}
+
+TEST(ExecutorTest, DiscardOfAStillAllocatedTensorWaitsForItsFree) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11, 12});
+  PB.place(0, kBlock, 0).action(v1::ACTION_KIND_DISCARD, 1, 0, kBlock, 1);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  E.markIteration();
+  void *T = E.allocate(kBlock, 0, S1);
+  B.launch(0, S1, 10);
+  B.launch(0, S1, 11); // last use; PyTorch frees the tensor only after this returns
+  EXPECT_TRUE(B.calls(FakeCallKind::Discard).empty());
+  E.deallocate(T, 0, S1);
+  B.launch(0, S1, 12);
+  auto D = B.calls(FakeCallKind::Discard);
+  ASSERT_EQ(D.size(), 1u);
+  EXPECT_EQ(D[0].Ranges[0].Address, E.arenaBase(0));
+  EXPECT_EQ(statsOf(E).discards_kept_live, 0u);
+}
+
+TEST(ExecutorTest, NewOwnerWaitsForAnInFlightDiscard) {
+  FakeBackend B({.EventsCompleteAtOnce = false});
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11});
+  PB.place(0, kBlock, 0).action(v1::ACTION_KIND_DISCARD, 0, 0, kBlock, 0);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  B.launch(0, S1, 10); // discard of block 0 queued on the action stream
+  B.clearCalls();
+  E.markIteration();
+  void *A = E.allocate(kBlock, 0, S1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(A), E.arenaBase(0));
+  auto Waits = B.calls(FakeCallKind::StreamWaitEvent);
+  ASSERT_EQ(Waits.size(), 1u);
+  EXPECT_EQ(Waits[0].Stream, S1);
+}
+
+TEST(ExecutorTest, KeepsResidencyUnderTheBudget) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  // Six positions each touching their own block; budget of three blocks.
+  PlanBuilder PB({1, 2, 3, 4, 5, 6});
+  for (uint32_t P = 0; P < 6; ++P)
+    PB.chain(P, {P});
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 3 * kBlock));
+  for (int It = 0; It < 3; ++It)
+    for (uint64_t Id = 1; Id <= 6; ++Id) {
+      B.launch(0, S1, Id);
+      EXPECT_LE(statsOf(E).resident_bytes, 3 * kBlock);
+    }
+  auto S = statsOf(E);
+  EXPECT_GT(S.budget_evictions, 0u);
+  EXPECT_EQ(S.budget_bytes, 3 * kBlock);
+  // Belady: after position 3 (block 3), block 0 (needed first next iteration)
+  // is kept over blocks 1 and 2.
+  auto Resident = E.residentBlocks(0);
+  EXPECT_TRUE(Resident[5]);
+}
+
+TEST(ExecutorTest, FailingCallsAreCountedAndLoggedOnce) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11});
+  PB.action(v1::ACTION_KIND_PREFETCH, 0, 0, kBlock, 1);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  B.failNext(FakeCallKind::Prefetch, 3);
+  LogCapture::start();
+  for (int I = 0; I < 4; ++I) {
+    B.launch(0, S1, 10);
+    B.launch(0, S1, 11);
+  }
+  std::string Log = LogCapture::stop();
+  auto S = statsOf(E);
+  EXPECT_EQ(S.backend_errors, 3u);
+  EXPECT_EQ(S.prefetch_batches, 1u);
+  EXPECT_EQ(S.plan_active, 1u);
+  size_t First = Log.find("cudaMemPrefetchBatchAsync failed");
+  ASSERT_NE(First, std::string::npos) << Log;
+  EXPECT_EQ(Log.find("cudaMemPrefetchBatchAsync failed", First + 1), std::string::npos);
+}
+
+TEST(ExecutorTest, BadPlanFileWarnsOnceAndRunsUnplanned) {
+  std::string Dir = deepum::test::scratchDir("ExecutorBadPlan");
+  std::string Path = Dir + "/bad.plan.pb";
+  std::ofstream(Path) << "this is not a plan";
+  FakeBackend B({.Devices = 2});
+  ExecutorConfig C;
+  C.PlanPaths[kAllDevices] = Path;
+  LogCapture::start();
+  Executor E(B, C);
+  std::string Log = LogCapture::stop();
+  EXPECT_FALSE(E.planActive(0));
+  size_t First = Log.find("not using plan");
+  ASSERT_NE(First, std::string::npos) << Log;
+  EXPECT_EQ(Log.find("not using plan", First + 1), std::string::npos) << "warned twice: " << Log;
+  EXPECT_NE(E.allocate(4096, 0, S1), nullptr);
+}
+
+TEST(ExecutorTest, LoadsAPlanFileFromConfiguration) {
+  std::string Dir = deepum::test::scratchDir("ExecutorPlanFile");
+  std::string Path = Dir + "/good.plan.pb";
+  PlanBuilder PB({10, 11});
+  PB.proto().mutable_metadata()->set_producer("test");
+  if (auto Err = deepum::format::writePlan(PB.proto(), Path))
+    GTEST_SKIP() << "the format library refuses this hand-made plan: "
+                 << llvm::toString(std::move(Err));
+  FakeBackend B;
+  ExecutorConfig C;
+  C.PlanPaths[0] = Path;
+  Executor E(B, C);
+  EXPECT_TRUE(E.planActive(0));
+  EXPECT_NE(E.arenaBase(0), 0u);
+}
+
+TEST(ExecutorTest, SubscriberTakenKeepsWorkingAsAllocator) {
+  FakeBackend B;
+  B.refuseTracking("another tool holds the CUPTI subscriber");
+  LogCapture::start();
+  Executor E(B, noPlan());
+  std::string Log = LogCapture::stop();
+  EXPECT_NE(Log.find("cannot be observed"), std::string::npos);
+  EXPECT_FALSE(E.launchTracking());
+  void *A = E.allocate(1 << 20, 0, S1);
+  EXPECT_NE(A, nullptr);
+  EXPECT_EQ(statsOf(E).launch_tracking, 0u);
+}
+
+TEST(ExecutorTest, PlanForAnotherModelTurnsReplayOffOnce) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11, 12});
+  PB.action(v1::ACTION_KIND_PREFETCH, 0, 0, kBlock, 0);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  LogCapture::start();
+  for (uint64_t I = 0; I < 300; ++I)
+    B.launch(0, S1, 5000 + I % 40);
+  std::string Log = LogCapture::stop();
+  EXPECT_FALSE(E.planActive(0));
+  size_t First = Log.find("different model");
+  ASSERT_NE(First, std::string::npos);
+  EXPECT_EQ(Log.find("different model", First + 1), std::string::npos);
+  EXPECT_NE(E.allocate(100, 0, S1), nullptr);
+}
+
+TEST(ExecutorTest, SeveralDevicesHaveTheirOwnPlans) {
+  FakeBackend B({.Devices = 2});
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11});
+  PB.place(0, kMiB, 0).action(v1::ACTION_KIND_PREFETCH, 0, 0, kBlock, 0);
+  ASSERT_TRUE(E.setPlan(1, PB.compiled(), 8 * kBlock));
+  EXPECT_FALSE(E.planActive(0));
+  EXPECT_TRUE(E.planActive(1));
+  E.markIteration();
+  void *A0 = E.allocate(kMiB, 0, S1);
+  void *A1 = E.allocate(kMiB, 1, S1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(A1), E.arenaBase(1));
+  EXPECT_NE(A0, A1);
+  B.clearCalls();
+  B.launch(0, S1, 10);
+  EXPECT_TRUE(B.calls(FakeCallKind::Prefetch).empty());
+  B.launch(1, S1, 10);
+  auto P = B.calls(FakeCallKind::Prefetch);
+  ASSERT_EQ(P.size(), 1u);
+  EXPECT_EQ(P[0].Device, 1);
+  EXPECT_EQ(P[0].Location, 1);
+  EXPECT_EQ(statsOf(E, 1).budget_bytes, 8 * kBlock);
+  EXPECT_EQ(statsOf(E, 0).budget_bytes, 0u);
+}
+
+TEST(ExecutorTest, GraphLaunchReportsAllItsKernels) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11, 12});
+  PB.action(v1::ACTION_KIND_PREFETCH, 2, 0, kBlock, 2);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  B.launchGraph(0, S1, {10, 11, 12});
+  auto S = statsOf(E);
+  EXPECT_EQ(S.launches_matched, 3u);
+  EXPECT_EQ(S.prefetch_batches, 1u);
+}
+
+TEST(ExecutorTest, SkippedPositionsStillIssueTheirActions) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11, 12, 13});
+  PB.action(v1::ACTION_KIND_PREFETCH, 2, 0, kBlock, 3);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  B.launch(0, S1, 10);
+  B.launch(0, S1, 11);
+  B.launch(0, S1, 13); // 12 did not happen
+  EXPECT_EQ(statsOf(E).prefetch_batches, 1u);
+  EXPECT_EQ(statsOf(E).positions_missing, 1u);
+}
+
+} // namespace

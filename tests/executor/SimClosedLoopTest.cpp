@@ -1,0 +1,165 @@
+//===- SimClosedLoopTest.cpp - Executor + simulator = deepum-sim --policy plan ===//
+//
+// The executor's own code (cursor, releases before prefetches, budget) drives
+// the simulator's engine through SimBackend; deepum-sim replays the same plan
+// itself. Steady-state results must agree within 2%, with no demand faults
+// where the simulator's replay has none.
+//
+//===----------------------------------------------------------------------===//
+#include "deepum/executor/sim/SimBackend.h"
+
+#include "ExecutorTestSupport.h"
+#include "TestSupport.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/sim/Simulator.h"
+#ifdef DEEPUM_HAVE_PLANNER
+#include "deepum/planner/Planner.h"
+#endif
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <fstream>
+
+using namespace deepum::executor;
+using deepum::test::kBlock;
+namespace v1 = deepum::v1;
+
+namespace {
+
+/// A profile whose steady iteration has `K` kernels of `DurNs` each.
+v1::Profile timingProfile(uint32_t K, uint64_t DurNs) {
+  deepum::test::ProfileBuilder PB("v100-pcie-16gb");
+  uint64_t A = PB.allocate(2 * kBlock);
+  for (int It = 0; It < 2; ++It)
+    for (uint32_t I = 0; I < K; ++I)
+      PB.kernel("k" + std::to_string(I), DurNs, {{A, v1::ACCESS_MODE_READ}});
+  PB.iteration(K, K);
+  return PB.build();
+}
+
+/// A layer-by-layer plan: position p touches weight block p and activation
+/// blocks; weights are prefetched two positions ahead and evicted after use;
+/// activations are discarded once dead. 24 blocks of data, 10 of capacity.
+v1::Plan layeredPlan(uint32_t K, bool PrefetchActivations = false) {
+  std::vector<uint64_t> Ids;
+  for (uint32_t P = 0; P < K; ++P)
+    Ids.push_back(0x1000 + P);
+  deepum::test::PlanBuilder PB(Ids, 24 * kBlock);
+  PB.capacity(10 * kBlock);
+  auto Weight = [&](uint32_t P) { return uint64_t(P % 12); };
+  auto Act = [&](uint32_t P) { return uint64_t(12 + P % 12); };
+  for (uint32_t P = 0; P < K; ++P) {
+    PB.chain(P, {Weight(P), Act(P), Act(P + 1)});
+    uint32_t Ahead = (P + 2) % K;
+    PB.action(v1::ACTION_KIND_PREFETCH, P, Weight(Ahead) * kBlock, kBlock, Ahead);
+    if (PrefetchActivations)
+      PB.action(v1::ACTION_KIND_PREFETCH, P, Act(Ahead + 1) * kBlock, kBlock, Ahead);
+    if (P >= 1) {
+      PB.action(v1::ACTION_KIND_EVICT, P, Weight(P - 1) * kBlock, kBlock, P - 1);
+      PB.action(v1::ACTION_KIND_DISCARD, P, Act(P - 1) * kBlock, kBlock, P - 1);
+    }
+  }
+  return PB.proto();
+}
+
+void compare(const v1::Profile &Profile, const v1::Plan &Plan, const char *What) {
+  auto Device = deepum::sim::loadDeviceModel("v100-pcie-16gb");
+  ASSERT_TRUE(static_cast<bool>(Device)) << llvm::toString(Device.takeError());
+  deepum::sim::SimOptions O;
+  O.Device = *Device;
+  O.Pol = deepum::sim::Policy::Plan;
+  O.Plan = &Plan;
+  O.Iterations = 6;
+  O.WarmupIterations = 2;
+  auto Theirs = deepum::sim::simulate(Profile, O);
+  ASSERT_TRUE(static_cast<bool>(Theirs)) << llvm::toString(Theirs.takeError());
+  auto Mine = sim::replayPlan(Profile, Plan, O);
+  ASSERT_TRUE(static_cast<bool>(Mine)) << llvm::toString(Mine.takeError());
+  SCOPED_TRACE(What);
+  EXPECT_NEAR(Mine->IterationUs, Theirs->IterationUs, 0.02 * Theirs->IterationUs)
+      << "executor " << Mine->IterationUs << " us, deepum-sim " << Theirs->IterationUs << " us";
+  if (Theirs->Faults == 0)
+    EXPECT_EQ(Mine->Faults, 0) << "demand faults where the plan promised none";
+  else
+    EXPECT_NEAR(Mine->Faults, Theirs->Faults, 0.02 * Theirs->Faults + 1);
+  EXPECT_EQ(Mine->LostReads, 0);
+  EXPECT_EQ(Mine->BackendErrors, 0u);
+  EXPECT_GT(Mine->LaunchesMatched, 0u);
+  GTEST_LOG_(INFO) << What << ": executor " << Mine->IterationUs << " us/iter, " << Mine->Faults
+                   << " faults; deepum-sim " << Theirs->IterationUs << " us/iter, "
+                   << Theirs->Faults << " faults";
+}
+
+TEST(SimClosedLoopTest, LayeredPlanMatchesTheSimulatorsReplay) {
+  constexpr uint32_t K = 24;
+  compare(timingProfile(K, 400'000), layeredPlan(K), "layered");
+}
+
+TEST(SimClosedLoopTest, FaultFreePlanStaysFaultFree) {
+  constexpr uint32_t K = 24;
+  v1::Profile Profile = timingProfile(K, 400'000);
+  v1::Plan Plan = layeredPlan(K, /*PrefetchActivations=*/true);
+  // The premise: deepum-sim's own replay of this plan has no demand faults.
+  auto Device = deepum::sim::loadDeviceModel("v100-pcie-16gb");
+  ASSERT_TRUE(static_cast<bool>(Device)) << llvm::toString(Device.takeError());
+  deepum::sim::SimOptions O;
+  O.Device = *Device;
+  O.Pol = deepum::sim::Policy::Plan;
+  O.Plan = &Plan;
+  auto Theirs = deepum::sim::simulate(Profile, O);
+  ASSERT_TRUE(static_cast<bool>(Theirs)) << llvm::toString(Theirs.takeError());
+  ASSERT_EQ(Theirs->Faults, 0) << "test premise: the plan should be fault-free";
+  compare(Profile, Plan, "fault-free layered");
+}
+
+TEST(SimClosedLoopTest, ShippedModels) {
+  // Real models: the shipped profiles, planned by deepum-plan's library at
+  // half their footprint, replayed both ways.
+#ifndef DEEPUM_HAVE_PLANNER
+  GTEST_SKIP() << "built without the planner library";
+#else
+  int Seen = 0;
+  for (const std::string &Model : deepum::test::shippedModels()) {
+    std::string ProfilePath = deepum::test::shippedProfilePath(Model);
+    if (!std::ifstream(ProfilePath))
+      continue;
+    auto Profile = deepum::format::readProfile(ProfilePath);
+    ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
+    deepum::planner::PlanOptions PO;
+    PO.DeviceModel = "v100-pcie-16gb";
+    PO.GpuMemoryBytes = deepum::sim::footprintBytes(*Profile) / 2 / kBlock * kBlock;
+    auto Planned = deepum::planner::compilePlan(*Profile, PO);
+    ASSERT_TRUE(static_cast<bool>(Planned)) << Model << ": " << llvm::toString(Planned.takeError());
+    compare(*Profile, Planned->Plan, Model.c_str());
+    // libdeepum's own wire decoder reads the real plan as protobuf does.
+    std::string Bytes, Error;
+    ASSERT_TRUE(Planned->Plan.SerializeToString(&Bytes));
+    RawPlan Raw;
+    CompiledPlan Mine, Theirs;
+    ASSERT_TRUE(decodePlan(Bytes, Raw, Error) && compileRawPlan(Raw, Model, Mine, Error)) << Error;
+    ASSERT_TRUE(deepum::executor::compilePlan(Planned->Plan, Model, Theirs, Error)) << Error;
+    EXPECT_EQ(Mine.PositionIds, Theirs.PositionIds);
+    EXPECT_EQ(Mine.IdPositions, Theirs.IdPositions);
+    EXPECT_EQ(Mine.ContextPositions, Theirs.ContextPositions);
+    EXPECT_EQ(Mine.PositionBlocks, Theirs.PositionBlocks);
+    EXPECT_EQ(Mine.ArenaBytes, Theirs.ArenaBytes);
+    EXPECT_EQ(Mine.Placements.size(), Theirs.Placements.size());
+    size_t MineActions = 0, TheirActions = 0;
+    for (size_t Q = 0; Q < Mine.positions(); ++Q) {
+      MineActions +=
+          Mine.BeforeLaunch[Q].size() + Mine.ReleaseBefore[Q].size() + Mine.AfterLaunch[Q].size();
+      TheirActions += Theirs.BeforeLaunch[Q].size() + Theirs.ReleaseBefore[Q].size() +
+                      Theirs.AfterLaunch[Q].size();
+    }
+    EXPECT_EQ(MineActions, TheirActions);
+    EXPECT_GT(Mine.ContextLength, 0u);
+    ++Seen;
+  }
+  if (!Seen)
+    GTEST_SKIP() << "no shipped profiles in tests/data";
+#endif
+}
+
+} // namespace

@@ -1,0 +1,357 @@
+//===- PlannerTest.cpp - deepum-plan: iterations, layout, schedules ---------===//
+#include "Synthetic.h"
+
+#include "TestSupport.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/planner/Planner.h"
+#include "deepum/planner/Replay.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <cctype>
+#include <set>
+
+using namespace deepum;
+using namespace deepum::planner;
+using namespace deepum::test;
+using namespace deepum::v1;
+
+namespace {
+
+constexpr uint64_t MiB = uint64_t{1} << 20;
+
+PlanResult compile(const Profile &P, uint64_t Capacity, Strategy S = Strategy::Prefetch,
+                   const std::string &Device = "v100-pcie-16gb") {
+  PlanOptions O;
+  O.GpuMemoryBytes = Capacity;
+  O.DeviceModel = Device;
+  O.Strat = S;
+  return takeOk(compilePlan(P, O));
+}
+
+/// Footprint of the reference iteration in bytes (distinct arena blocks).
+uint64_t footprint(const Profile &P) { return compile(P, uint64_t{1} << 40).FootprintBytes; }
+
+Trace traceOf(const Profile &P) {
+  auto A = takeOk(analyzeIterations(P));
+  return takeOk(buildTrace(P, A));
+}
+
+/// Every pair of allocations live at the same time occupies disjoint bytes.
+void expectDisjoint(const Trace &T) {
+  for (size_t I = 0; I < T.Allocations.size(); ++I)
+    for (size_t J = I + 1; J < T.Allocations.size(); ++J) {
+      const PlannedAllocation &X = T.Allocations[I], &Y = T.Allocations[J];
+      if (!X.overlaps(Y))
+        continue;
+      bool Disjoint = X.Offset + X.Size <= Y.Offset || Y.Offset + Y.Size <= X.Offset;
+      EXPECT_TRUE(Disjoint) << "allocations " << I << " and " << J << " overlap in the arena";
+    }
+}
+
+TEST(PlannerIterations, MarksAndPeriodAgree) {
+  SyntheticOptions O;
+  O.RepeatedNames = true; // IDs recur inside the iteration: the period must not stop there
+  Profile Marked = syntheticTraining(O);
+  O.Marks = false;
+  Profile Unmarked = syntheticTraining(O);
+  auto A = takeOk(analyzeIterations(Marked));
+  auto B = takeOk(analyzeIterations(Unmarked));
+  EXPECT_TRUE(A.FromMarks);
+  EXPECT_FALSE(B.FromMarks);
+  ASSERT_EQ(A.Iterations.size(), 3u);
+  ASSERT_EQ(B.Iterations.size(), 3u);
+  for (size_t I = 0; I < 3; ++I) {
+    EXPECT_EQ(A.Iterations[I].First, B.Iterations[I].First);
+    EXPECT_EQ(A.Iterations[I].Count, B.Iterations[I].Count);
+  }
+  EXPECT_EQ(A.Reference, 2u);
+}
+
+TEST(PlannerIterations, NoiseIsIgnoredAndNamed) {
+  SyntheticOptions O;
+  O.ExtraKernel = true;
+  O.CutShort = true;
+  Profile P = syntheticTraining(O);
+  auto A = takeOk(analyzeIterations(P));
+  // Iteration 0 is the only clean one: extra kernels in 1, cut short in 2.
+  // All three differ, so the last wins the tie... unless two agree. Here none
+  // agree, so the reference is the last iteration with the modal sequence.
+  EXPECT_EQ(A.Ignored.size(), 2u);
+  O.Iterations = 4;
+  P = syntheticTraining(O);
+  A = takeOk(analyzeIterations(P));
+  EXPECT_EQ(A.Reference, 2u) << "iterations 0 and 2 are the steady state";
+  ASSERT_EQ(A.Ignored.size(), 2u);
+  EXPECT_NE(A.Ignored[0].find("iteration 1: 1 extra kernels"), std::string::npos) << A.Ignored[0];
+  EXPECT_NE(A.Ignored[1].find("iteration 3: 4 kernels fewer"), std::string::npos) << A.Ignored[1];
+}
+
+TEST(PlannerIterations, ContextTellsRepeatedKernelsApart) {
+  std::vector<uint64_t> Ids = {1, 2, 3, 2, 4};
+  EXPECT_NE(contextId(Ids, 1, 2), contextId(Ids, 3, 2));
+  EXPECT_EQ(contextId(Ids, 1, 1), contextId(Ids, 3, 1));
+  // Position 0's context wraps to the previous iteration's tail.
+  std::vector<uint64_t> Tail = {4, 1};
+  EXPECT_EQ(contextId(Ids, 0, 2), contextId(Tail, 1, 2));
+  EXPECT_NE(sequenceFingerprint(Ids), sequenceFingerprint({1, 2, 3, 4, 2}));
+}
+
+TEST(PlannerLayout, ZhangExample) {
+  // Three allocations: A [0,4) 4 MiB, B [2,6) 2 MiB, C [4,8) 4 MiB; A and C
+  // do not overlap, so C reuses A's bytes and the arena is 6 MiB = peak live.
+  std::vector<PlannedAllocation> As(3);
+  As[0].Sequence = 0, As[0].Size = 4 * MiB, As[0].Live[0] = {0, 4};
+  As[1].Sequence = 1, As[1].Size = 2 * MiB, As[1].Live[0] = {2, 6};
+  As[2].Sequence = 2, As[2].Size = 4 * MiB, As[2].Live[0] = {4, 8};
+  EXPECT_EQ(layoutPool(As), 6 * MiB);
+  EXPECT_EQ(As[0].Offset, As[2].Offset);
+  EXPECT_EQ(peakLiveBytes(As, 8), 6 * MiB);
+}
+
+TEST(PlannerLayout, BestFitFragmentsWhereLayoutDoesNot) {
+  // Online best-fit: a small allocation made first sits where a large one
+  // would later need contiguous room. The offline layout knows lifetimes.
+  std::vector<PlannedAllocation> As(4);
+  As[0].Sequence = 0, As[0].Size = 1 * MiB, As[0].Live[0] = {0, 10};
+  As[1].Sequence = 1, As[1].Size = 4 * MiB, As[1].Live[0] = {1, 3};
+  As[2].Sequence = 2, As[2].Size = 1 * MiB, As[2].Live[0] = {2, 10};
+  As[3].Sequence = 3, As[3].Size = 5 * MiB, As[3].Live[0] = {4, 10};
+  uint64_t Layout = layoutPool(As);
+  uint64_t BestFit = bestFitPeakBytes(As, 10);
+  EXPECT_EQ(peakLiveBytes(As, 10), 7 * MiB);
+  EXPECT_EQ(Layout, 7 * MiB);
+  EXPECT_GT(BestFit, Layout);
+}
+
+TEST(PlannerLayout, WrappingLifetimesAndPersistentRegion) {
+  Profile P = syntheticTraining();
+  Trace T = traceOf(P);
+  expectDisjoint(T);
+  uint64_t Persistent = 0;
+  for (const PlannedAllocation &PA : T.Allocations)
+    if (PA.Persistent) {
+      EXPECT_EQ(PA.Offset, Persistent) << "persistent allocations are packed first";
+      Persistent += PA.Size;
+    }
+  EXPECT_EQ(Persistent, 8 * 3 * 6 * MiB);
+  EXPECT_GE(T.Pool.LayoutBytes, T.Pool.PeakLiveBytes);
+  EXPECT_LE(T.Pool.LayoutBytes, T.Pool.BestFitPeakBytes);
+  EXPECT_LE(static_cast<double>(T.Pool.LayoutBytes), 1.02 * static_cast<double>(T.Pool.PeakLiveBytes));
+  EXPECT_EQ(T.Pool.ArenaBytes % T.BlockBytes, 0u);
+}
+
+struct PropertyCase {
+  const char *Name;
+  SyntheticOptions Options;
+};
+
+class PlannerProperties : public ::testing::TestWithParam<int> {};
+
+std::vector<PropertyCase> propertyCases() {
+  std::vector<PropertyCase> Cases;
+  Cases.push_back({"clean", {}});
+  SyntheticOptions Noisy;
+  Noisy.ExtraKernel = true;
+  Noisy.CutShort = true;
+  Noisy.TwoStreams = true;
+  Noisy.Iterations = 4;
+  Cases.push_back({"noisy", Noisy});
+  SyntheticOptions Missing;
+  Missing.MissingFaults = true;
+  Cases.push_back({"missing-faults", Missing});
+  SyntheticOptions Repeated;
+  Repeated.RepeatedNames = true;
+  Repeated.Marks = false;
+  Repeated.Layers = 12;
+  Cases.push_back({"unmarked", Repeated});
+  return Cases;
+}
+
+TEST(PlannerProperties, CapacityDiscardsAndFaults) {
+  for (const PropertyCase &Case : propertyCases()) {
+    Profile P = syntheticTraining(Case.Options);
+    Trace T = traceOf(P);
+    uint64_t Footprint = footprint(P);
+    for (Strategy S : {Strategy::Prefetch, Strategy::Swap})
+      for (double Ratio : {1.25, 1.5, 2.0, 3.0}) {
+        SCOPED_TRACE(std::string(Case.Name) + (S == Strategy::Swap ? " swap " : " prefetch ") +
+                     std::to_string(Ratio));
+        uint64_t Capacity = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio);
+        PlanResult R = compile(P, Capacity, S);
+        EXPECT_FALSE(static_cast<bool>(format::validatePlan(R.Plan)));
+        EXPECT_EQ(unsafeDiscards(R.Plan, T), 0u);
+        ReplayReport Rep = replayPlan(R.Plan);
+        if (S == Strategy::Prefetch) {
+          EXPECT_EQ(Rep.OverCapacityPrefetches, 0u);
+          EXPECT_LE(Rep.MaxResidentBlocks, Rep.CapacityBlocks);
+          if (Rep.CapacityBlocks >= Rep.MaxWorkingSetBlocks) {
+            EXPECT_EQ(Rep.SteadyStateFaults, 0u);
+            EXPECT_EQ(Rep.SteadyStateDriverEvictions, 0u);
+          }
+        }
+        EXPECT_GE(R.Stats.PredictedIterationUs, R.Stats.ComputeUs);
+      }
+  }
+}
+
+TEST(PlannerSchedule, DeadDataIsDiscardedNotWrittenBack) {
+  Profile P = syntheticTraining();
+  PlanResult R = compile(P, footprint(P) / 2);
+  uint64_t Discards = 0;
+  for (const Action &A : R.Plan.actions())
+    if (A.kind() == ACTION_KIND_DISCARD)
+      ++Discards;
+  EXPECT_GT(Discards, 0u) << "freed activations must be dropped, not written back";
+  EXPECT_LT(R.Stats.DirtyEvictions, R.Stats.Evictions + R.Stats.Discards);
+}
+
+TEST(PlannerSchedule, EverythingFitsMeansNoActionsAfterWarmup) {
+  Profile P = syntheticTraining();
+  PlanResult R = compile(P, footprint(P));
+  EXPECT_EQ(R.Stats.Evictions, 0u);
+  EXPECT_EQ(R.Stats.Discards, 0u);
+  EXPECT_EQ(R.Stats.Prefetches, 0u);
+  EXPECT_DOUBLE_EQ(R.Stats.PredictedIterationUs, R.Stats.ComputeUs);
+}
+
+TEST(PlannerSchedule, MoreMemoryNeverPredictsSlower) {
+  Profile P = syntheticTraining();
+  uint64_t F = footprint(P);
+  double Prev = 1e300;
+  for (double Ratio : {3.0, 2.0, 1.5, 1.25, 1.0}) {
+    PlanResult R = compile(P, static_cast<uint64_t>(static_cast<double>(F) / Ratio));
+    EXPECT_LE(R.Stats.PredictedIterationUs, Prev * 1.0001) << Ratio;
+    Prev = R.Stats.PredictedIterationUs;
+  }
+}
+
+TEST(PlannerPlan, TablesAndMetadata) {
+  SyntheticOptions O;
+  O.RepeatedNames = true;
+  Profile P = syntheticTraining(O);
+  PlanResult R = compile(P, footprint(P) / 2);
+  const Plan &Pl = R.Plan;
+  int N = Pl.position_ids_size();
+  EXPECT_EQ(N, 1 + 8 + 1 + 8 + 8);
+  EXPECT_EQ(Pl.block_chains_size(), N);
+  EXPECT_EQ(Pl.position_contexts_size(), N);
+  EXPECT_EQ(Pl.metadata().profile_fingerprint(),
+            sequenceFingerprint(
+                std::vector<uint64_t>(Pl.position_ids().begin(), Pl.position_ids().end())));
+  EXPECT_EQ(Pl.metadata().device_model(), "v100-pcie-16gb");
+  EXPECT_EQ(Pl.metadata().strategy(), PLAN_STRATEGY_PREFETCH);
+  EXPECT_FALSE(Pl.metadata().summary().empty());
+  // "fwd" recurs at 8 positions; its successors: itself 7 times and "loss" once per iteration.
+  for (const ExecutionIdEntry &E : Pl.execution_ids()) {
+    if (E.signature().rfind("fwd<<<", 0) != 0)
+      continue;
+    EXPECT_EQ(E.positions_size(), 8);
+    ASSERT_EQ(E.successors_size(), 2);
+    EXPECT_EQ(E.successors(0).count(), 7u * 3);
+    EXPECT_EQ(E.successors(1).count(), 3u);
+  }
+  std::set<uint64_t> Contexts(Pl.position_contexts().begin(), Pl.position_contexts().end());
+  EXPECT_GT(Contexts.size(), 8u) << "contexts tell repeated kernels apart";
+  for (const BlockChain &C : Pl.block_chains())
+    EXPECT_EQ(C.blocks_size(), C.modes_size());
+}
+
+TEST(PlannerPlan, Deterministic) {
+  Profile P = syntheticTraining();
+  std::string A, B;
+  ASSERT_TRUE(compile(P, footprint(P) / 2).Plan.SerializeToString(&A));
+  ASSERT_TRUE(compile(P, footprint(P) / 2).Plan.SerializeToString(&B));
+  EXPECT_EQ(A, B);
+}
+
+TEST(PlannerErrors, OneLineErrors) {
+  Profile P = syntheticTraining();
+  PlanOptions O;
+  O.GpuMemoryBytes = 0;
+  EXPECT_NE(errorText(compilePlan(P, O)).find("--gpu-memory must be positive"), std::string::npos);
+  O.GpuMemoryBytes = 8 * MiB;
+  O.DeviceModel = "no-such-gpu";
+  std::string E = errorText(compilePlan(P, O));
+  EXPECT_NE(E.find("no device model named 'no-such-gpu'"), std::string::npos) << E;
+  EXPECT_NE(errorText(parseStrategy("lru")).find("unknown strategy 'lru'"), std::string::npos);
+  Profile Empty = P;
+  Empty.clear_kernels();
+  Empty.clear_iterations();
+  O.DeviceModel.clear();
+  EXPECT_NE(errorText(compilePlan(Empty, O)).find("no kernels"), std::string::npos);
+
+  PlanToolOptions T;
+  T.Input = scratchDir("PlannerErrors") + "/missing.pb";
+  T.Output = scratchDir("PlannerErrors") + "/out.plan.pb";
+  T.GpuMemory = "lots";
+  std::string Out, Err;
+  llvm::raw_string_ostream OS(Out), ES(Err);
+  EXPECT_NE(errorText(runPlan(T, OS, ES)).find("--gpu-memory"), std::string::npos);
+  T.GpuMemory = "1GiB";
+  E = errorText(runPlan(T, OS, ES));
+  EXPECT_NE(E.find("missing.pb"), std::string::npos) << E;
+}
+
+TEST(PlannerTool, WritesAPlanInspectCanRead) {
+  std::string Dir = scratchDir("PlannerTool");
+  Profile P = syntheticTraining();
+  ASSERT_FALSE(static_cast<bool>(format::writeProfile(P, Dir + "/p.profile.pb.gz")));
+  PlanToolOptions T;
+  T.Input = Dir + "/p.profile.pb.gz";
+  T.Output = Dir + "/p.plan.pb";
+  T.GpuMemory = "96MiB";
+  T.DeviceModel = "h100-pcie";
+  std::string Out, Err;
+  llvm::raw_string_ostream OS(Out), ES(Err);
+  ASSERT_FALSE(static_cast<bool>(runPlan(T, OS, ES)));
+  auto Plan = takeOk(format::readPlan(T.Output));
+  EXPECT_EQ(Plan.metadata().gpu_memory_bytes(), 96 * MiB);
+  EXPECT_EQ(Plan.metadata().device_model(), "h100-pcie");
+  EXPECT_NE(OS.str().find("prefetch plan for synthetic"), std::string::npos) << OS.str();
+}
+
+class PlannerShipped : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PlannerShipped, LayoutDiscardsCapacityFaults) {
+  std::string Path = shippedProfilePath(GetParam());
+  if (!llvm::sys::fs::exists(Path))
+    GTEST_SKIP() << Path << " is not there yet";
+  Profile P = takeOk(format::readProfile(Path));
+  Trace T = traceOf(P);
+  expectDisjoint(T);
+  EXPECT_LE(T.Pool.LayoutBytes, T.Pool.BestFitPeakBytes);
+  EXPECT_LE(static_cast<double>(T.Pool.LayoutBytes),
+            1.02 * static_cast<double>(T.Pool.PeakLiveBytes));
+  uint64_t F = footprint(P);
+  for (double Ratio : {1.5, 3.0})
+    for (Strategy S : {Strategy::Prefetch, Strategy::Swap}) {
+      SCOPED_TRACE(std::to_string(Ratio) + (S == Strategy::Swap ? " swap" : " prefetch"));
+      PlanResult R = compile(P, static_cast<uint64_t>(static_cast<double>(F) / Ratio), S);
+      EXPECT_EQ(unsafeDiscards(R.Plan, T), 0u);
+      if (S == Strategy::Swap)
+        continue;
+      EXPECT_TRUE(R.Stats.Converged);
+      ReplayReport Rep = replayPlan(R.Plan, 3);
+      EXPECT_EQ(Rep.OverCapacityPrefetches, 0u);
+      if (Rep.CapacityBlocks >= Rep.MaxWorkingSetBlocks) {
+        EXPECT_LE(Rep.MaxResidentBlocks, Rep.CapacityBlocks);
+        EXPECT_EQ(Rep.SteadyStateFaults, 0u);
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PlannerShipped, ::testing::ValuesIn(shippedModels()),
+                         [](const ::testing::TestParamInfo<std::string> &I) {
+                           std::string Name = I.param;
+                           for (char &C : Name)
+                             if (!std::isalnum(static_cast<unsigned char>(C)))
+                               C = '_';
+                           return Name;
+                         });
+
+} // namespace

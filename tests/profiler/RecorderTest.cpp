@@ -1,0 +1,344 @@
+//===- RecorderTest.cpp - Iteration windows, attribution, access sets -------===//
+#include "TestSupport.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/profiler/Recorder.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+using namespace deepum;
+using namespace deepum::profiler;
+using namespace deepum::test;
+using ::testing::HasSubstr;
+
+namespace {
+
+constexpr uint64_t MiB = uint64_t{1} << 20;
+constexpr uint64_t KiB = uint64_t{1} << 10;
+constexpr uint64_t Base = uint64_t{1} << 40; // 2 MiB-aligned, like a managed arena
+
+KernelRecord kernel(const std::string &Name, uint64_t Start, uint64_t End, uint32_t Device = 0) {
+  KernelRecord K;
+  K.Name = Name;
+  K.GridX = 4;
+  K.BlockX = 128;
+  K.StartNs = Start;
+  K.EndNs = End;
+  K.Device = Device;
+  K.CorrelationId = Start;
+  return K;
+}
+
+FaultRecord fault(uint64_t Address, uint64_t Time, v1::FaultAccess Access = v1::FAULT_ACCESS_READ) {
+  FaultRecord F;
+  F.Address = Address;
+  F.TimeNs = Time;
+  F.Access = Access;
+  return F;
+}
+
+v1::Profile build(const Recorder &R) { return takeOk(R.buildProfile()); }
+
+TEST(Recorder, WholeRunIsOneIterationWithoutMarks) {
+  Recorder R({});
+  R.addAllocation(Base, 4 * MiB, 0, 1, AllocationSource::Driver);
+  R.addKernel(kernel("b", 300, 400));
+  R.addKernel(kernel("a", 100, 200)); // arrives out of order
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.kernels_size(), 2);
+  EXPECT_EQ(P.kernels(0).name(), "a"); // start-time order
+  ASSERT_EQ(P.iterations_size(), 1);
+  EXPECT_EQ(P.iterations(0).kernel_count(), 2u);
+  EXPECT_EQ(P.iterations(0).start_ns(), 100u);
+  EXPECT_EQ(P.iterations(0).end_ns(), 400u);
+  EXPECT_THAT(P.workload().notes(), HasSubstr("no iteration mark"));
+  EXPECT_EQ(P.access_source(), v1::ACCESS_SOURCE_MEASURED_FAULTS);
+}
+
+TEST(Recorder, FaultsAreAttributedToTheRunningKernelAndBecomeAccessSets) {
+  Recorder R({});
+  R.setUmCounters(true);
+  // Allocation 1: 3 MiB from Base (blocks B, B+1); allocation 2 at Base + 4 MiB.
+  R.addAllocation(Base, 3 * MiB, 7, 10, AllocationSource::Allocator);
+  R.addAllocation(Base + 4 * MiB, 1 * MiB, 7, 11, AllocationSource::Allocator);
+  R.addKernel(kernel("producer", 100, 200));
+  R.addKernel(kernel("consumer", 300, 400));
+  // producer: writes page 0 and 1 of block B, reads page 5 of block B+1.
+  R.addFault(fault(Base + 10, 110, v1::FAULT_ACCESS_WRITE));
+  R.addFault(fault(Base + 64 * KiB + 5, 120, v1::FAULT_ACCESS_READ));
+  R.addFault(fault(Base + 2 * MiB + 5 * 64 * KiB, 130, v1::FAULT_ACCESS_READ));
+  // consumer: reads the same page twice and allocation 2.
+  R.addFault(fault(Base + 20, 310));
+  R.addFault(fault(Base + 30, 320));
+  R.addFault(fault(Base + 4 * MiB, 330, v1::FAULT_ACCESS_ATOMIC));
+  // Between kernels: nobody's.
+  R.addFault(fault(Base, 250));
+
+  v1::Profile P = build(R);
+  ASSERT_FALSE(bool(format::validateProfile(P)));
+  ASSERT_EQ(P.faults_size(), 7);
+  EXPECT_EQ(P.faults(0).kernel_index(), 0);
+  EXPECT_EQ(P.faults(3).kernel_index(), -1); // t=250
+  EXPECT_EQ(P.faults(4).kernel_index(), 1);
+  EXPECT_EQ(P.recording().unattributed_faults(), 1u);
+
+  uint64_t B = Base / format::kUmBlockBytes;
+  const v1::Kernel &Prod = P.kernels(0);
+  ASSERT_EQ(Prod.blocks_size(), 2);
+  EXPECT_EQ(Prod.blocks(0).block(), B);
+  EXPECT_EQ(Prod.blocks(0).page_mask(), 0b11u);
+  // A write fault does not prove the page was overwritten whole: never WRITE.
+  EXPECT_EQ(Prod.blocks(0).mode(), v1::ACCESS_MODE_READ_WRITE);
+  EXPECT_EQ(Prod.blocks(1).block(), B + 1);
+  EXPECT_EQ(Prod.blocks(1).page_mask(), 1u << 5);
+  EXPECT_EQ(Prod.blocks(1).mode(), v1::ACCESS_MODE_READ);
+  // Tensors: pages 0-1 of allocation 1 as one run, page 37 as another.
+  ASSERT_EQ(Prod.tensors_size(), 2);
+  EXPECT_EQ(Prod.tensors(0).allocation_id(), 1u);
+  EXPECT_EQ(Prod.tensors(0).offset(), 0u);
+  EXPECT_EQ(Prod.tensors(0).bytes(), 128 * KiB);
+  EXPECT_EQ(Prod.tensors(1).offset(), 2 * MiB + 5 * 64 * KiB);
+  EXPECT_EQ(Prod.tensors(1).bytes(), 64 * KiB);
+
+  const v1::Kernel &Cons = P.kernels(1);
+  ASSERT_EQ(Cons.blocks_size(), 2);
+  EXPECT_EQ(Cons.blocks(0).page_mask(), 1u);
+  EXPECT_EQ(Cons.blocks(0).mode(), v1::ACCESS_MODE_READ);
+  EXPECT_EQ(Cons.blocks(1).block(), B + 2);
+  EXPECT_EQ(Cons.blocks(1).mode(), v1::ACCESS_MODE_READ_WRITE); // atomic
+  ASSERT_EQ(Cons.tensors_size(), 2);
+  EXPECT_EQ(Cons.tensors(1).allocation_id(), 2u);
+}
+
+TEST(Recorder, OverlappingKernelsLeaveFaultsUnattributed) {
+  Recorder R({});
+  R.addAllocation(Base, 2 * MiB, 0, 0, AllocationSource::Driver);
+  R.addKernel(kernel("long", 100, 500));
+  R.addKernel(kernel("short", 200, 300)); // concurrent: not serialised
+  R.addFault(fault(Base, 250));           // inside both
+  R.addFault(fault(Base, 400));           // inside "long" only
+  v1::Profile P = build(R);
+  EXPECT_EQ(P.faults(0).kernel_index(), -1);
+  EXPECT_EQ(P.faults(1).kernel_index(), 0);
+  EXPECT_EQ(P.recording().unattributed_faults(), 1u);
+}
+
+TEST(Recorder, FaultsOutsideAllocationsAreCountedNotInvented) {
+  Recorder R({});
+  R.addAllocation(Base, 2 * MiB, 0, 0, AllocationSource::Driver);
+  R.addKernel(kernel("k", 100, 200));
+  R.addFault(fault(Base + 64 * MiB, 150)); // a library's own memory, say
+  v1::Profile P = build(R);
+  EXPECT_EQ(P.faults(0).kernel_index(), 0);
+  EXPECT_EQ(P.kernels(0).blocks_size(), 0);
+  EXPECT_THAT(P.workload().notes(), HasSubstr("1 attributed fault(s) outside every recorded"));
+}
+
+TEST(Recorder, FaultMapsToTheAllocationLiveAtThatTime) {
+  Recorder R({});
+  // The allocator reuses an address: the second tenant is the one faulted on.
+  R.addAllocation(Base, 1 * MiB, 0, 10, AllocationSource::Allocator);
+  R.addFree(Base, 20, AllocationSource::Allocator);
+  R.addAllocation(Base, 2 * MiB, 0, 30, AllocationSource::Allocator);
+  R.addKernel(kernel("k", 100, 200));
+  R.addFault(fault(Base + 1536 * KiB, 150)); // beyond the first tenant's size
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.allocations_size(), 2);
+  EXPECT_TRUE(P.allocations(0).freed());
+  ASSERT_EQ(P.kernels(0).tensors_size(), 1);
+  EXPECT_EQ(P.kernels(0).tensors(0).allocation_id(), 2u);
+  EXPECT_EQ(P.kernels(0).tensors(0).offset(), 1536 * KiB);
+}
+
+TEST(Recorder, AllocatorRecordsReplaceThePoolTheDriverSaw) {
+  Recorder R({});
+  // The pool (driver) and two tensors in it (allocator); an unrelated managed buffer.
+  R.addAllocation(Base, 64 * MiB, 0, 1, AllocationSource::Driver);
+  R.addAllocation(Base + 128 * MiB, 2 * MiB, 0, 2, AllocationSource::Driver);
+  R.addAllocation(Base, 4 * MiB, 0, 3, AllocationSource::Allocator);
+  R.addAllocation(Base + 4 * MiB, 4 * MiB, 0, 4, AllocationSource::Allocator);
+  R.addKernel(kernel("k", 100, 200));
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.allocations_size(), 3);
+  EXPECT_EQ(P.allocations(0).address(), Base + 128 * MiB);
+  EXPECT_EQ(P.allocations(1).size_bytes(), 4 * MiB);
+  EXPECT_EQ(P.allocations(2).address(), Base + 4 * MiB);
+}
+
+TEST(Recorder, SkipThenRecordWithDeepumStep) {
+  RecorderOptions O;
+  O.Skip = 1;
+  O.Iterations = 2;
+  Recorder R(O);
+  R.setOrigin(0);
+  R.addAllocation(Base, 2 * MiB, 0, 0, AllocationSource::Driver);
+  R.addAllocation(Base + 2 * MiB, 2 * MiB, 0, 50, AllocationSource::Driver);
+  R.addFree(Base + 2 * MiB, 60, AllocationSource::Driver); // dies in the skipped iteration
+  R.addKernel(kernel("warmup", 10, 20));
+  R.addFault(fault(Base, 15));
+  MarkEffect E = R.step(100); // iteration 0 ends: skipped
+  EXPECT_FALSE(E.IterationRecorded);
+  EXPECT_TRUE(E.RecordingStarted);
+  EXPECT_EQ(R.state(), RecorderState::Recording);
+  R.addKernel(kernel("fwd", 110, 120));
+  E = R.step(200);
+  EXPECT_TRUE(E.IterationRecorded);
+  EXPECT_FALSE(E.RecordingFinished);
+  R.addKernel(kernel("fwd", 210, 220));
+  R.addKernel(kernel("bwd", 230, 240));
+  E = R.step(300);
+  EXPECT_TRUE(E.RecordingFinished);
+  EXPECT_EQ(R.state(), RecorderState::Done);
+  // After the window: discarded, even when they arrive.
+  R.addKernel(kernel("later", 310, 320));
+  // A late-delivered record from inside the window is kept.
+  R.addFault(fault(Base, 235));
+
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.kernels_size(), 3);
+  EXPECT_EQ(P.kernels(0).name(), "fwd");
+  ASSERT_EQ(P.iterations_size(), 2);
+  EXPECT_EQ(P.iterations(0).first_kernel(), 0u);
+  EXPECT_EQ(P.iterations(0).kernel_count(), 1u);
+  EXPECT_EQ(P.iterations(1).first_kernel(), 1u);
+  EXPECT_EQ(P.iterations(1).kernel_count(), 2u);
+  EXPECT_EQ(P.iterations(1).start_ns(), 200u);
+  EXPECT_EQ(P.iterations(1).end_ns(), 300u);
+  ASSERT_EQ(P.allocations_size(), 1); // the freed one is gone with the skipped iteration
+  ASSERT_EQ(P.faults_size(), 1);
+  EXPECT_EQ(P.faults(0).kernel_index(), 2);
+  EXPECT_EQ(R.seenIterations(), 3u);
+}
+
+TEST(Recorder, RangesLeaveGapsOutsideIterations) {
+  RecorderOptions O;
+  O.Iterations = 2;
+  Recorder R(O);
+  R.addAllocation(Base, 2 * MiB, 0, 0, AllocationSource::Driver);
+  R.beginIteration(100);
+  R.addKernel(kernel("a", 110, 120));
+  EXPECT_TRUE(R.endIteration(150).IterationRecorded);
+  R.addKernel(kernel("between", 160, 170)); // outside any range, inside the window
+  R.beginIteration(200);
+  R.addKernel(kernel("b", 210, 220));
+  EXPECT_TRUE(R.endIteration(250).RecordingFinished);
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.kernels_size(), 3);
+  ASSERT_EQ(P.iterations_size(), 2);
+  EXPECT_EQ(P.iterations(1).first_kernel(), 2u);
+  EXPECT_EQ(P.iterations(1).kernel_count(), 1u);
+}
+
+TEST(Recorder, UnbalancedMarksAreTolerated) {
+  RecorderOptions O;
+  O.Iterations = 2;
+  Recorder R(O);
+  EXPECT_FALSE(R.endIteration(10).IterationRecorded); // end without begin: ignored
+  R.beginIteration(100);
+  R.addKernel(kernel("a", 110, 120));
+  MarkEffect E = R.beginIteration(200); // begin without end: the first ends here
+  EXPECT_TRUE(E.IterationRecorded);
+  R.addKernel(kernel("b", 210, 220));
+  EXPECT_TRUE(R.endIteration(300).RecordingFinished);
+  EXPECT_EQ(build(R).iterations_size(), 2);
+}
+
+TEST(Recorder, CrashCheckpointHoldsOnlyCompleteIterations) {
+  RecorderOptions O;
+  O.Iterations = 3;
+  Recorder R(O);
+  R.setOrigin(0);
+  R.addAllocation(Base, 2 * MiB, 0, 0, AllocationSource::Driver);
+  R.addKernel(kernel("it0", 10, 20));
+  R.step(100);
+  R.addKernel(kernel("it1-partial", 110, 120)); // the program dies in iteration 1
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.iterations_size(), 1);
+  ASSERT_EQ(P.kernels_size(), 1);
+  EXPECT_EQ(P.kernels(0).name(), "it0");
+}
+
+TEST(Recorder, AllSkippedIsAnError) {
+  RecorderOptions O;
+  O.Skip = 5;
+  Recorder R(O);
+  R.setOrigin(0);
+  R.addKernel(kernel("k", 10, 20));
+  R.step(100);
+  R.step(200);
+  EXPECT_THAT(errorText(R.buildProfile()),
+              HasSubstr("no complete iteration was recorded: 2 iteration(s) ended, 2 skipped"));
+}
+
+TEST(Recorder, DroppedRecordsAndRefusedCountersAreReported) {
+  Recorder R({});
+  R.addDroppedRecords(3);
+  R.addDroppedRecords(4);
+  R.setUmCounters(false, "Unified Memory counters refused: the GPU is a MIG instance");
+  R.noteError("cuptiActivityEnable: bad");
+  R.noteError("second error is not kept");
+  R.addKernel(kernel("k", 10, 20));
+  v1::Profile P = build(R);
+  EXPECT_EQ(P.recording().dropped_records(), 7u);
+  EXPECT_FALSE(P.recording().um_counters_enabled());
+  EXPECT_THAT(P.recording().um_counters_error(), HasSubstr("MIG"));
+  EXPECT_THAT(P.workload().notes(), HasSubstr("first error: cuptiActivityEnable: bad"));
+  std::string Line = describeProfile(P);
+  EXPECT_THAT(Line, HasSubstr("7 record(s) dropped"));
+  EXPECT_THAT(Line, HasSubstr("kernels only"));
+}
+
+TEST(Recorder, DeviceLinkMigrationsAndEvents) {
+  Recorder R({});
+  R.addDevice({0, "NVIDIA H100", 80 * (uint64_t{1} << 30), 90, false});
+  R.addLink({0, 5, 16});
+  R.setVersions(13000, 13000);
+  R.setConcurrentManagedAccess(true);
+  R.addAllocation(Base, 2 * MiB, 0, 0, AllocationSource::Driver);
+  R.addKernel(kernel("k", 10, 20));
+  R.addMigration({Base, 64 * KiB, v1::MIGRATION_DIRECTION_HOST_TO_DEVICE,
+                  v1::MIGRATION_CAUSE_COHERENCE, 12, 14});
+  R.addMigration({Base, 64 * KiB, v1::MIGRATION_DIRECTION_UNSPECIFIED,
+                  v1::MIGRATION_CAUSE_UNSPECIFIED, 15, 16}); // device to device: left out
+  R.addUmEvent({v1::UM_EVENT_KIND_THRASHING, Base, 64 * KiB, 17});
+  R.addTransfer({TransferRecord::Memcpy, 100, 21, 22, 0, 0, 9});
+  v1::Profile P = build(R);
+  EXPECT_EQ(P.device().name(), "NVIDIA H100");
+  EXPECT_EQ(P.device().compute_capability(), 90u);
+  EXPECT_EQ(P.device().link(), "pcie5x16");
+  EXPECT_NEAR(P.device().link_bytes_per_second(), 63e9, 1e9);
+  EXPECT_TRUE(P.device().concurrent_managed_access());
+  EXPECT_EQ(P.device().driver_version(), 13000u);
+  ASSERT_EQ(P.migrations_size(), 1);
+  EXPECT_EQ(P.migrations(0).cause(), v1::MIGRATION_CAUSE_COHERENCE);
+  ASSERT_EQ(P.um_events_size(), 1);
+  EXPECT_THAT(P.workload().notes(), HasSubstr("1 memcpy (100 bytes)"));
+}
+
+TEST(Recorder, AccessSetModeSendsFaultedBlocksHomeClippedToAllocations) {
+  RecorderOptions O;
+  O.AccessSetMode = true;
+  Recorder R(O);
+  R.addAllocation(Base, 3 * MiB, 0, 0, AllocationSource::Driver);
+  R.addAllocation(Base + 3 * MiB, 1 * MiB, 0, 0, AllocationSource::Driver);
+  R.addFault(fault(Base + 10, 100));           // block 0: allocation 1 only
+  R.addFault(fault(Base + 2 * MiB + 10, 110)); // block 1: both allocations
+  R.addFault(fault(Base + 2 * MiB + 20, 120)); // same block again
+  R.addFault(fault(Base + 10, 50));            // before `Since`
+  auto Ranges = R.faultedRangesSince(100);
+  ASSERT_EQ(Ranges.size(), 3u);
+  EXPECT_EQ(Ranges[0], std::make_pair(Base, Base + 2 * MiB));
+  EXPECT_EQ(Ranges[1], std::make_pair(Base + 2 * MiB, Base + 3 * MiB));
+  EXPECT_EQ(Ranges[2], std::make_pair(Base + 3 * MiB, Base + 4 * MiB));
+  R.addKernel(kernel("k", 90, 130));
+  EXPECT_EQ(build(R).access_source(), v1::ACCESS_SOURCE_MEASURED_ACCESS_SET);
+}
+
+TEST(Recorder, PcieRates) {
+  EXPECT_EQ(pcieBytesPerSecond(0, 16), 0);
+  EXPECT_EQ(pcieBytesPerSecond(9, 16), 0);
+  EXPECT_NEAR(pcieBytesPerSecond(3, 16), 15.75e9, 0.01e9); // the figure DESIGN.md quotes
+}
+
+} // namespace

@@ -1,0 +1,29 @@
+//===- SimTestSupport.h - Shared bits of the simulator tests ---------------===//
+#ifndef DEEPUM_TESTS_SIMULATOR_SIMTESTSUPPORT_H
+#define DEEPUM_TESTS_SIMULATOR_SIMTESTSUPPORT_H
+
+#include "deepum/sim/Simulator.h"
+
+namespace deepum::test {
+
+/// A device whose numbers make hand computation easy: 1 byte per ns on the
+/// link (a 2 MiB block takes 2097.152 us), 10 us per fault batch, no
+/// thrashing detection unless a test turns it on.
+inline deepum::sim::DeviceModel handDevice() {
+  deepum::sim::DeviceModel D;
+  D.Name = "hand";
+  D.MemoryBytes = uint64_t{1} << 30;
+  D.LinkBytesPerSecond = 1e9;
+  D.FaultBatchLatencyUs = 10;
+  D.FaultBatchSize = 256;
+  D.CopyEnginesPerDirection = 1;
+  D.ThrashingLapseUs = 0;
+  return D;
+}
+
+inline constexpr double BlockUs = 2097.152; // one 2 MiB block over the hand link
+inline constexpr uint64_t MiB = uint64_t{1} << 20;
+
+} // namespace deepum::test
+
+#endif

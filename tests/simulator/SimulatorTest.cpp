@@ -1,0 +1,460 @@
+//===- SimulatorTest.cpp - Tiny traces computed by hand, every policy ------===//
+#include "SimTestSupport.h"
+#include "TestSupport.h"
+#include "Workload.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/sim/Simulator.h"
+
+#include "gtest/gtest.h"
+
+using namespace deepum;
+using namespace deepum::sim;
+using namespace deepum::test;
+using deepum::v1::ACCESS_MODE_READ;
+using deepum::v1::ACCESS_MODE_WRITE;
+
+namespace {
+
+SimOptions opts(Policy P, uint64_t Capacity, unsigned Iterations = 2, unsigned Warmup = 2) {
+  SimOptions O;
+  O.Device = handDevice();
+  O.GpuMemoryBytes = Capacity;
+  O.Pol = P;
+  O.Iterations = Iterations;
+  O.WarmupIterations = Warmup;
+  O.CheckInvariants = true;
+  return O;
+}
+
+SimResult run(const v1::Profile &P, const SimOptions &O) {
+  SimResult R = takeOk(simulate(P, O));
+  EXPECT_EQ(R.InvariantViolations, 0u);
+  return R;
+}
+
+/// One 2 MiB tensor read by one 100 us kernel.
+v1::Profile oneBlock() {
+  ProfileBuilder B;
+  uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  B.kernel("k", 100'000, {{A, ACCESS_MODE_READ}});
+  B.iteration(0, 1);
+  return B.build();
+}
+
+/// Kernels k0 reads A, k1 reads (or writes) B, each 100 us; 2 MiB tensors.
+v1::Profile twoBlocks(v1::AccessMode SecondMode) {
+  ProfileBuilder B;
+  uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t C = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  B.kernel("k0", 100'000, {{A, ACCESS_MODE_READ}});
+  B.kernel("k1", 100'000, {{C, SecondMode}});
+  B.iteration(0, 2);
+  return B.build();
+}
+
+/// Three kernels of one name, each reading its own 2 MiB tensor for 5 ms.
+v1::Profile threeCycle() {
+  ProfileBuilder B;
+  std::vector<uint64_t> T;
+  for (int I = 0; I < 3; ++I)
+    T.push_back(B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER));
+  for (int I = 0; I < 3; ++I)
+    B.kernel("gemm", 5'000'000, {{T[I], ACCESS_MODE_READ}});
+  B.iteration(0, 3);
+  return B.build();
+}
+
+} // namespace
+
+TEST(SimUm, ColdFirstIterationFaultsOnceThenFits) {
+  v1::Profile P = oneBlock();
+  // No warm-up: the cold iteration is measured. One batch of 32 faults:
+  // 10 us latency + 2097.152 us transfer, then the 100 us kernel.
+  SimResult Cold = run(P, opts(Policy::Um, 4 * MiB, 1, 0));
+  EXPECT_NEAR(Cold.IterationUs, 10 + BlockUs + 100, 1e-6);
+  EXPECT_EQ(Cold.Faults, 32);
+  EXPECT_EQ(Cold.FaultBatches, 1);
+  EXPECT_EQ(Cold.BytesHtoD, 2.0 * MiB);
+  EXPECT_EQ(Cold.BytesDemand, 2.0 * MiB);
+  // Warm-up excluded: steady state is compute alone.
+  SimResult Warm = run(P, opts(Policy::Um, 4 * MiB, 3, 1));
+  EXPECT_NEAR(Warm.IterationUs, 100, 1e-6);
+  EXPECT_EQ(Warm.Faults, 0);
+  EXPECT_EQ(Warm.StallUs, 0);
+  EXPECT_NEAR(Warm.IdealUs, 100, 1e-9);
+}
+
+TEST(SimUm, CleanChunksAreDroppedNotWrittenBack) {
+  // Capacity of one block, two read-only blocks: each kernel faults its block
+  // in (10 us + transfer) after the other one is dropped without a copy.
+  SimResult R = run(twoBlocks(ACCESS_MODE_READ), opts(Policy::Um, 2 * MiB));
+  EXPECT_NEAR(R.IterationUs, 2 * (10 + BlockUs + 100), 1e-6);
+  EXPECT_EQ(R.Faults, 64);
+  EXPECT_EQ(R.FaultBatches, 2);
+  EXPECT_EQ(R.Evictions, 2);
+  EXPECT_EQ(R.BytesHtoD, 4.0 * MiB);
+  EXPECT_EQ(R.BytesDtoH, 0);
+  EXPECT_NEAR(R.StallUs, 2 * (10 + BlockUs), 1e-6);
+  // Bound: 4 MiB must be on the GPU, 2 MiB can stay: 2 MiB per iteration.
+  EXPECT_NEAR(R.BoundUs, BlockUs, 1e-6);
+  EXPECT_NEAR(R.IdealUs, 200, 1e-9);
+  EXPECT_EQ(R.PeakResidentBytes, 2 * MiB);
+}
+
+TEST(SimUm, DirtyChunksAreWrittenBackBeforeTheirRoomIsReused) {
+  // k1 writes B: before k0's A can come in, B's write-back must finish
+  // (one DtoH), and the driver migrates B back in although k1 overwrites it.
+  SimResult R = run(twoBlocks(ACCESS_MODE_WRITE), opts(Policy::Um, 2 * MiB));
+  EXPECT_NEAR(R.IterationUs, (10 + BlockUs + BlockUs + 100) + (10 + BlockUs + 100), 1e-6);
+  EXPECT_EQ(R.BytesDtoH, 2.0 * MiB);
+  EXPECT_EQ(R.BytesHtoD, 4.0 * MiB);
+  // The bound sees B is dead at its first use: only A must come in, and only
+  // what does not fit stays out; nothing written is read in the next iteration.
+  EXPECT_NEAR(R.BoundUs, 0, 1e-9);
+}
+
+TEST(SimUm, DensityPrefetcherFetchesTheRestPastHalf) {
+  for (unsigned Touched : {16u, 17u}) {
+    ProfileBuilder B;
+    uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+    B.kernel("k", 100'000, {{A, ACCESS_MODE_READ, 0, Touched * 64 * 1024}});
+    B.iteration(0, 1);
+    SimResult R = run(B.build(), opts(Policy::Um, 4 * MiB, 1, 0));
+    EXPECT_EQ(R.Faults, Touched);
+    // 16 pages: the lower half is a full 1 MiB region, the block 50% (not
+    // more than 51%): nothing extra. 17 pages: 53% of the block: the other 15.
+    double Extra = Touched == 17 ? 15 * 64 * 1024 : 0;
+    EXPECT_EQ(R.BytesDriverPrefetched, Extra) << Touched;
+    EXPECT_NEAR(R.IterationUs, 10 + (Touched * 64 * 1024 + Extra) / 1e3 + 100, 1e-6);
+  }
+}
+
+TEST(SimUm, FaultsAreServicedInBatchesOf256) {
+  // One kernel reads 10 blocks (320 pages): a batch of 256 (8 blocks), then 64.
+  ProfileBuilder B;
+  uint64_t A = B.allocate(20 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  B.kernel("k", 100'000, {{A, ACCESS_MODE_READ}});
+  B.iteration(0, 1);
+  SimResult R = run(B.build(), opts(Policy::Um, 64 * MiB, 1, 0));
+  EXPECT_EQ(R.FaultBatches, 2);
+  EXPECT_EQ(R.Faults, 320);
+  EXPECT_NEAR(R.IterationUs, 10 + 8 * BlockUs + 10 + 2 * BlockUs + 100, 1e-6);
+}
+
+TEST(SimUm, ThrottlesAfterRepeatedThrashing) {
+  // Capacity of one block, two blocks used back to back with 100 us kernels:
+  // every migration follows the block's eviction within 500 us.
+  SimOptions O = opts(Policy::Um, 2 * MiB, 4, 4);
+  O.Device.ThrashingLapseUs = 5000;
+  O.Device.ThrottleNapUs = 1000;
+  SimResult R = run(twoBlocks(ACCESS_MODE_READ), O);
+  EXPECT_EQ(R.ThrashingEvents, 2);
+  EXPECT_EQ(R.ThrottledBatches, 2);
+  EXPECT_NEAR(R.IterationUs, 2 * (10 + 1000 + BlockUs + 100), 1e-6);
+}
+
+TEST(SimIdeal, IsComputeAlone) {
+  SimResult R = run(twoBlocks(ACCESS_MODE_WRITE), opts(Policy::Ideal, 2 * MiB));
+  EXPECT_NEAR(R.IterationUs, 200, 1e-9);
+  EXPECT_EQ(R.Faults, 0);
+  EXPECT_EQ(R.BytesHtoD, 0);
+}
+
+TEST(SimDeepUm, LearnsChainsAndPrefetchesAheadOfTheKernel) {
+  // Three blocks, room for two, 5 ms kernels. Plain UM faults every block in:
+  // 10 us + transfer per kernel.
+  v1::Profile P = threeCycle();
+  SimResult Um = run(P, opts(Policy::Um, 4 * MiB));
+  EXPECT_NEAR(Um.IterationUs, 3 * (10 + BlockUs + 5000), 1e-6);
+  // DeepUM: after the warm-up its tables know each launch's block and
+  // successor; when launch k is observed (k-1 running), k's block is fetched
+  // in place of k+1's (needed later), and arrives in 2 ms < 5 ms.
+  SimResult D = run(P, opts(Policy::DeepUm, 4 * MiB));
+  EXPECT_NEAR(D.IterationUs, 15000, 1e-6);
+  EXPECT_EQ(D.Faults, 0);
+  EXPECT_EQ(D.PrefetchHits, 3);
+  EXPECT_EQ(D.BytesPrefetched, 6.0 * MiB);
+  EXPECT_EQ(D.BytesDtoH, 0);
+}
+
+TEST(SimDeepUm, ExecutionIdsIncludeTheArguments) {
+  // Same kernel name and configuration, different tensors: different IDs.
+  auto W = takeOk(sim::detail::workloadFromProfile(threeCycle()));
+  ASSERT_EQ(W.LaunchIds.size(), 3u);
+  EXPECT_NE(W.LaunchIds[0], W.LaunchIds[1]);
+  EXPECT_NE(W.LaunchIds[1], W.LaunchIds[2]);
+}
+
+TEST(SimDeepUm, InvalidatesBlocksOfFreedAllocations) {
+  // k0 writes a temporary T, k1 reads it, then T is freed; k2 reads a
+  // parameter. With room for two blocks, UM writes T back when evicting it;
+  // DeepUM drops it at the free.
+  ProfileBuilder B;
+  uint64_t W0 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t W1 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t T = B.allocate(2 * MiB, 1, 250'000, v1::ALLOCATION_ROLE_ACTIVATION);
+  B.kernel("k0", 100'000, {{T, ACCESS_MODE_WRITE}, {W0, ACCESS_MODE_READ}});
+  B.kernel("k1", 100'000, {{T, ACCESS_MODE_READ}});
+  B.kernel("k2", 100'000, {{W1, ACCESS_MODE_READ}});
+  B.iteration(0, 3);
+  v1::Profile P = B.build();
+  // T lives in the iteration only from t=1: allocated after k0 started? No:
+  // k0 starts at 0, so the allocation at 1 is observed with launch 1; the free
+  // at 250 us (during k2) is observed with the next launch (position 0).
+  auto Wl = takeOk(sim::detail::workloadFromProfile(P));
+  ASSERT_EQ(Wl.dead(0).size(), 1u);
+  SimResult Um = run(P, opts(Policy::Um, 4 * MiB));
+  SimResult D = run(P, opts(Policy::DeepUm, 4 * MiB));
+  EXPECT_GT(Um.BytesDtoH, 0);
+  EXPECT_EQ(D.BytesDtoH, 0);
+  EXPECT_EQ(D.BytesDiscarded, 2.0 * MiB);
+  EXPECT_EQ(D.LostReads, 0);
+  EXPECT_LE(D.IterationUs, Um.IterationUs);
+}
+
+TEST(SimSwapLayer, SwapsActivationOutAfterForwardAndBackBeforeBackward) {
+  // X is written by k0 (forward) and read by k11 (backward); Y appears at k6
+  // (the peak of live activations, the turn). Lookahead 2: X goes out at
+  // position 1 (written back: dirty) and comes back at position 9.
+  ProfileBuilder B;
+  uint64_t X = B.allocate(2 * MiB, 0, 60'000'000, v1::ALLOCATION_ROLE_ACTIVATION);
+  uint64_t Y = B.allocate(2 * MiB, 29'999'999, 60'000'000, v1::ALLOCATION_ROLE_ACTIVATION);
+  for (int K = 0; K < 12; ++K) {
+    if (K == 0)
+      B.kernel("fwd", 5'000'000, {{X, ACCESS_MODE_WRITE}});
+    else if (K == 6)
+      B.kernel("mid", 5'000'000, {{Y, ACCESS_MODE_WRITE}});
+    else if (K == 7)
+      B.kernel("mid2", 5'000'000, {{Y, ACCESS_MODE_READ}});
+    else if (K == 11)
+      B.kernel("bwd", 5'000'000, {{X, ACCESS_MODE_READ}});
+    else
+      B.kernel("other", 5'000'000, std::vector<ProfileBuilder::Use>{});
+  }
+  B.iteration(0, 12);
+  v1::Profile P = B.build();
+  auto Wl = takeOk(sim::detail::workloadFromProfile(P));
+  sim::detail::Schedule S = sim::detail::swapLayerSchedule(Wl, 2);
+  ASSERT_EQ(S.Cmds.size(), 2u);
+  ASSERT_EQ(S.at(1).size(), 1u);
+  EXPECT_EQ(S.at(1)[0].Kind, sim::detail::CmdKind::Evict);
+  ASSERT_EQ(S.at(9).size(), 1u);
+  EXPECT_EQ(S.at(9)[0].Kind, sim::detail::CmdKind::Prefetch);
+
+  SimOptions O = opts(Policy::SwapLayer, 8 * MiB);
+  O.Lookahead = 2;
+  SimResult R = run(P, O);
+  // Both copies overlap 5 ms kernels, one block each way. X and Y are freed
+  // at the end of the iteration: invalidated, so k0 and k6 repopulate them
+  // (one fault batch each, 10 us, nothing copied).
+  EXPECT_NEAR(R.IterationUs, 60000 + 2 * 10, 1e-6);
+  EXPECT_EQ(R.Faults, 64);
+  EXPECT_EQ(R.BytesDemand, 0);
+  EXPECT_EQ(R.BytesDtoH, 2.0 * MiB);
+  EXPECT_EQ(R.BytesPrefetched, 2.0 * MiB);
+  EXPECT_EQ(R.PrefetchHits, 1);
+}
+
+TEST(SimSwapOpt, ChoosesUntilThePeakFitsAndTimesSwapsToNeverStall) {
+  // Three persistent 2 MiB tensors, room for two; 5 ms kernels: k0 writes
+  // A, k1 reads B, k2 reads C, k3 reads A. Load is 6 MiB everywhere; the
+  // first peak is position 0, spanned by B's idle interval (1 -> 5) and C's
+  // (2 -> 6): equal in every ranking, so the earlier object, B, is chosen.
+  // Then position 1 peaks: A's (0 -> 3) and C's intervals span it; C is
+  // absent longer (3 kernels vs 2) and larger in size x absence: C wins.
+  ProfileBuilder B;
+  uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t Bt = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t C = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  B.kernel("k0", 5'000'000, {{A, ACCESS_MODE_WRITE}});
+  B.kernel("k1", 5'000'000, {{Bt, ACCESS_MODE_READ}});
+  B.kernel("k2", 5'000'000, {{C, ACCESS_MODE_READ}});
+  B.kernel("k3", 5'000'000, {{A, ACCESS_MODE_READ}});
+  B.iteration(0, 4);
+  v1::Profile P = B.build();
+  auto Wl = takeOk(sim::detail::workloadFromProfile(P));
+  sim::detail::Schedule S = sim::detail::swapOptSchedule(Wl, 4 * MiB, handDevice());
+  // B: out at 2, back at 5 = 1 (issued while k0 runs: 5 ms cover 2.1 ms +
+  // 10 us); C: out at 3, back at 6 = 2.
+  auto Has = [&](uint32_t Pos, sim::detail::CmdKind K, uint32_t Block) {
+    for (const auto &Cmd : S.at(Pos))
+      if (Cmd.Kind == K && Cmd.Block == Block)
+        return true;
+    return false;
+  };
+  uint32_t BBlock = Wl.uses(1)[0].Block, CBlock = Wl.uses(2)[0].Block;
+  EXPECT_TRUE(Has(2, sim::detail::CmdKind::Evict, BBlock));
+  EXPECT_TRUE(Has(1, sim::detail::CmdKind::Prefetch, BBlock));
+  EXPECT_TRUE(Has(3, sim::detail::CmdKind::Evict, CBlock));
+  EXPECT_TRUE(Has(2, sim::detail::CmdKind::Prefetch, CBlock));
+  EXPECT_EQ(S.Cmds.size(), 4u);
+
+  // The load is exactly the capacity: when launch 2 is observed (k1 running),
+  // C can only start once B's room is free at the end of k1: k2 waits for
+  // one transfer, once per iteration.
+  SimResult R = run(P, opts(Policy::SwapOpt, 4 * MiB));
+  EXPECT_NEAR(R.IterationUs, 20000 + BlockUs, 1e-6);
+  EXPECT_EQ(R.LatePrefetches, 1);
+  EXPECT_EQ(R.Faults, 0);
+  EXPECT_EQ(R.BytesHtoD, 4.0 * MiB);
+  EXPECT_EQ(R.BytesDtoH, 0); // B and C are only read: dropped
+  SimResult Um = run(P, opts(Policy::Um, 4 * MiB));
+  EXPECT_GT(Um.IterationUs, R.IterationUs);
+}
+
+namespace {
+/// The three-cycle trace as a plan in arena space: block k for launch k;
+/// at position k prefetch block k+1 and evict block k-1.
+v1::Plan cyclePlan(bool DiscardInsteadOfEvict = false) {
+  v1::Plan Pl;
+  Pl.set_format_version(format::kPlanFormatVersion);
+  Pl.mutable_metadata()->set_gpu_memory_bytes(4 * MiB);
+  Pl.mutable_metadata()->set_um_block_bytes(2 * MiB);
+  for (uint32_t K = 0; K < 3; ++K) {
+    Pl.add_position_ids(100 + K);
+    v1::BlockChain *C = Pl.add_block_chains();
+    C->set_execution_id(100 + K);
+    C->set_position(K);
+    C->add_blocks(K);
+    C->add_modes(ACCESS_MODE_READ);
+  }
+  for (uint32_t K = 0; K < 3; ++K) {
+    v1::Action *E = Pl.add_actions();
+    E->set_kind(DiscardInsteadOfEvict ? v1::ACTION_KIND_DISCARD : v1::ACTION_KIND_EVICT);
+    E->set_position(K);
+    v1::ArenaRange *R = E->add_ranges();
+    R->set_offset(((K + 2) % 3) * 2 * MiB);
+    R->set_bytes(2 * MiB);
+    v1::Action *A = Pl.add_actions();
+    A->set_kind(v1::ACTION_KIND_PREFETCH);
+    A->set_position(K);
+    R = A->add_ranges();
+    R->set_offset(((K + 1) % 3) * 2 * MiB);
+    R->set_bytes(2 * MiB);
+  }
+  return Pl;
+}
+} // namespace
+
+TEST(SimPlan, ReplaysActionsInArenaSpace) {
+  v1::Profile P = threeCycle();
+  v1::Plan Pl = cyclePlan();
+  SimOptions O = opts(Policy::Plan, 0); // capacity from the plan: 4 MiB
+  O.Plan = &Pl;
+  SimResult R = run(P, O);
+  EXPECT_EQ(R.GpuMemoryBytes, 4 * MiB);
+  // Position k is observed while k-1 runs: k+1's block has 2 launches (10 ms)
+  // to arrive; the eviction of k-1's block waits for k-1 to finish.
+  EXPECT_NEAR(R.IterationUs, 15000, 1e-6);
+  EXPECT_EQ(R.Faults, 0);
+  EXPECT_EQ(R.BytesPrefetched, 6.0 * MiB);
+  EXPECT_EQ(R.PrefetchHits, 3);
+  EXPECT_EQ(R.LostReads, 0);
+}
+
+TEST(SimPlan, DiscardingLiveDataIsReportedAsLostReads) {
+  v1::Profile P = threeCycle();
+  v1::Plan Pl = cyclePlan(/*DiscardInsteadOfEvict=*/true);
+  SimOptions O = opts(Policy::Plan, 0);
+  O.Plan = &Pl;
+  SimResult R = run(P, O);
+  EXPECT_GT(R.LostReads, 0);
+  EXPECT_EQ(R.BytesHtoD, 0); // nothing valid left to copy
+}
+
+TEST(SimPlan, LaunchCountMismatchNamesBothFiles) {
+  v1::Profile P = twoBlocks(ACCESS_MODE_READ);
+  v1::Plan Pl = cyclePlan();
+  SimOptions O = opts(Policy::Plan, 0);
+  O.Plan = &Pl;
+  O.PlanName = "x.plan.pb";
+  O.ProfileName = "y.profile.pb";
+  std::string E = errorText(simulate(P, O));
+  EXPECT_NE(E.find("x.plan.pb"), std::string::npos) << E;
+  EXPECT_NE(E.find("y.profile.pb"), std::string::npos) << E;
+  EXPECT_NE(E.find("3 launches"), std::string::npos) << E;
+  EXPECT_NE(E.find("2 kernels"), std::string::npos) << E;
+}
+
+TEST(SimErrors, KernelLargerThanCapacity) {
+  std::string E = errorText(simulate(twoBlocks(ACCESS_MODE_READ), opts(Policy::Um, 1 * MiB)));
+  EXPECT_NE(E.find("more than the GPU memory"), std::string::npos) << E;
+}
+
+TEST(SimOutput, JsonHasTheStableKeys) {
+  SimResult R = run(oneBlock(), opts(Policy::Um, 4 * MiB));
+  llvm::json::Value V = toJson(R);
+  const llvm::json::Object *O = V.getAsObject();
+  ASSERT_TRUE(O);
+  for (const char *K : {"policy", "device", "gpu_memory_bytes", "iteration_us", "ideal_us",
+                        "bound_us", "stall_us", "faults", "fault_batches", "bytes_htod",
+                        "bytes_dtoh", "evictions", "prefetch_hits", "bound_or_ideal_us"})
+    EXPECT_TRUE(O->get(K)) << K;
+  EXPECT_EQ(O->getString("policy"), llvm::StringRef("um"));
+}
+
+TEST(SimOutput, TimelineHasComputeCopyAndResidentLanes) {
+  format::TraceWriter T;
+  SimOptions O = opts(Policy::Um, 2 * MiB, 1, 1);
+  takeOk(simulate(twoBlocks(ACCESS_MODE_WRITE), O, &T));
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  OS << T.finish();
+  OS.flush();
+  for (const char *S :
+       {"\"k0\"", "copy engine HtoD", "copy engine DtoH", "fault batch", "resident bytes", "evict"})
+    EXPECT_NE(Text.find(S), std::string::npos) << S;
+}
+
+TEST(SimDurations, RooflineOfAnotherDeviceReplacesRecordedDurations) {
+  ProfileBuilder B("v100-pcie-16gb");
+  uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  B.kernel("aten::mm", 100'000, {{A, ACCESS_MODE_READ}});
+  B.kernel("aten::add", 100'000, {{A, ACCESS_MODE_READ}});
+  B.iteration(0, 2);
+  v1::Profile P = B.build();
+  P.mutable_kernels(0)->set_flops(1e9);      // matmul: 1e9 / (1e12 x 0.5) = 2 ms
+  P.mutable_kernels(1)->set_dram_bytes(5e5); // memory: 5e5 / (1e9 x 0.5) = 1 ms
+  SimOptions O = opts(Policy::Ideal, 4 * MiB);
+  O.Device.MatmulFlopsPerSecond = 1e12;
+  O.Device.VectorFlopsPerSecond = 1e11;
+  O.Device.DramBytesPerSecond = 1e9;
+  O.Device.MatmulEfficiency = 0.5;
+  O.Device.MemoryEfficiency = 0.5;
+  O.Device.KernelMinUs = 3;
+  SimResult R = run(P, O);
+  EXPECT_EQ(R.Durations, "roofline");
+  EXPECT_NEAR(R.IdealUs, 3000, 1e-9);
+  O.Durations = SimOptions::DurationSource::Profile;
+  R = run(P, O);
+  EXPECT_EQ(R.Durations, "profile");
+  EXPECT_NEAR(R.IdealUs, 200, 1e-9);
+  // Same device as recorded: durations stay.
+  O.Durations = SimOptions::DurationSource::Auto;
+  O.Device.Name = "v100-pcie-16gb";
+  EXPECT_NEAR(run(P, O).IdealUs, 200, 1e-9);
+}
+
+TEST(SimBound, CountsPagesReadNextAtTensorGranularity) {
+  // X (pages 0-15) and Y (pages 16-31) share a block; k0 reads X and
+  // overwrites Y (the block's mode is READ_WRITE), k1 reads Z (a block).
+  // Room for one block. Live at every boundary: X (read next) and Z, not Y
+  // (overwritten next): 3 MiB, 2 MiB fit: 1 MiB per iteration.
+  ProfileBuilder B;
+  uint64_t X = B.allocate(1 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t Y = B.allocate(1 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION,
+                          B.profile().allocations(0).address() + 1 * MiB);
+  uint64_t Z = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER,
+                          B.profile().allocations(0).address() + 2 * MiB);
+  B.kernel("k0", 100'000, {{X, ACCESS_MODE_READ}, {Y, ACCESS_MODE_WRITE}});
+  B.kernel("k1", 100'000, {{Z, ACCESS_MODE_READ}});
+  B.iteration(0, 2);
+  v1::Profile P = B.build();
+  ASSERT_EQ(P.kernels(0).blocks(0).mode(), v1::ACCESS_MODE_READ_WRITE);
+  SimResult R = run(P, opts(Policy::Ideal, 2 * MiB));
+  EXPECT_NEAR(R.BoundUs, BlockUs / 2, 1e-6);
+  // Every policy is above it.
+  for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
+    EXPECT_GE(run(P, opts(Pol, 2 * MiB)).IterationUs, std::max(R.IdealUs, R.BoundUs)) << int(Pol);
+}

@@ -1,0 +1,44 @@
+//===- deepum-plan.cpp - Compile a profile into a prefetch plan -------------===//
+#include "deepum/planner/Planner.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
+using namespace llvm;
+
+static cl::OptionCategory Category("deepum-plan options");
+static cl::opt<std::string> Input(cl::Positional, cl::desc("<profile>"), cl::Required,
+                                  cl::cat(Category));
+static cl::opt<std::string> Output("o", cl::desc("Plan to write (.pb, .json, .txtpb; .gz compresses)"),
+                                   cl::value_desc("PLAN"), cl::Required, cl::cat(Category));
+static cl::opt<std::string> GpuMemory("gpu-memory",
+                                      cl::desc("GPU memory the plan may use, e.g. 8GiB"),
+                                      cl::value_desc("SIZE"), cl::Required, cl::cat(Category));
+static cl::opt<std::string> DeviceModel("device-model",
+                                        cl::desc("Device model for the cost model (default: the "
+                                                 "profile's link bandwidth)"),
+                                        cl::value_desc("NAME"), cl::cat(Category));
+static cl::opt<std::string> DeviceFile("device-file",
+                                       cl::desc("device-models.json to read the model from"),
+                                       cl::value_desc("FILE"), cl::cat(Category));
+static cl::opt<std::string> Strategy("strategy", cl::desc("prefetch (default) or swap"),
+                                     cl::value_desc("prefetch|swap"), cl::init("prefetch"),
+                                     cl::cat(Category));
+static cl::opt<bool> Quiet("quiet", cl::desc("Do not print the plan's summary"), cl::cat(Category));
+
+int main(int argc, char **argv) {
+  InitLLVM X(argc, argv);
+  cl::HideUnrelatedOptions(Category);
+  cl::ParseCommandLineOptions(argc, argv, "compile a deepum profile into a prefetch plan\n");
+  deepum::planner::PlanToolOptions Opts;
+  Opts.Input = Input;
+  Opts.Output = Output;
+  Opts.GpuMemory = GpuMemory;
+  Opts.DeviceModel = DeviceModel;
+  Opts.DeviceFile = DeviceFile;
+  Opts.Strategy = Strategy;
+  Opts.PrintSummary = !Quiet;
+  ExitOnError ExitOnErr("deepum-plan: ");
+  ExitOnErr(deepum::planner::runPlan(Opts, outs(), errs()));
+  return 0;
+}

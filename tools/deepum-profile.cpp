@@ -1,0 +1,57 @@
+//===- deepum-profile.cpp - Record a training command's kernels and UM faults ===//
+#include "deepum/profiler/Launch.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+
+using namespace llvm;
+
+static cl::OptionCategory Category("deepum-profile options");
+static cl::opt<unsigned> Iterations("iterations", cl::desc("Iterations to record (default 1)"),
+                                    cl::init(1), cl::cat(Category));
+static cl::opt<unsigned> Skip("skip", cl::desc("Iterations to ignore before recording"),
+                              cl::init(0), cl::cat(Category));
+static cl::opt<std::string> Mode("mode",
+                                 cl::desc("natural: faults as they happen; access-set: every "
+                                          "block a kernel touches faults (slower)"),
+                                 cl::value_desc("natural|access-set"), cl::init("natural"),
+                                 cl::cat(Category));
+static cl::opt<std::string>
+    StepRange("step-range",
+              cl::desc("Iterations are the NVTX ranges of this name "
+                       "(default: deepum_step() and cudaProfilerStart/Stop)"),
+              cl::value_desc("NAME"), cl::cat(Category));
+static cl::opt<std::string> Output("o", cl::desc("Profile to write"), cl::value_desc("PROFILE"),
+                                   cl::Required, cl::cat(Category));
+static cl::opt<std::string> Allocator("allocator-library",
+                                      cl::desc("Preload deepum's allocator into a C++ program"),
+                                      cl::value_desc("LIB"), cl::cat(Category));
+static cl::opt<std::string> Injection("injection-library",
+                                      cl::desc("The profiler's injection library (default: "
+                                               "next to deepum-profile or in ../lib)"),
+                                      cl::value_desc("LIB"), cl::cat(Category));
+static cl::list<std::string> Command(cl::Positional, cl::desc("-- COMMAND ARGS..."),
+                                     cl::cat(Category));
+
+/// Any function of this executable, to find its path (taking main's address is not C++).
+static void anchor() {}
+
+int main(int argc, char **argv) {
+  InitLLVM X(argc, argv);
+  cl::HideUnrelatedOptions(Category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "record kernels and Unified Memory faults of a training command\n");
+  deepum::profiler::ProfileOptions Opts;
+  Opts.Iterations = Iterations;
+  Opts.Skip = Skip;
+  Opts.Mode = Mode;
+  Opts.StepRange = StepRange;
+  Opts.Output = Output;
+  Opts.Command.assign(Command.begin(), Command.end());
+  Opts.InjectionLibrary = Injection;
+  Opts.AllocatorLibrary = Allocator;
+  Opts.ToolPath = sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&anchor));
+  ExitOnError ExitOnErr("deepum-profile: ");
+  return ExitOnErr(deepum::profiler::runProfile(Opts, errs()));
+}

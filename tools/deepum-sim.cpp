@@ -1,0 +1,71 @@
+//===- deepum-sim.cpp - Simulate Unified Memory under oversubscription ------===//
+#include "deepum/sim/SimTool.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
+using namespace llvm;
+
+static cl::OptionCategory Category("deepum-sim options");
+static cl::opt<std::string> Input(cl::Positional, cl::desc("<profile>"), cl::Required,
+                                  cl::cat(Category));
+static cl::opt<std::string> PolicyOpt("policy",
+                                      cl::desc("um, deepum, swap-layer, swap-opt, plan, ideal"),
+                                      cl::init("um"), cl::cat(Category));
+static cl::opt<std::string> PlanOpt("plan", cl::desc("Plan to replay (--policy plan)"),
+                                    cl::value_desc("FILE"), cl::cat(Category));
+static cl::opt<std::string> DeviceOpt("device", cl::desc("Device model name"),
+                                      cl::init("v100-pcie-16gb"), cl::cat(Category));
+static cl::opt<std::string> DeviceFile("device-file",
+                                       cl::desc("JSON file overriding device-model fields"),
+                                       cl::value_desc("FILE"), cl::cat(Category));
+static cl::opt<std::string> GpuMemory("gpu-memory", cl::desc("GPU memory simulated, e.g. 16GiB"),
+                                      cl::cat(Category));
+static cl::opt<double> Ratio("oversubscription",
+                             cl::desc("Capacity = footprint / RATIO (when no --gpu-memory)"),
+                             cl::init(0), cl::cat(Category));
+static cl::opt<unsigned> Iterations("iterations", cl::desc("Measured iterations"), cl::init(10),
+                                    cl::cat(Category));
+static cl::opt<unsigned> Warmup("warmup", cl::desc("Warm-up iterations, excluded"), cl::init(2),
+                                cl::cat(Category));
+static cl::opt<unsigned> Lookahead("lookahead", cl::desc("Kernels the prefetchers look ahead"),
+                                   cl::init(8), cl::cat(Category));
+static cl::opt<std::string>
+    Durations("durations",
+              cl::desc("Kernel durations: auto (roofline of --device when the profile was "
+                       "recorded on another device and has flops/bytes), profile, roofline"),
+              cl::init("auto"), cl::cat(Category));
+static cl::opt<bool> Json("json", cl::desc("Print results as JSON"), cl::cat(Category));
+static cl::opt<bool> Compare("compare", cl::desc("Run every policy and print one table"),
+                             cl::cat(Category));
+static cl::opt<bool> Check("check", cl::desc("Check the model's invariants on every kernel"),
+                           cl::cat(Category));
+static cl::opt<std::string> Perfetto(
+    "perfetto",
+    cl::desc("Write a Perfetto timeline of the last iteration (first policy with --compare)"),
+    cl::value_desc("OUT.json"), cl::cat(Category));
+
+int main(int argc, char **argv) {
+  InitLLVM X(argc, argv);
+  cl::HideUnrelatedOptions(Category);
+  cl::ParseCommandLineOptions(argc, argv, "simulate Unified Memory under oversubscription\n");
+  deepum::sim::SimToolOptions Opts;
+  Opts.ProfilePath = Input;
+  Opts.Policy = PolicyOpt;
+  Opts.PlanPath = PlanOpt;
+  Opts.Device = DeviceOpt;
+  Opts.DeviceFile = DeviceFile;
+  Opts.GpuMemory = GpuMemory;
+  Opts.Oversubscription = Ratio;
+  Opts.Iterations = Iterations;
+  Opts.Warmup = Warmup;
+  Opts.Lookahead = Lookahead;
+  Opts.Durations = Durations;
+  Opts.Json = Json;
+  Opts.Compare = Compare;
+  Opts.Check = Check;
+  Opts.PerfettoOut = Perfetto;
+  ExitOnError ExitOnErr("deepum-sim: ");
+  ExitOnErr(deepum::sim::runSim(Opts, outs()));
+  return 0;
+}

@@ -9,15 +9,23 @@ find_package(LLVM 14 REQUIRED CONFIG HINTS /usr/lib/llvm-14/lib/cmake/llvm)
 if(NOT LLVM_ENABLE_RTTI)
   message(FATAL_ERROR "deepum needs an LLVM built with RTTI (Debian's llvm-dev is)")
 endif()
-# Debian's LLVM ships one shared library; link it instead of the static components.
+# Link LLVM Support statically (Debian ships the component archives beside
+# the one big libLLVM-14.so): the tools start faster and carry no 100 MB
+# dependency, so they can run on machines that have no LLVM installed.
 add_library(deepum_llvm INTERFACE)
 target_include_directories(deepum_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIRS})
 target_compile_definitions(deepum_llvm INTERFACE ${LLVM_DEFINITIONS_LIST})
-if(LLVM_LINK_LLVM_DYLIB OR TARGET LLVM)
-  target_link_libraries(deepum_llvm INTERFACE LLVM)
+find_library(DEEPUM_LLVM_SUPPORT_A libLLVMSupport.a HINTS ${LLVM_LIBRARY_DIRS} NO_DEFAULT_PATH)
+find_library(DEEPUM_LLVM_DEMANGLE_A libLLVMDemangle.a HINTS ${LLVM_LIBRARY_DIRS} NO_DEFAULT_PATH)
+if(DEEPUM_LLVM_SUPPORT_A AND DEEPUM_LLVM_DEMANGLE_A)
+  find_library(DEEPUM_TINFO NAMES tinfo ncurses)
+  target_link_libraries(deepum_llvm INTERFACE ${DEEPUM_LLVM_SUPPORT_A} ${DEEPUM_LLVM_DEMANGLE_A}
+                                              ZLIB::ZLIB Threads::Threads ${CMAKE_DL_LIBS})
+  if(DEEPUM_TINFO)
+    target_link_libraries(deepum_llvm INTERFACE ${DEEPUM_TINFO})
+  endif()
 else()
-  llvm_map_components_to_libnames(deepum_llvm_libs support)
-  target_link_libraries(deepum_llvm INTERFACE ${deepum_llvm_libs})
+  target_link_libraries(deepum_llvm INTERFACE LLVM)
 endif()
 
 find_package(CUDAToolkit)

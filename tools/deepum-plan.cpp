@@ -9,7 +9,8 @@ using namespace llvm;
 static cl::OptionCategory Category("deepum-plan options");
 static cl::opt<std::string> Input(cl::Positional, cl::desc("<profile>"), cl::Required,
                                   cl::cat(Category));
-static cl::opt<std::string> Output("o", cl::desc("Plan to write (.pb, .json, .txtpb; .gz compresses)"),
+static cl::opt<std::string> Output("o",
+                                   cl::desc("Plan to write (.pb, .json, .txtpb; .gz compresses)"),
                                    cl::value_desc("PLAN"), cl::Required, cl::cat(Category));
 static cl::opt<std::string> GpuMemory("gpu-memory",
                                       cl::desc("GPU memory the plan may use, e.g. 8GiB"),

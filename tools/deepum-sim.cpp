@@ -1,4 +1,5 @@
 //===- deepum-sim.cpp - Simulate Unified Memory under oversubscription ------===//
+#include "deepum/executor/sim/SimBackend.h"
 #include "deepum/sim/SimTool.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -14,6 +15,11 @@ static cl::opt<std::string> PolicyOpt("policy",
                                       cl::init("um"), cl::cat(Category));
 static cl::opt<std::string> PlanOpt("plan", cl::desc("Plan to replay (--policy plan)"),
                                     cl::value_desc("FILE"), cl::cat(Category));
+static cl::opt<std::string>
+    PlanReplay("plan-replay",
+               cl::desc("Who replays --policy plan: executor (libdeepum's own code driving the "
+                        "simulated GPU) or native (the simulator's replay)"),
+               cl::init("executor"), cl::cat(Category));
 static cl::opt<std::string> DeviceOpt("device", cl::desc("Device model name"),
                                       cl::init("v100-pcie-16gb"), cl::cat(Category));
 static cl::opt<std::string> DeviceFile("device-file",
@@ -53,6 +59,8 @@ int main(int argc, char **argv) {
   Opts.ProfilePath = Input;
   Opts.Policy = PolicyOpt;
   Opts.PlanPath = PlanOpt;
+  Opts.PlanReplay = PlanReplay;
+  Opts.ExecutorReplay = deepum::executor::sim::replayPlanInto;
   Opts.Device = DeviceOpt;
   Opts.DeviceFile = DeviceFile;
   Opts.GpuMemory = GpuMemory;

@@ -144,11 +144,11 @@ Error run() {
                     "ideal_us,bound_us,faults,bytes_htod,bytes_dtoh\n";
   for (const Row &Rw : Rows)
     for (const auto &[Pol, R] : Rw.R)
-      Csv += formatv("{0},{1},{2},{3},{4},{5},{6:f1},{7:f1},{8:f1},{9:f1},{10:f0},{11:f0}\n",
-                     Rw.Device, Rw.Model, Rw.Ratio, Rw.Capacity, Rw.Footprint, Pol,
-                     R.IterationUs, Rw.R.at("um").IdealUs, Rw.R.at("um").BoundUs, R.Faults,
-                     R.BytesHtoD, R.BytesDtoH)
-                 .str();
+      Csv +=
+          formatv("{0},{1},{2},{3},{4},{5},{6:f1},{7:f1},{8:f1},{9:f1},{10:f0},{11:f0}\n",
+                  Rw.Device, Rw.Model, Rw.Ratio, Rw.Capacity, Rw.Footprint, Pol, R.IterationUs,
+                  Rw.R.at("um").IdealUs, Rw.R.at("um").BoundUs, R.Faults, R.BytesHtoD, R.BytesDtoH)
+              .str();
   if (Error E = format::writeFileAtomically(OutCsv, Csv))
     return E;
 

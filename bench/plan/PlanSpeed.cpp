@@ -191,9 +191,9 @@ Error run() {
     Measured M = runTool({Tool, Path, "--gpu-memory", std::to_string(Capacity), "--device-model",
                           "v100-pcie-16gb", "--quiet", "-o", Plan});
     if (M.Status != 0)
-      return createStringError(inconvertibleErrorCode(),
-                               "deepum-plan failed on " + Path + " (status " +
-                                   std::to_string(M.Status) + ")");
+      return createStringError(inconvertibleErrorCode(), "deepum-plan failed on " + Path +
+                                                             " (status " +
+                                                             std::to_string(M.Status) + ")");
     uint64_t Bytes = static_cast<uint64_t>(R.ByteSizeLong());
     std::string Line =
         formatv("| {0} x{1} | {2} | {3} | {4} | {5:f2} | {6:f2} | {7:f0} | {8:f2} |\n",

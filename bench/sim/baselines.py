@@ -46,7 +46,9 @@ def main():
         f"(mean of {a.iterations} iterations after {a.warmup} warm-up, replaying each profile's last",
         "complete iteration) in milliseconds; in parentheses the slowdown over `ideal` (infinite",
         "memory: compute alone). `bound` is the transfer lower bound (bytes that must cross the",
-        "link per iteration over link bandwidth); no policy can beat max(ideal, bound).",
+        "link per iteration over link bandwidth); no policy can beat max(ideal, bound). `cut` is",
+        "the cut lower bound (write-backs before a launch boundary and fetches after it cannot",
+        "overlap; see docs/simulator.md), which includes compute: no policy can beat it either.",
         "Capacity = footprint / ratio, footprint = distinct 2 MiB UM blocks touched x 2 MiB.",
         "Kernel durations come from each profile (modelled on v100-pcie-16gb by the CPU tracer)",
         "and are recomputed with the device's roofline for h100-pcie. The model and its",
@@ -55,8 +57,8 @@ def main():
     ]
     for d in a.devices:
         lines += [f"## {d}", "",
-                  "| model | ratio | capacity GiB | ideal | bound | " + " | ".join(POLICIES) + " |",
-                  "|---|---:|---:|---:|---:|" + "---:|" * len(POLICIES)]
+                  "| model | ratio | capacity GiB | ideal | bound | cut | " + " | ".join(POLICIES) + " |",
+                  "|---|---:|---:|---:|---:|---:|" + "---:|" * len(POLICIES)]
         for m in a.models:
             for r in a.ratios:
                 rs = data[(m, d, r)]
@@ -67,20 +69,22 @@ def main():
                     cells.append(f"{ms(x['iteration_us'])} ({x['slowdown']:.2f}x)")
                 lines.append(f"| {m} | {r} | {gib(ideal['gpu_memory_bytes'])} | "
                              f"{ms(ideal['iteration_us'])} | {ms(ideal['bound_us'])} | "
+                             f"{ms(ideal['cut_bound_us'])} | "
                              + " | ".join(cells) + " |")
         lines.append("")
     # Highlights: geometric-mean slowdown per policy, device and ratio.
     lines += ["## Geometric-mean slowdown over ideal (all models)", "",
-              "| device | ratio | " + " | ".join(POLICIES) + " | max(ideal, bound) |",
-              "|---|---:|" + "---:|" * (len(POLICIES) + 1)]
+              "| device | ratio | " + " | ".join(POLICIES) + " | max(ideal, bound) | lower bound |",
+              "|---|---:|" + "---:|" * (len(POLICIES) + 2)]
     for d in a.devices:
         for r in a.ratios:
             cells = []
-            for p in POLICIES + ["bound"]:
+            for p in POLICIES + ["bound", "lower"]:
                 prod = 1.0
                 for m in a.models:
                     rs = data[(m, d, r)]
-                    v = (rs["ideal"]["bound_or_ideal_us"] if p == "bound" else rs[p]["iteration_us"])
+                    v = (rs["ideal"]["bound_or_ideal_us"] if p == "bound" else
+                         rs["ideal"]["lower_bound_us"] if p == "lower" else rs[p]["iteration_us"])
                     prod *= v / rs["ideal"]["iteration_us"]
                 cells.append(f"{prod ** (1 / len(a.models)):.2f}x")
             lines.append(f"| {d} | {r} | " + " | ".join(cells) + " |")
@@ -103,18 +107,20 @@ def main():
     ratios = [float(r) for r in a.ratios]
     fig, axes = plt.subplots(len(a.devices), len(a.models), figsize=(4 * len(a.models), 3.4 * len(a.devices)),
                              sharex=True, squeeze=False)
-    styles = {"um": "o-", "deepum": "s-", "swap-layer": "^-", "swap-opt": "v-", "bound": "k--"}
+    styles = {"um": "o-", "deepum": "s-", "swap-layer": "^-", "swap-opt": "v-", "bound": "k--",
+              "lower": "k:"}
+    labels = {"bound": "max(ideal, bound)", "lower": "lower bound (cut)"}
     for i, d in enumerate(a.devices):
         for j, m in enumerate(a.models):
             ax = axes[i][j]
-            for p in POLICIES + ["bound"]:
+            for p in POLICIES + ["bound", "lower"]:
                 ys = []
                 for r in a.ratios:
                     rs = data[(m, d, r)]
-                    v = rs["ideal"]["bound_or_ideal_us"] if p == "bound" else rs[p]["iteration_us"]
+                    v = (rs["ideal"]["bound_or_ideal_us"] if p == "bound" else
+                         rs["ideal"]["lower_bound_us"] if p == "lower" else rs[p]["iteration_us"])
                     ys.append(v / rs["ideal"]["iteration_us"])
-                ax.plot(ratios, ys, styles[p], label="max(ideal, bound)" if p == "bound" else p,
-                        markersize=4)
+                ax.plot(ratios, ys, styles[p], label=labels.get(p, p), markersize=4)
             ax.set_title(f"{m} on {d}", fontsize=9)
             ax.set_xticks(ratios)
             ax.grid(alpha=0.3)

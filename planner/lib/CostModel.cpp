@@ -22,8 +22,7 @@ Expected<CostModel> loadCostModel(StringRef Name, StringRef File) {
     return Bytes.takeError();
   auto Root = json::parse(*Bytes);
   if (!Root)
-    return createStringError(inconvertibleErrorCode(),
-                             Path + ": " + toString(Root.takeError()));
+    return createStringError(inconvertibleErrorCode(), Path + ": " + toString(Root.takeError()));
   const json::Object *Obj = Root->getAsObject();
   const json::Array *Models = Obj ? Obj->getArray("models") : nullptr;
   if (!Models)
@@ -53,8 +52,8 @@ Expected<CostModel> loadCostModel(StringRef Name, StringRef File) {
       M.EvictionCopiesClean = *E;
     return M;
   }
-  return createStringError(inconvertibleErrorCode(), Path + ": no device model named '" + Name +
-                                                         "' (known: " + Known + ")");
+  return createStringError(inconvertibleErrorCode(),
+                           Path + ": no device model named '" + Name + "' (known: " + Known + ")");
 }
 
 } // namespace deepum::planner

@@ -94,7 +94,8 @@ Expected<IterationAnalysis> analyzeIterations(const Profile &P) {
   } else {
     std::vector<uint32_t> Starts = periodStarts(A.Ids);
     if (Starts.front() != 0)
-      A.Ignored.push_back(Twine(Starts.front()).concat(" kernels before the first iteration").str());
+      A.Ignored.push_back(
+          Twine(Starts.front()).concat(" kernels before the first iteration").str());
     for (size_t I = 0; I < Starts.size(); ++I) {
       uint32_t End = I + 1 < Starts.size() ? Starts[I + 1] : P.kernels_size();
       A.Iterations.push_back({Starts[I], End - Starts[I], 0});

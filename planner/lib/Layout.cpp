@@ -17,7 +17,9 @@ namespace deepum::planner {
 
 namespace {
 
-uint64_t alignUp(uint64_t V) { return (V + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+uint64_t alignUp(uint64_t V) {
+  return (V + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
 
 /// Placed intervals by tick. Cover[n] holds intervals covering node n's whole
 /// range (its canonical nodes); Touch[n] those intersecting n's range.
@@ -50,7 +52,8 @@ private:
     if (I.End > M)
       insert(2 * Node + 1, M, R, I, Id);
   }
-  void query(size_t Node, uint32_t L, uint32_t R, TickInterval I, std::vector<uint32_t> &Out) const {
+  void query(size_t Node, uint32_t L, uint32_t R, TickInterval I,
+             std::vector<uint32_t> &Out) const {
     if (I.Begin <= L && R <= I.End) {
       Out.insert(Out.end(), Touch[Node].begin(), Touch[Node].end());
       return;
@@ -101,8 +104,8 @@ uint64_t layoutPool(std::vector<PlannedAllocation> &Allocations) {
       if (Stamp[N] == Seq)
         continue;
       Stamp[N] = Seq;
-      Taken.push_back({Allocations[N].Offset - Base, Allocations[N].Offset - Base +
-                                                        alignUp(Allocations[N].Size)});
+      Taken.push_back({Allocations[N].Offset - Base,
+                       Allocations[N].Offset - Base + alignUp(Allocations[N].Size)});
     }
     std::sort(Taken.begin(), Taken.end());
     // Best fit among the gaps; the space above every neighbour is the fallback.

@@ -28,7 +28,8 @@ Error planError(const Twine &Msg) { return createStringError(inconvertibleErrorC
 /// per stage with the elapsed time.
 class ProgressLine {
 public:
-  explicit ProgressLine(raw_ostream *Stream) : OS(Stream), Begin(std::chrono::steady_clock::now()) {}
+  explicit ProgressLine(raw_ostream *Stream)
+      : OS(Stream), Begin(std::chrono::steady_clock::now()) {}
   void stage(StringRef What) {
     double S = seconds();
     if (OS && S >= 1.0)
@@ -197,24 +198,23 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
                 "{5} is the reference; {6} stream{7})\n",
                 Opts.Strat == Strategy::Prefetch ? "prefetch" : "swap",
                 P.workload().model().empty() ? "(unnamed model)" : P.workload().model(),
-                T->Positions, A->Iterations.size(), A->FromMarks ? "marks" : "period",
-                A->Reference, Streams.size(), Streams.size() == 1 ? "" : "s");
+                T->Positions, A->Iterations.size(), A->FromMarks ? "marks" : "period", A->Reference,
+                Streams.size(), Streams.size() == 1 ? "" : "s");
   OS << formatv("capacity {0} for a footprint of {1} ({2:f2}x oversubscribed); largest kernel "
                 "touches {3} blocks\n",
                 format::formatBytes(Opts.GpuMemoryBytes), format::formatBytes(R.FootprintBytes),
                 Ratio, S.Stats.MaxWorkingSetBlocks);
-  OS << formatv("pool: layout {0}, peak live {1} ({2:f3}x), online best-fit {3}, persistent {4}\n",
-                format::formatBytes(T->Pool.LayoutBytes), format::formatBytes(T->Pool.PeakLiveBytes),
-                T->Pool.PeakLiveBytes ? double(T->Pool.LayoutBytes) / double(T->Pool.PeakLiveBytes)
-                                      : 0.0,
-                format::formatBytes(T->Pool.BestFitPeakBytes),
-                format::formatBytes(T->Pool.PersistentBytes));
+  OS << formatv(
+      "pool: layout {0}, peak live {1} ({2:f3}x), online best-fit {3}, persistent {4}\n",
+      format::formatBytes(T->Pool.LayoutBytes), format::formatBytes(T->Pool.PeakLiveBytes),
+      T->Pool.PeakLiveBytes ? double(T->Pool.LayoutBytes) / double(T->Pool.PeakLiveBytes) : 0.0,
+      format::formatBytes(T->Pool.BestFitPeakBytes), format::formatBytes(T->Pool.PersistentBytes));
   OS << formatv("per iteration: prefetch {0} blocks ({1} only mapped), evict {2} ({3} written "
                 "back), discard {4}\n",
                 S.Stats.Prefetches, S.Stats.Populates, S.Stats.Evictions, S.Stats.DirtyEvictions,
                 S.Stats.Discards);
-  OS << formatv("cost model ({0}): iteration {1} = compute {2} + stalls {3}",
-                M.DeviceName, format::formatMicros(S.Stats.PredictedIterationUs),
+  OS << formatv("cost model ({0}): iteration {1} = compute {2} + stalls {3}", M.DeviceName,
+                format::formatMicros(S.Stats.PredictedIterationUs),
                 format::formatMicros(S.Stats.ComputeUs), format::formatMicros(S.Stats.StallUs));
   OS.flush();
   Meta->set_summary(Summary);

@@ -90,8 +90,7 @@ ReplayReport replayPlan(const Plan &P, unsigned Iterations) {
       }
       if (!Chain[Pos])
         continue;
-      R.MaxWorkingSetBlocks =
-          std::max<uint64_t>(R.MaxWorkingSetBlocks, Chain[Pos]->blocks_size());
+      R.MaxWorkingSetBlocks = std::max<uint64_t>(R.MaxWorkingSetBlocks, Chain[Pos]->blocks_size());
       for (uint64_t B : Chain[Pos]->blocks()) {
         if (B >= Blocks)
           continue;

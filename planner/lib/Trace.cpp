@@ -282,35 +282,83 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
       T.BlockOwners[B].push_back(PA.Sequence);
   T.indexOwners();
 
-  // Address index for kernels that report blocks but no tensors.
+  // Address indexes for kernels that report blocks but no tensors: one per
+  // iteration with the reference's ID sequence ("sibling"), each mapping that
+  // iteration's own allocations to the reference's sequences (persistent ones
+  // are shared; window ones match by call order when the sizes agree). Fault
+  // records go missing (dropped, or no fault because the block was still
+  // resident), so every sibling contributes its blocks at each position.
   struct AddressRange {
     uint64_t Begin, End, AllocNs, FreeNs;
     uint32_t Sequence;
   };
-  std::vector<AddressRange> ByAddress;
-  for (int I = 0; I < P.allocations_size(); ++I) {
-    const Allocation &Al = P.allocations(I);
-    auto S = SeqOfId.find(Al.id());
-    if (S == SeqOfId.end())
+  struct Sibling {
+    uint32_t First;
+    std::vector<AddressRange> ByAddress;
+    uint64_t MaxAllocBytes = 0;
+  };
+  auto IndexOf = [&](const DenseMap<uint64_t, uint32_t> &Seqs) {
+    Sibling Sib;
+    for (int I = 0; I < P.allocations_size(); ++I) {
+      const Allocation &Al = P.allocations(I);
+      auto S = Seqs.find(Al.id());
+      if (S == Seqs.end())
+        continue;
+      Sib.ByAddress.push_back({Al.address(), Al.address() + Al.size_bytes(), Al.alloc_time_ns(),
+                               Al.freed() ? Al.free_time_ns() : UINT64_MAX, S->second});
+    }
+    std::sort(Sib.ByAddress.begin(), Sib.ByAddress.end(),
+              [](const AddressRange &X, const AddressRange &Y) { return X.Begin < Y.Begin; });
+    for (const AddressRange &R : Sib.ByAddress)
+      Sib.MaxAllocBytes = std::max(Sib.MaxAllocBytes, R.End - R.Begin);
+    return Sib;
+  };
+  std::vector<Sibling> Siblings;
+  Siblings.push_back(IndexOf(SeqOfId));
+  Siblings.back().First = First;
+  for (uint32_t I = 0; I < A.Iterations.size(); ++I) {
+    const IterationSpan &S = A.Iterations[I];
+    if (I == A.Reference || S.Fingerprint != Ref.Fingerprint || S.Count != N)
       continue;
-    ByAddress.push_back({Al.address(), Al.address() + Al.size_bytes(), Al.alloc_time_ns(),
-                         Al.freed() ? Al.free_time_ns() : UINT64_MAX, S->second});
+    uint64_t SStart = P.kernels(static_cast<int>(S.First)).start_ns();
+    uint64_t SEnd = S.First + N < static_cast<uint32_t>(P.kernels_size())
+                        ? P.kernels(static_cast<int>(S.First + N)).start_ns()
+                        : UINT64_MAX;
+    std::vector<uint32_t> Calls;
+    for (int J = 0; J < P.allocations_size(); ++J)
+      if (P.allocations(J).alloc_time_ns() >= SStart && P.allocations(J).alloc_time_ns() < SEnd)
+        Calls.push_back(static_cast<uint32_t>(J));
+    std::stable_sort(Calls.begin(), Calls.end(), [&](uint32_t X, uint32_t Y) {
+      return P.allocations(X).alloc_time_ns() < P.allocations(Y).alloc_time_ns();
+    });
+    if (Calls.size() != Window.size())
+      continue;
+    DenseMap<uint64_t, uint32_t> Seqs;
+    bool Same = true;
+    for (size_t K = 0; K < Calls.size() && Same; ++K) {
+      const Allocation &Mine = P.allocations(Calls[K]), &Theirs = P.allocations(Window[K]);
+      Same = Mine.size_bytes() == Theirs.size_bytes();
+      Seqs[Mine.id()] = SeqOfId[Theirs.id()];
+    }
+    if (!Same)
+      continue;
+    for (uint32_t J : Persistent)
+      Seqs[P.allocations(J).id()] = SeqOfId[P.allocations(J).id()];
+    Siblings.push_back(IndexOf(Seqs));
+    Siblings.back().First = S.First;
   }
-  std::sort(ByAddress.begin(), ByAddress.end(),
-            [](const AddressRange &X, const AddressRange &Y) { return X.Begin < Y.Begin; });
-  uint64_t MaxAllocBytes = 0;
-  for (const AddressRange &R : ByAddress)
-    MaxAllocBytes = std::max(MaxAllocBytes, R.End - R.Begin);
 
   T.Ids.assign(A.Ids.begin() + First, A.Ids.begin() + First + N);
   T.DurationUs.resize(N);
   T.Uses.resize(N);
-  uint64_t UnknownAllocationAccesses = 0, UnmappedBlocks = 0, KernelsWithoutAccesses = 0;
+  uint64_t UnknownAllocationAccesses = 0, UnmappedBlocks = 0, KernelsWithoutAccesses = 0,
+           RecoveredBlocks = 0;
   std::vector<ArenaAccess> Accesses;
   for (uint32_t Pos = 0; Pos < N; ++Pos) {
     const Kernel &K = P.kernels(First + Pos);
     T.DurationUs[Pos] = static_cast<double>(K.end_ns() - K.start_ns()) / 1000.0;
     Accesses.clear();
+    size_t RefAccesses = SIZE_MAX; // accesses of the reference kernel itself come first
     if (K.tensors_size() > 0) {
       for (const TensorAccess &TA : K.tensors()) {
         auto S = SeqOfId.find(TA.allocation_id());
@@ -326,32 +374,38 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
       }
     } else {
       // Block-level accesses: map each touched 64 KiB page range to the
-      // allocations live at the kernel's start that overlap it.
-      for (const BlockAccess &BA : K.blocks()) {
-        uint64_t VBegin = BA.block() * P.um_block_bytes(), VEnd = VBegin + P.um_block_bytes();
-        uint64_t PageBytes = P.um_block_bytes() / 32;
-        auto It = std::lower_bound(
-            ByAddress.begin(), ByAddress.end(), VBegin > MaxAllocBytes ? VBegin - MaxAllocBytes : 0,
-            [](const AddressRange &R, uint64_t V) { return R.Begin < V; });
-        bool Mapped = false;
-        for (; It != ByAddress.end() && It->Begin < VEnd; ++It) {
-          if (It->End <= VBegin || K.start_ns() < It->AllocNs || K.start_ns() >= It->FreeNs)
-            continue;
-          for (unsigned Page = 0; Page < 32; ++Page) {
-            if (BA.page_mask() != 0 && !(BA.page_mask() & (1u << Page)))
+      // allocations live at the kernel's start that overlap it, in the
+      // reference iteration and then in its siblings.
+      for (const Sibling &Sib : Siblings) {
+        const Kernel &SK = P.kernels(static_cast<int>(Sib.First + Pos));
+        for (const BlockAccess &BA : SK.blocks()) {
+          uint64_t VBegin = BA.block() * P.um_block_bytes(), VEnd = VBegin + P.um_block_bytes();
+          uint64_t PageBytes = P.um_block_bytes() / 32;
+          auto It = std::lower_bound(Sib.ByAddress.begin(), Sib.ByAddress.end(),
+                                     VBegin > Sib.MaxAllocBytes ? VBegin - Sib.MaxAllocBytes : 0,
+                                     [](const AddressRange &R, uint64_t V) { return R.Begin < V; });
+          bool Mapped = false;
+          for (; It != Sib.ByAddress.end() && It->Begin < VEnd; ++It) {
+            if (It->End <= VBegin || SK.start_ns() < It->AllocNs || SK.start_ns() >= It->FreeNs)
               continue;
-            uint64_t PBegin = std::max(VBegin + Page * PageBytes, It->Begin);
-            uint64_t PEnd = std::min(VBegin + (Page + 1) * PageBytes, It->End);
-            if (PEnd <= PBegin)
-              continue;
-            const PlannedAllocation &PA = T.Allocations[It->Sequence];
-            Accesses.push_back({PA.Offset + (PBegin - It->Begin), PA.Offset + (PEnd - It->Begin),
-                                BA.mode(), It->Sequence});
-            Mapped = true;
+            for (unsigned Page = 0; Page < 32; ++Page) {
+              if (BA.page_mask() != 0 && !(BA.page_mask() & (1u << Page)))
+                continue;
+              uint64_t PBegin = std::max(VBegin + Page * PageBytes, It->Begin);
+              uint64_t PEnd = std::min(VBegin + (Page + 1) * PageBytes, It->End);
+              if (PEnd <= PBegin)
+                continue;
+              const PlannedAllocation &PA = T.Allocations[It->Sequence];
+              Accesses.push_back({PA.Offset + (PBegin - It->Begin), PA.Offset + (PEnd - It->Begin),
+                                  BA.mode(), It->Sequence});
+              Mapped = true;
+            }
           }
+          if (!Mapped && &Sib == &Siblings.front())
+            ++UnmappedBlocks;
         }
-        if (!Mapped)
-          ++UnmappedBlocks;
+        if (&Sib == &Siblings.front())
+          RefAccesses = Accesses.size();
       }
     }
     if (Accesses.empty() && (K.tensors_size() > 0 || K.blocks_size() > 0))
@@ -360,9 +414,12 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
     // Arena blocks in first-touch order, modes merged.
     std::vector<BlockUse> &Uses = T.Uses[Pos];
     DenseMap<uint64_t, uint32_t> Slot;
-    for (const ArenaAccess &Acc : Accesses) {
+    for (size_t AI = 0; AI < Accesses.size(); ++AI) {
+      const ArenaAccess &Acc = Accesses[AI];
       for (uint64_t B = Acc.Begin / T.BlockBytes; B <= (Acc.End - 1) / T.BlockBytes; ++B) {
         auto [It, New] = Slot.try_emplace(B, static_cast<uint32_t>(Uses.size()));
+        if (New && AI >= RefAccesses)
+          ++RecoveredBlocks;
         if (New)
           Uses.push_back({B, Acc.Mode});
         else
@@ -420,13 +477,18 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
                          " tensor accesses name allocations that are not live in the reference "
                          "iteration")
                             .str());
+  if (RecoveredBlocks)
+    T.Ignored.push_back((Twine(RecoveredBlocks) +
+                         " block accesses missing from the reference iteration were taken from "
+                         "the other iterations with the same kernel sequence")
+                            .str());
   if (UnmappedBlocks)
     T.Ignored.push_back(
         (Twine(UnmappedBlocks) + " block accesses fall outside every planned allocation").str());
   if (KernelsWithoutAccesses)
-    T.Ignored.push_back((Twine(KernelsWithoutAccesses) +
-                         " kernels have accesses that map to no planned allocation")
-                            .str());
+    T.Ignored.push_back(
+        (Twine(KernelsWithoutAccesses) + " kernels have accesses that map to no planned allocation")
+            .str());
   return T;
 }
 

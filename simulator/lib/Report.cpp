@@ -38,7 +38,7 @@ llvm::Expected<Policy> deepum::sim::parsePolicy(llvm::StringRef Name) {
 
 llvm::json::Value deepum::sim::toJson(const SimResult &R) {
   auto U = [](uint64_t X) { return static_cast<int64_t>(X); };
-  return llvm::json::Object{
+  llvm::json::Object O{
       {"policy", R.PolicyName},
       {"device", R.DeviceName},
       {"model", R.Model},
@@ -53,6 +53,8 @@ llvm::json::Value deepum::sim::toJson(const SimResult &R) {
       {"ideal_us", R.IdealUs},
       {"bound_us", R.BoundUs},
       {"bound_or_ideal_us", R.BoundOrIdealUs},
+      {"cut_bound_us", R.CutBoundUs},
+      {"lower_bound_us", R.LowerBoundUs},
       {"stall_us", R.StallUs},
       {"slowdown", R.SlowdownOverIdeal},
       {"faults", R.Faults},
@@ -72,12 +74,17 @@ llvm::json::Value deepum::sim::toJson(const SimResult &R) {
       {"peak_resident_bytes", U(R.PeakResidentBytes)},
       {"invariant_violations", U(R.InvariantViolations)},
   };
+  if (!R.PlanReplay.empty())
+    O["plan_replay"] = R.PlanReplay;
+  return O;
 }
 
 void deepum::sim::print(llvm::raw_ostream &OS, const SimResult &R) {
   auto B = [](double X) { return formatBytes(static_cast<uint64_t>(X)); };
-  OS << llvm::formatv("policy {0} on {1}, {2} of GPU memory ({3:F2}x oversubscribed)\n",
-                      R.PolicyName, R.DeviceName, formatBytes(R.GpuMemoryBytes),
+  OS << llvm::formatv("policy {0}{1} on {2}, {3} of GPU memory ({4:F2}x oversubscribed)\n",
+                      R.PolicyName,
+                      R.PlanReplay.empty() ? std::string() : " (" + R.PlanReplay + " replay)",
+                      R.DeviceName, formatBytes(R.GpuMemoryBytes),
                       R.GpuMemoryBytes ? static_cast<double>(R.FootprintBytes) /
                                              static_cast<double>(R.GpuMemoryBytes)
                                        : 0.0);
@@ -96,6 +103,8 @@ void deepum::sim::print(llvm::raw_ostream &OS, const SimResult &R) {
   OS << llvm::formatv("  ideal          {0}\n", formatMicros(R.IdealUs));
   OS << llvm::formatv("  bound          {0}  (max with ideal {1})\n", formatMicros(R.BoundUs),
                       formatMicros(R.BoundOrIdealUs));
+  OS << llvm::formatv("  cut bound      {0}  (lower bound {1})\n", formatMicros(R.CutBoundUs),
+                      formatMicros(R.LowerBoundUs));
   OS << llvm::formatv("  stall          {0}\n", formatMicros(R.StallUs));
   OS << llvm::formatv("  faults         {0:F1} in {1:F1} batches\n", R.Faults, R.FaultBatches);
   OS << llvm::formatv("  htod           {0} (demand {1}, driver prefetch {2}, prefetch {3})\n",
@@ -118,18 +127,20 @@ void deepum::sim::printComparison(llvm::raw_ostream &OS, const std::vector<SimRe
   if (Rs.empty())
     return;
   const SimResult &F = Rs.front();
-  OS << llvm::formatv("{0} on {1}, {2} of GPU memory, footprint {3}; ideal {4}, bound {5}\n",
-                      F.Model.empty() ? "(unnamed)" : F.Model, F.DeviceName,
-                      formatBytes(F.GpuMemoryBytes), formatBytes(F.FootprintBytes),
-                      formatMicros(F.IdealUs), formatMicros(F.BoundUs));
-  OS << llvm::formatv("{0,-11} {1,14} {2,9} {3,12} {4,10} {5,12} {6,12} {7,10} {8,10}\n", "policy",
+  OS << llvm::formatv(
+      "{0} on {1}, {2} of GPU memory, footprint {3}; ideal {4}, bound {5}, cut bound {6}\n",
+      F.Model.empty() ? "(unnamed)" : F.Model, F.DeviceName, formatBytes(F.GpuMemoryBytes),
+      formatBytes(F.FootprintBytes), formatMicros(F.IdealUs), formatMicros(F.BoundUs),
+      formatMicros(F.CutBoundUs));
+  OS << llvm::formatv("{0,-13} {1,14} {2,9} {3,12} {4,10} {5,12} {6,12} {7,10} {8,10}\n", "policy",
                       "iteration", "x ideal", "stall", "faults", "htod", "dtoh", "evictions",
                       "pf hits");
   for (const SimResult &R : Rs)
-    OS << llvm::formatv(
-        "{0,-11} {1,14} {2,9:F2} {3,12} {4,10:F0} {5,12} {6,12} {7,10:F0} "
-        "{8,10:F0}\n",
-        R.PolicyName, formatMicros(R.IterationUs), R.SlowdownOverIdeal, formatMicros(R.StallUs),
-        R.Faults, formatBytes(static_cast<uint64_t>(R.BytesHtoD)),
-        formatBytes(static_cast<uint64_t>(R.BytesDtoH)), R.Evictions, R.PrefetchHits);
+    OS << llvm::formatv("{0,-13} {1,14} {2,9:F2} {3,12} {4,10:F0} {5,12} {6,12} {7,10:F0} "
+                        "{8,10:F0}\n",
+                        R.PlanReplay.empty() ? R.PolicyName : R.PolicyName + "/" + R.PlanReplay,
+                        formatMicros(R.IterationUs), R.SlowdownOverIdeal, formatMicros(R.StallUs),
+                        R.Faults, formatBytes(static_cast<uint64_t>(R.BytesHtoD)),
+                        formatBytes(static_cast<uint64_t>(R.BytesDtoH)), R.Evictions,
+                        R.PrefetchHits);
 }

@@ -56,6 +56,21 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
         std::floor(static_cast<double>(footprintBytes(*P)) / Opts.Oversubscription));
   }
 
+  bool ExecutorReplay = false;
+  if (Opts.PlanReplay == "executor") {
+    if (!Opts.ExecutorReplay)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--plan-replay executor: this build has no executor replay "
+                                     "(use --plan-replay native)");
+    ExecutorReplay = true;
+  } else if (Opts.PlanReplay == "auto") {
+    ExecutorReplay = static_cast<bool>(Opts.ExecutorReplay);
+  } else if (Opts.PlanReplay != "native") {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--plan-replay must be executor or native, not '" +
+                                       Opts.PlanReplay + "'");
+  }
+
   std::vector<Policy> Policies;
   if (Opts.Compare) {
     Policies = {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt};
@@ -75,10 +90,21 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
     Trace.emplace();
   for (Policy Pol : Policies) {
     S.Pol = Pol;
+    const bool ByExecutor = Pol == Policy::Plan && ExecutorReplay;
     // One timeline, of the first policy run (the selected one without --compare).
-    llvm::Expected<SimResult> R = simulate(*P, S, Trace && Results.empty() ? &*Trace : nullptr);
+    const bool Traced = Trace && Results.empty();
+    if (Traced && ByExecutor)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--perfetto: the executor replay records no timeline "
+                                     "(use --plan-replay native)");
+    // The native replay also supplies what the executor's does not measure
+    // (ideal, bound, footprint, capacity) and checks the plan against the profile.
+    llvm::Expected<SimResult> R = simulate(*P, S, Traced ? &*Trace : nullptr);
     if (!R)
       return R.takeError();
+    if (ByExecutor)
+      if (llvm::Error E = Opts.ExecutorReplay(*P, *Plan, S, *R))
+        return E;
     if (Opts.Check && R->InvariantViolations)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      llvm::formatv("{0}: policy {1}: {2} invariant violations",

@@ -129,6 +129,8 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   W.DurationNs = std::move(*Durations);
   R.Durations = Roofline ? "roofline" : "profile";
   R.PolicyName = policyName(O.Pol).str();
+  if (O.Pol == Policy::Plan)
+    R.PlanReplay = "native";
   R.DeviceName = O.Device.Name;
   R.Model = P.workload().model();
   R.GpuMemoryBytes = O.GpuMemoryBytes;
@@ -147,6 +149,10 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   auto [InBytes, OutBytes] = transferBoundBytes(W, R.GpuMemoryBytes);
   R.BoundUs = static_cast<double>(std::max(InBytes, OutBytes)) / O.Device.LinkBytesPerSecond * 1e6;
   R.BoundOrIdealUs = std::max(R.IdealUs, R.BoundUs);
+  // The cut bound includes compute, so it is never below ideal; the best
+  // lower bound known is the larger of it and the total-bytes bound.
+  R.CutBoundUs = cutBoundNs(W, R.GpuMemoryBytes, O.Device.LinkBytesPerSecond) / 1e3;
+  R.LowerBoundUs = std::max(R.BoundOrIdealUs, R.CutBoundUs);
 
   if (O.Pol == Policy::Ideal) {
     // Infinite memory: kernels back to back, nothing moves.

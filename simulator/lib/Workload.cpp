@@ -106,6 +106,8 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
           {idOf(B.block()), B.page_mask() ? B.page_mask() : AllPages, accessOf(B.mode())});
       bool Reads = Kr.tensors_size() == 0 && W.Uses.back().Mode != Access::Write;
       W.ReadMasks.push_back(Reads ? W.Uses.back().PageMask : 0);
+      bool Writes = Kr.tensors_size() == 0 && W.Uses.back().Mode == Access::Write;
+      W.WriteMasks.push_back(Writes ? W.Uses.back().PageMask : 0);
     }
     if (Kr.tensors_size() != 0) {
       // Pages read by the kernel's READ / READ_WRITE / unspecified tensors.
@@ -114,13 +116,20 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
         KernelBlocks[W.UmBlocks[W.Uses[U].Block]] = static_cast<uint32_t>(U);
       for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
         auto It = Allocs.find(T.allocation_id());
-        if (It == Allocs.end() || T.mode() == deepum::v1::ACCESS_MODE_WRITE)
+        if (It == Allocs.end())
           continue;
+        bool Reads = T.mode() != deepum::v1::ACCESS_MODE_WRITE;
+        bool Writes = T.mode() == deepum::v1::ACCESS_MODE_WRITE ||
+                      T.mode() == deepum::v1::ACCESS_MODE_READ_WRITE;
         uint64_t Begin = It->second->address() + T.offset();
         pagesOf(Begin, Begin + T.bytes(), false, [&](uint64_t B, uint32_t M) {
           auto U = KernelBlocks.find(B);
-          if (U != KernelBlocks.end())
+          if (U == KernelBlocks.end())
+            return;
+          if (Reads)
             W.ReadMasks[U->second] |= M & W.Uses[U->second].PageMask;
+          if (Writes)
+            W.WriteMasks[U->second] |= M & W.Uses[U->second].PageMask;
         });
       }
     }
@@ -370,11 +379,14 @@ llvm::Expected<Workload> detail::workloadFromPlan(const deepum::v1::Plan &Plan,
                                  [&](const BlockUse &U) { return U.Block == B; });
         if (Same != W.Uses.end()) {
           Same->Mode = merge(Same->Mode, M);
+          size_t Index = static_cast<size_t>(Same - W.Uses.begin());
           if (Same->Mode != Access::Read) // only block modes here: READ alone is sure
-            W.ReadMasks[static_cast<size_t>(Same - W.Uses.begin())] = 0;
+            W.ReadMasks[Index] = 0;
+          W.WriteMasks[Index] = Same->Mode == Access::Write ? AllPages : 0;
         } else {
           W.Uses.push_back({B, AllPages, M});
           W.ReadMasks.push_back(M == Access::Read ? AllPages : 0);
+          W.WriteMasks.push_back(M == Access::Write ? AllPages : 0);
         }
       }
     }
@@ -399,13 +411,13 @@ std::pair<uint64_t, uint64_t> detail::transferBoundBytes(const Workload &W,
   std::vector<uint32_t> Written(W.UmBlocks.size(), 0), NeedsIn(W.UmBlocks.size(), 0);
   // Uses of each block in position order.
   struct Touch {
-    uint32_t Pos, Pages, Read;
-    Access Mode;
+    uint32_t Pos, Pages, Read, Write;
   };
   std::vector<std::vector<Touch>> ByBlock(W.UmBlocks.size());
   for (uint32_t P = 0; P < K; ++P)
     for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
-      ByBlock[W.Uses[I].Block].push_back({P, W.Uses[I].PageMask, W.ReadMasks[I], W.Uses[I].Mode});
+      ByBlock[W.Uses[I].Block].push_back(
+          {P, W.Uses[I].PageMask, W.ReadMasks[I], W.WriteMasks[I]});
   auto liveRange = [&](uint32_t From, uint32_t To) { // boundaries From+1 .. To, cyclic
     if (From < To) {
       Diff[From + 1] += 1;
@@ -426,7 +438,7 @@ std::pair<uint64_t, uint64_t> detail::transferBoundBytes(const Workload &W,
       for (const Touch &T : Uses)
         if (T.Pages & Bit) {
           Seq.push_back({T.Pos, (T.Read & Bit) != 0});
-          if (T.Mode != Access::Read)
+          if (T.Write & Bit)
             Written[B] |= Bit;
         }
       if (Seq.empty())
@@ -451,6 +463,80 @@ std::pair<uint64_t, uint64_t> detail::transferBoundBytes(const Workload &W,
   Out *= kUmPageBytes;
   return {In > CapacityBytes ? In - CapacityBytes : 0,
           Out > CapacityBytes ? Out - CapacityBytes : 0};
+}
+
+double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double LinkBytesPerSecond) {
+  const uint32_t K = W.Kernels;
+  if (K == 0)
+    return 0;
+  // Per boundary p (before launch p): pages read after p within this
+  // iteration (InLive), and pages last written by a launch before p in this
+  // iteration and read later, in this iteration or the next (DirtyLive).
+  std::vector<int64_t> InDiff(K + 1, 0), DirtyDiff(K + 1, 0);
+  auto add = [](std::vector<int64_t> &D, uint32_t From, uint32_t To) { // boundaries From..To
+    D[From] += 1;
+    D[To + 1] -= 1;
+  };
+  struct Touch {
+    uint32_t Pos;
+    bool Read, Write;
+  };
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> ByBlock(W.UmBlocks.size());
+  for (uint32_t P = 0; P < K; ++P)
+    for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
+      ByBlock[W.Uses[I].Block].push_back({P, I});
+  std::vector<Touch> Seq;
+  for (const auto &Uses : ByBlock) {
+    uint32_t Pages = 0;
+    for (auto [P, I] : Uses)
+      Pages |= W.Uses[I].PageMask;
+    for (unsigned Page = 0; Page < Engine::PagesPerBlock; ++Page) {
+      uint32_t Bit = 1u << Page;
+      if (!(Pages & Bit))
+        continue;
+      Seq.clear();
+      for (auto [P, I] : Uses)
+        if (W.Uses[I].PageMask & Bit)
+          Seq.push_back({P, (W.ReadMasks[I] & Bit) != 0, (W.WriteMasks[I] & Bit) != 0});
+      bool Dirty = false; // written by a launch of this iteration so far
+      for (size_t I = 0; I < Seq.size(); ++I) {
+        Dirty = Dirty || Seq[I].Write;
+        bool Wraps = I + 1 == Seq.size();
+        const Touch &Next = Seq[Wraps ? 0 : I + 1];
+        if (!Next.Read)
+          continue;
+        uint32_t From = Seq[I].Pos;
+        if (!Wraps) {
+          add(InDiff, From + 1, Next.Pos);
+          if (Dirty)
+            add(DirtyDiff, From + 1, Next.Pos);
+          continue;
+        }
+        // Read next in the following iteration: dirty until the end of this
+        // one; and from this iteration's start, needed by its first read.
+        if (Dirty && From + 1 <= K - 1)
+          add(DirtyDiff, From + 1, K - 1);
+        add(InDiff, 0, Next.Pos);
+      }
+    }
+  }
+  const double Page = static_cast<double>(kUmPageBytes);
+  const double Cap = static_cast<double>(CapacityBytes);
+  auto transferNs = [&](int64_t Pages) {
+    double Bytes = static_cast<double>(Pages) * Page - Cap;
+    return Bytes > 0 ? Bytes / LinkBytesPerSecond * 1e9 : 0.0;
+  };
+  double Total = static_cast<double>(W.idealNs());
+  double Before = 0, Best = Total;
+  int64_t In = 0, Dirty = 0;
+  for (uint32_t P = 0; P < K; ++P) {
+    In += InDiff[P];
+    Dirty += DirtyDiff[P];
+    double Cut = std::max(Before, transferNs(Dirty)) + std::max(Total - Before, transferNs(In));
+    Best = std::max(Best, Cut);
+    Before += static_cast<double>(W.DurationNs[P]);
+  }
+  return Best;
 }
 
 Schedule detail::makeSchedule(uint32_t Kernels, std::vector<std::pair<uint32_t, Command>> Items) {

@@ -49,6 +49,11 @@ struct Workload {
   /// its tensors': READ_WRITE may be one tensor read, another overwritten);
   /// otherwise the block's pages unless it is WRITE (READ only, for plans).
   std::vector<uint32_t> ReadMasks;
+  /// Parallel to Uses: the pages the kernel certainly writes (some byte of the
+  /// page). From WRITE / READ_WRITE tensors when the profile has them;
+  /// otherwise the block's pages only when the block is WRITE. Used by the
+  /// lower bounds, which may only count what is certain.
+  std::vector<uint32_t> WriteMasks;
   /// Dense block id -> UM block number (profile) or arena block (plan).
   std::vector<uint64_t> UmBlocks;
   /// DeepUM execution IDs: kernel name and launch configuration
@@ -94,6 +99,17 @@ llvm::Expected<Workload> workloadFromPlan(const deepum::v1::Plan &Plan,
 /// minus the capacity; DtoH >= pages written and read first in the next
 /// iteration, minus the capacity.
 std::pair<uint64_t, uint64_t> transferBoundBytes(const Workload &W, uint64_t CapacityBytes);
+
+/// Cut lower bound on the steady-state iteration time, ns. For every launch
+/// boundary p: pages written on the GPU before p and read after it that are
+/// not resident at p (at most the capacity is) must have been written back
+/// before p; pages read after p within the iteration that are not resident
+/// must cross to the GPU after p. The two transfers lie on opposite sides of
+/// p, so T >= max(compute before p, DtoH before p) + max(compute after p,
+/// HtoD after p). Never below the ideal time. Forward/backward training, which
+/// evicts in the forward pass and fetches back in the backward pass, is what
+/// makes it tighter than the total-bytes bound.
+double cutBoundNs(const Workload &W, uint64_t CapacityBytes, double LinkBytesPerSecond);
 
 /// Commands issued when launch p is observed, before it runs.
 enum class CmdKind : uint8_t { Prefetch, Evict, Discard, Advise };

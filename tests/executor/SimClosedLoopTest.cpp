@@ -12,11 +12,13 @@
 #include "TestSupport.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/sim/SimTool.h"
 #include "deepum/sim/Simulator.h"
 #ifdef DEEPUM_HAVE_PLANNER
 #include "deepum/planner/Planner.h"
 #endif
 
+#include "llvm/Support/JSON.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -64,8 +66,9 @@ v1::Plan layeredPlan(uint32_t K, bool PrefetchActivations = false) {
   return PB.proto();
 }
 
-void compare(const v1::Profile &Profile, const v1::Plan &Plan, const char *What) {
-  auto Device = deepum::sim::loadDeviceModel("v100-pcie-16gb");
+void compare(const v1::Profile &Profile, const v1::Plan &Plan, const char *What,
+             const char *DeviceName = "v100-pcie-16gb") {
+  auto Device = deepum::sim::loadDeviceModel(DeviceName);
   ASSERT_TRUE(static_cast<bool>(Device)) << llvm::toString(Device.takeError());
   deepum::sim::SimOptions O;
   O.Device = *Device;
@@ -114,6 +117,32 @@ TEST(SimClosedLoopTest, FaultFreePlanStaysFaultFree) {
   compare(Profile, Plan, "fault-free layered");
 }
 
+TEST(SimClosedLoopTest, RooflineDurationsOnAnotherDevice) {
+  // A V100 profile simulated on an H100: both replays recompute the kernels'
+  // durations with the H100's roofline (SimOptions::Durations, auto).
+#ifndef DEEPUM_HAVE_PLANNER
+  GTEST_SKIP() << "built without the planner library";
+#else
+  std::string ProfilePath = deepum::test::shippedProfilePath("resnet50");
+  if (!std::ifstream(ProfilePath))
+    GTEST_SKIP() << ProfilePath << " is not in this checkout";
+  auto Profile = deepum::format::readProfile(ProfilePath);
+  ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
+  auto H100 = deepum::sim::loadDeviceModel("h100-sxm");
+  ASSERT_TRUE(static_cast<bool>(H100)) << llvm::toString(H100.takeError());
+  bool Roofline = false;
+  ASSERT_TRUE(static_cast<bool>(deepum::sim::kernelDurations(
+      *Profile, *H100, deepum::sim::SimOptions::DurationSource::Auto, &Roofline)));
+  ASSERT_TRUE(Roofline) << "test premise: the profile's durations are recomputed on an H100";
+  deepum::planner::PlanOptions PO;
+  PO.DeviceModel = "h100-sxm";
+  PO.GpuMemoryBytes = deepum::sim::footprintBytes(*Profile) / 2 / kBlock * kBlock;
+  auto Planned = deepum::planner::compilePlan(*Profile, PO);
+  ASSERT_TRUE(static_cast<bool>(Planned)) << llvm::toString(Planned.takeError());
+  compare(*Profile, Planned->Plan, "resnet50 on h100-sxm", "h100-sxm");
+#endif
+}
+
 TEST(SimClosedLoopTest, ShippedModels) {
   // Real models: the shipped profiles, planned by deepum-plan's library at
   // half their footprint, replayed both ways.
@@ -160,6 +189,106 @@ TEST(SimClosedLoopTest, ShippedModels) {
   if (!Seen)
     GTEST_SKIP() << "no shipped profiles in tests/data";
 #endif
+}
+
+#ifdef DEEPUM_HAVE_PLANNER
+/// deepum-sim's tool logic (runSim) with --json and the given replay.
+llvm::json::Object runSimJson(const std::string &Profile, const std::string &Plan,
+                              const std::string &Replay, bool Compare = false) {
+  deepum::sim::SimToolOptions O;
+  O.ProfilePath = Profile;
+  O.PlanPath = Plan;
+  O.Policy = "plan";
+  O.PlanReplay = Replay;
+  O.ExecutorReplay = sim::replayPlanInto; // as tools/deepum-sim.cpp sets it
+  O.Iterations = 4;
+  O.Warmup = 2;
+  O.Json = true;
+  O.Compare = Compare;
+  std::string Out;
+  llvm::raw_string_ostream OS(Out);
+  llvm::Error E = deepum::sim::runSim(O, OS);
+  EXPECT_FALSE(static_cast<bool>(E)) << llvm::toString(std::move(E));
+  llvm::Expected<llvm::json::Value> V = llvm::json::parse(OS.str());
+  if (!V) {
+    ADD_FAILURE() << llvm::toString(V.takeError()) << "\n" << Out;
+    return {};
+  }
+  if (Compare) { // the plan's row
+    for (llvm::json::Value &Row : *V->getAsArray())
+      if (Row.getAsObject()->getString("policy") == llvm::StringRef("plan"))
+        return std::move(*Row.getAsObject());
+    ADD_FAILURE() << "no plan row in --compare\n" << Out;
+    return {};
+  }
+  return std::move(*V->getAsObject());
+}
+#endif
+
+TEST(SimClosedLoopTest, DeepumSimToolRunsTheExecutorReplay) {
+  // deepum-sim --policy plan on a shipped profile with a plan from the
+  // planner's library: --plan-replay executor (the default) and native agree,
+  // and the JSON says which one ran.
+#ifndef DEEPUM_HAVE_PLANNER
+  GTEST_SKIP() << "built without the planner library";
+#else
+  std::string ProfilePath = deepum::test::shippedProfilePath("resnet50");
+  if (!std::ifstream(ProfilePath))
+    GTEST_SKIP() << ProfilePath << " is not in this checkout";
+  auto Profile = deepum::format::readProfile(ProfilePath);
+  ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
+  deepum::planner::PlanOptions PO;
+  PO.DeviceModel = "v100-pcie-16gb";
+  PO.GpuMemoryBytes = deepum::sim::footprintBytes(*Profile) / 2 / kBlock * kBlock;
+  auto Planned = deepum::planner::compilePlan(*Profile, PO);
+  ASSERT_TRUE(static_cast<bool>(Planned)) << llvm::toString(Planned.takeError());
+  std::string PlanPath = deepum::test::scratchDir("sim-tool-executor-replay") + "/resnet50.plan.pb";
+  ASSERT_FALSE(static_cast<bool>(deepum::format::writePlan(Planned->Plan, PlanPath)));
+
+  llvm::json::Object Exec = runSimJson(ProfilePath, PlanPath, "executor");
+  llvm::json::Object Native = runSimJson(ProfilePath, PlanPath, "native");
+  llvm::json::Object Auto = runSimJson(ProfilePath, PlanPath, "auto");
+  EXPECT_EQ(Exec.getString("plan_replay"), llvm::StringRef("executor"));
+  EXPECT_EQ(Native.getString("plan_replay"), llvm::StringRef("native"));
+  EXPECT_EQ(Auto.getString("plan_replay"), llvm::StringRef("executor"));
+  auto Num = [](const llvm::json::Object &O, llvm::StringRef K) {
+    return O.getNumber(K).getValueOr(-1);
+  };
+  const double ExecUs = Num(Exec, "iteration_us"), NativeUs = Num(Native, "iteration_us");
+  ASSERT_GT(NativeUs, 0);
+  EXPECT_NEAR(ExecUs, NativeUs, 0.02 * NativeUs);
+  // Measured by the executor replay, each within 2% of the native replay's.
+  for (llvm::StringRef K : {"bytes_htod", "bytes_dtoh", "bytes_prefetched"})
+    EXPECT_NEAR(Num(Exec, K), Num(Native, K), 0.02 * Num(Native, K) + 1) << K.str();
+  EXPECT_NEAR(Num(Exec, "faults"), Num(Native, "faults"), 0.02 * Num(Native, "faults") + 1);
+  EXPECT_EQ(Num(Exec, "lost_reads"), 0);
+  // Not measured by the executor: the native computation's, identical.
+  for (llvm::StringRef K : {"ideal_us", "bound_us", "footprint_bytes", "gpu_memory_bytes"})
+    EXPECT_EQ(Num(Exec, K), Num(Native, K)) << K.str();
+  EXPECT_NEAR(Num(Exec, "slowdown"), ExecUs / Num(Exec, "ideal_us"), 1e-9);
+  // --compare's plan row comes from the same replay.
+  llvm::json::Object Row = runSimJson(ProfilePath, PlanPath, "executor", /*Compare=*/true);
+  EXPECT_EQ(Row.getString("plan_replay"), llvm::StringRef("executor"));
+  EXPECT_EQ(Num(Row, "iteration_us"), ExecUs);
+  GTEST_LOG_(INFO) << "resnet50 at half its footprint: deepum-sim executor replay " << ExecUs
+                   << " us/iter, " << Num(Exec, "faults") << " faults; native " << NativeUs
+                   << " us/iter, " << Num(Native, "faults") << " faults ("
+                   << (ExecUs / NativeUs - 1) * 100 << "%)";
+#endif
+}
+
+TEST(SimClosedLoopTest, ExecutorReplayMustBeLinkedIn) {
+  deepum::sim::SimToolOptions O;
+  O.ProfilePath = deepum::test::shippedProfilePath("resnet50");
+  O.PlanReplay = "executor"; // and no ExecutorReplay
+  llvm::Error E = deepum::sim::runSim(O, llvm::nulls());
+  ASSERT_TRUE(static_cast<bool>(E));
+  EXPECT_NE(llvm::toString(std::move(E)).find("no executor replay"), std::string::npos);
+  O.PlanReplay = "sideways";
+  O.ExecutorReplay = sim::replayPlanInto;
+  E = deepum::sim::runSim(O, llvm::nulls());
+  ASSERT_TRUE(static_cast<bool>(E));
+  EXPECT_NE(llvm::toString(std::move(E)).find("--plan-replay must be"), std::string::npos);
 }
 
 } // namespace

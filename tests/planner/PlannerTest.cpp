@@ -141,7 +141,8 @@ TEST(PlannerLayout, WrappingLifetimesAndPersistentRegion) {
   EXPECT_EQ(Persistent, 8 * 3 * 6 * MiB);
   EXPECT_GE(T.Pool.LayoutBytes, T.Pool.PeakLiveBytes);
   EXPECT_LE(T.Pool.LayoutBytes, T.Pool.BestFitPeakBytes);
-  EXPECT_LE(static_cast<double>(T.Pool.LayoutBytes), 1.02 * static_cast<double>(T.Pool.PeakLiveBytes));
+  EXPECT_LE(static_cast<double>(T.Pool.LayoutBytes),
+            1.02 * static_cast<double>(T.Pool.PeakLiveBytes));
   EXPECT_EQ(T.Pool.ArenaBytes % T.BlockBytes, 0u);
 }
 
@@ -259,6 +260,46 @@ TEST(PlannerPlan, TablesAndMetadata) {
   EXPECT_GT(Contexts.size(), 8u) << "contexts tell repeated kernels apart";
   for (const BlockChain &C : Pl.block_chains())
     EXPECT_EQ(C.blocks_size(), C.modes_size());
+}
+
+TEST(PlannerPlan, IgnoredLinesNameTheNoise) {
+  SyntheticOptions O;
+  O.Iterations = 4;
+  O.ExtraKernel = true;
+  O.CutShort = true;
+  O.TwoStreams = true;
+  Profile P = syntheticTraining(O);
+  PlanResult R = compile(P, footprint(P) / 2);
+  std::string All;
+  for (const std::string &L : R.Plan.metadata().ignored())
+    All += L + "\n";
+  EXPECT_NE(All.find("iteration 1: 1 extra kernels"), std::string::npos) << All;
+  EXPECT_NE(All.find("iteration 3: 4 kernels fewer"), std::string::npos) << All;
+  EXPECT_EQ(R.Plan.metadata().reference_iteration(), 2u);
+  EXPECT_NE(R.Plan.metadata().summary().find("2 streams"), std::string::npos)
+      << R.Plan.metadata().summary();
+}
+
+TEST(PlannerPlan, MissingFaultRecordsAreFilledFromOtherIterations) {
+  SyntheticOptions O;
+  O.BlocksOnly = true;
+  Profile Clean = syntheticTraining(O);
+  O.MissingFaultsInLast = true;
+  Profile Missing = syntheticTraining(O);
+  PlanResult A = compile(Clean, footprint(Clean) / 2);
+  PlanResult B = compile(Missing, footprint(Missing) / 2);
+  ASSERT_EQ(A.Plan.block_chains_size(), B.Plan.block_chains_size());
+  for (int I = 0; I < A.Plan.block_chains_size(); ++I) {
+    std::set<uint64_t> X(A.Plan.block_chains(I).blocks().begin(),
+                         A.Plan.block_chains(I).blocks().end());
+    std::set<uint64_t> Y(B.Plan.block_chains(I).blocks().begin(),
+                         B.Plan.block_chains(I).blocks().end());
+    EXPECT_EQ(X, Y) << "position " << I;
+  }
+  bool Said = false;
+  for (const std::string &L : B.Plan.metadata().ignored())
+    Said |= L.find("taken from the other iterations") != std::string::npos;
+  EXPECT_TRUE(Said);
 }
 
 TEST(PlannerPlan, Deterministic) {

@@ -35,8 +35,9 @@ Profile syntheticTraining(const SyntheticOptions &O) {
     B.kernel("load_input", O.KernelNs, {{Act[0], ACCESS_MODE_WRITE}});
     for (int L = 0; L < O.Layers; ++L) {
       Act[L + 1] = B.allocate(O.ActivationBytes, B.now());
-      B.kernel(Name("fwd", L), O.KernelNs,
-               {{Act[L], ACCESS_MODE_READ}, {W[L], ACCESS_MODE_READ}, {Act[L + 1], ACCESS_MODE_WRITE}});
+      B.kernel(
+          Name("fwd", L), O.KernelNs,
+          {{Act[L], ACCESS_MODE_READ}, {W[L], ACCESS_MODE_READ}, {Act[L + 1], ACCESS_MODE_WRITE}});
       if (O.ExtraKernel && It == 1 && L == 2)
         B.kernel("noise_kernel", O.KernelNs / 4, {{Act[L + 1], ACCESS_MODE_READ}});
     }
@@ -61,7 +62,8 @@ Profile syntheticTraining(const SyntheticOptions &O) {
     int Optimizer = O.CutShort && Last ? O.Layers / 2 : O.Layers;
     for (int L = 0; L < Optimizer; ++L)
       B.kernel(Name("adam", L), O.KernelNs / 2,
-               {{G[L], ACCESS_MODE_READ}, {W[L], ACCESS_MODE_READ_WRITE},
+               {{G[L], ACCESS_MODE_READ},
+                {W[L], ACCESS_MODE_READ_WRITE},
                 {M[L], ACCESS_MODE_READ_WRITE}});
     uint32_t Count = static_cast<uint32_t>(B.profile().kernels_size()) - First;
     if (O.Marks)
@@ -77,7 +79,21 @@ Profile syntheticTraining(const SyntheticOptions &O) {
       }
     }
   }
-  return B.build();
+  Profile Out = B.build();
+  const uint32_t LastFirst =
+      Out.iterations_size() ? Out.iterations(Out.iterations_size() - 1).first_kernel() : 0;
+  for (int K = 0; K < Out.kernels_size(); ++K) {
+    Kernel *Kn = Out.mutable_kernels(K);
+    if (O.BlocksOnly)
+      Kn->clear_tensors();
+    if (O.MissingFaultsInLast && static_cast<uint32_t>(K) >= LastFirst) {
+      Kn->clear_tensors();
+      auto *Blocks = Kn->mutable_blocks();
+      for (int I = Blocks->size() - 1; I >= 0; I -= 2)
+        Blocks->DeleteSubrange(I, 1);
+    }
+  }
+  return Out;
 }
 
 } // namespace deepum::test

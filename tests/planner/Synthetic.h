@@ -23,6 +23,10 @@ struct SyntheticOptions {
   bool TwoStreams = false;
   /// Noise: iteration 0 reports blocks only, with half of them missing.
   bool MissingFaults = false;
+  /// Kernels report UM blocks only (as measured profiles do), no tensors.
+  bool BlocksOnly = false;
+  /// Noise: the last iteration loses every other block record.
+  bool MissingFaultsInLast = false;
   /// Same kernel name for every layer (IDs recur within the iteration).
   bool RepeatedNames = false;
 };

@@ -5,7 +5,7 @@
 // capacity (evictions in flight included), every page a kernel touches is
 // resident from its start to its end, bytes are conserved (what leaves was
 // resident, what is resident arrived), ideal and the bound are below every
-// policy.
+// policy, and so is the cut bound.
 //
 //===----------------------------------------------------------------------===//
 #include "TestSupport.h"
@@ -35,7 +35,7 @@ TEST_P(SimRealModel, InvariantsHoldForEveryPolicy) {
   O.WarmupIterations = 1;
   O.CheckInvariants = true;
   O.ProfileName = Path;
-  double Ideal = 0, Bound = 0;
+  double Ideal = 0, Bound = 0, Cut = 0;
   for (Policy Pol :
        {Policy::Ideal, Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt}) {
     O.Pol = Pol;
@@ -44,13 +44,16 @@ TEST_P(SimRealModel, InvariantsHoldForEveryPolicy) {
     if (Pol == Policy::Ideal) {
       Ideal = R.IterationUs;
       Bound = R.BoundUs;
+      Cut = R.CutBoundUs;
       EXPECT_GT(Ideal, 0);
+      EXPECT_GE(Cut, Ideal * (1 - 1e-12));
       continue;
     }
     EXPECT_EQ(R.InvariantViolations, 0u);
     EXPECT_LE(R.PeakResidentBytes, O.GpuMemoryBytes);
     EXPECT_LE(Ideal, R.IterationUs * (1 + 1e-9));
     EXPECT_LE(Bound, R.IterationUs * (1 + 1e-9));
+    EXPECT_LE(Cut, R.IterationUs * (1 + 1e-9));
     // Conservation, per steady-state iteration: every byte the link carried
     // to the GPU is demand, driver prefetch or explicit prefetch; what came
     // in and went out balance over the steady state within one capacity.

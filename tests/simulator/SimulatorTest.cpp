@@ -458,3 +458,49 @@ TEST(SimBound, CountsPagesReadNextAtTensorGranularity) {
   for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
     EXPECT_GE(run(P, opts(Pol, 2 * MiB)).IterationUs, std::max(R.IdealUs, R.BoundUs)) << int(Pol);
 }
+
+TEST(SimBound, CutBoundSeparatesWriteBacksFromFetches) {
+  // Forward/backward in miniature: k0 writes A, k1 writes B, k2 reads B, k3
+  // reads A; 100 us each, 2 MiB tensors, room for one block. Before k2 both
+  // A and B are needed later but only one fits: the other was written back
+  // before k2 (2 MiB DtoH since k0) and comes back after it (2 MiB HtoD).
+  // Those two transfers cannot overlap: T >= 2 x BlockUs, while the
+  // total-bytes bound only sees 2 MiB each way, overlapped.
+  ProfileBuilder B;
+  uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION);
+  uint64_t C = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION);
+  B.kernel("k0", 100'000, {{A, ACCESS_MODE_WRITE}});
+  B.kernel("k1", 100'000, {{C, ACCESS_MODE_WRITE}});
+  B.kernel("k2", 100'000, {{C, ACCESS_MODE_READ}});
+  B.kernel("k3", 100'000, {{A, ACCESS_MODE_READ}});
+  B.iteration(0, 4);
+  v1::Profile P = B.build();
+  SimResult R = run(P, opts(Policy::Ideal, 2 * MiB));
+  EXPECT_NEAR(R.IdealUs, 400, 1e-9);
+  EXPECT_NEAR(R.CutBoundUs, 2 * BlockUs, 1e-6);
+  EXPECT_NEAR(R.LowerBoundUs, 2 * BlockUs, 1e-6);
+  EXPECT_LT(R.BoundUs, R.CutBoundUs);
+  for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
+    EXPECT_GE(run(P, opts(Pol, 2 * MiB)).IterationUs, R.CutBoundUs * (1 - 1e-9)) << int(Pol);
+  // With room for both, nothing must move: the cut bound is compute alone.
+  EXPECT_NEAR(run(P, opts(Policy::Ideal, 4 * MiB)).CutBoundUs, 400, 1e-9);
+}
+
+TEST(SimBound, CutBoundCountsOnlyPagesCertainlyWritten) {
+  // A and B share a block; k0 reads A and overwrites B, k1 reads A. A is
+  // never written: nothing needs writing back however small the GPU is.
+  // With room for half of A, half of A must cross after boundary 1 (k0 ran
+  // before it): 100 us + BlockUs / 4. Counting A as written (its block is
+  // READ_WRITE) would add the same again before boundary 1.
+  ProfileBuilder B;
+  uint64_t A = B.allocate(1 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t C = B.allocate(1 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION,
+                          B.profile().allocations(0).address() + 1 * MiB);
+  B.kernel("k0", 100'000, {{A, ACCESS_MODE_READ}, {C, ACCESS_MODE_WRITE}});
+  B.kernel("k1", 100'000, {{A, ACCESS_MODE_READ}});
+  B.iteration(0, 2);
+  v1::Profile P = B.build();
+  ASSERT_EQ(P.kernels(0).blocks(0).mode(), v1::ACCESS_MODE_READ_WRITE);
+  SimResult R = run(P, opts(Policy::Ideal, MiB / 2));
+  EXPECT_NEAR(R.CutBoundUs, 100 + BlockUs / 4, 1e-6);
+}

@@ -126,6 +126,17 @@ llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &P, const deep
   if (!compilePlan(Plan, "plan", CP, Error))
     return fail(Error);
 
+  // The durations deepum-sim uses: recorded, or its roofline for O.Device.
+  bool Roofline = false;
+  llvm::Expected<std::vector<uint64_t>> Durations =
+      deepum::sim::kernelDurations(P, O.Device, O.Durations, &Roofline);
+  if (!Durations)
+    return Durations.takeError();
+  if (Durations->size() != Count)
+    return fail(llvm::formatv("{0} kernel durations for a steady iteration of {1}",
+                              Durations->size(), Count)
+                    .str());
+
   deepum::sim::Engine E(O.Device, Capacity);
   SimBackend B(E);
   ExecutorConfig Cfg;
@@ -168,28 +179,76 @@ llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &P, const deep
       Before = E.stats();
       BeginNs = E.computeEndNs();
     }
-    for (uint32_t K = 0; K < Count; ++K) {
-      const auto &Kr = P.kernels(static_cast<int>(First + K));
-      if (llvm::Error Err = B.launch(Plan.position_ids(static_cast<int>(K)), Uses[K],
-                                     Kr.end_ns() - Kr.start_ns()))
+    for (uint32_t K = 0; K < Count; ++K)
+      if (llvm::Error Err =
+              B.launch(Plan.position_ids(static_cast<int>(K)), Uses[K], (*Durations)[K]))
         return Err;
-    }
   }
-  const auto &S = E.stats();
+  using deepum::sim::EngineStats;
+  const EngineStats &S = E.stats();
   const double N = O.Iterations;
+  auto Per = [&](uint64_t EngineStats::*F) { return static_cast<double>(S.*F - Before.*F) / N; };
   ReplayResult R;
   R.IterationUs = static_cast<double>(E.computeEndNs() - BeginNs) / N / 1e3;
-  R.Faults = static_cast<double>(S.Faults - Before.Faults) / N;
-  R.BytesHtoD = static_cast<double>(S.BytesHtoD - Before.BytesHtoD) / N;
-  R.BytesDtoH = static_cast<double>(S.BytesDtoH - Before.BytesDtoH) / N;
-  R.BytesPrefetched = static_cast<double>(S.BytesPrefetched - Before.BytesPrefetched) / N;
-  R.BytesDiscarded = static_cast<double>(S.BytesDiscarded - Before.BytesDiscarded) / N;
-  R.LostReads = static_cast<double>(S.LostReads - Before.LostReads) / N;
+  R.StallUs = Per(&EngineStats::StallNs) / 1e3;
+  R.Faults = Per(&EngineStats::Faults);
+  R.FaultBatches = Per(&EngineStats::FaultBatches);
+  R.BytesHtoD = Per(&EngineStats::BytesHtoD);
+  R.BytesDtoH = Per(&EngineStats::BytesDtoH);
+  R.BytesPrefetched = Per(&EngineStats::BytesPrefetched);
+  R.BytesDriverPrefetched = Per(&EngineStats::BytesDriverPrefetched);
+  R.BytesDemand = Per(&EngineStats::BytesDemand);
+  R.Evictions = Per(&EngineStats::Evictions);
+  R.BytesDiscarded = Per(&EngineStats::BytesDiscarded);
+  R.PrefetchHits = Per(&EngineStats::PrefetchHits);
+  R.LatePrefetches = Per(&EngineStats::LatePrefetches);
+  R.ThrashingEvents = Per(&EngineStats::ThrashingEvents);
+  R.ThrottledBatches = Per(&EngineStats::ThrottledBatches);
+  R.LostReads = Per(&EngineStats::LostReads);
+  R.PeakResidentBytes = S.PeakResidentBytes;
+  R.InvariantViolations = S.InvariantViolations + (O.CheckInvariants ? E.verifyAccounting() : 0);
+  R.RooflineDurations = Roofline;
   deepum_stats_t St{};
   Ex.stats(0, St);
   R.LaunchesMatched = St.launches_matched;
   R.BackendErrors = St.backend_errors;
   return R;
+}
+
+llvm::Error replayPlanInto(const deepum::v1::Profile &P, const deepum::v1::Plan &Plan,
+                           const deepum::sim::SimOptions &O, deepum::sim::SimResult &Out) {
+  llvm::Expected<ReplayResult> R = replayPlan(P, Plan, O);
+  if (!R)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "executor replay of " + O.PlanName + ": " +
+                                       llvm::toString(R.takeError()));
+  if (R->BackendErrors)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("executor replay of {0}: {1} backend errors", O.PlanName, R->BackendErrors)
+            .str());
+  Out.IterationUs = R->IterationUs;
+  Out.SlowdownOverIdeal = Out.IdealUs > 0 ? R->IterationUs / Out.IdealUs : 1;
+  Out.StallUs = R->StallUs;
+  Out.Faults = R->Faults;
+  Out.FaultBatches = R->FaultBatches;
+  Out.BytesHtoD = R->BytesHtoD;
+  Out.BytesDtoH = R->BytesDtoH;
+  Out.BytesPrefetched = R->BytesPrefetched;
+  Out.BytesDriverPrefetched = R->BytesDriverPrefetched;
+  Out.BytesDemand = R->BytesDemand;
+  Out.Evictions = R->Evictions;
+  Out.BytesDiscarded = R->BytesDiscarded;
+  Out.PrefetchHits = R->PrefetchHits;
+  Out.LatePrefetches = R->LatePrefetches;
+  Out.ThrashingEvents = R->ThrashingEvents;
+  Out.ThrottledBatches = R->ThrottledBatches;
+  Out.LostReads = R->LostReads;
+  Out.PeakResidentBytes = R->PeakResidentBytes;
+  Out.InvariantViolations = R->InvariantViolations;
+  Out.Durations = R->RooflineDurations ? "roofline" : "profile";
+  Out.PlanReplay = "executor";
+  return llvm::Error::success();
 }
 
 } // namespace deepum::executor::sim

@@ -49,11 +49,11 @@ struct ScheduleStats {
   double PredictedIterationUs = 0;
   double ComputeUs = 0;
   double StallUs = 0;
-  uint64_t Prefetches = 0;       // blocks fetched per iteration
-  uint64_t Populates = 0;        // of which: dead contents, nothing crosses the link
-  uint64_t Evictions = 0;        // blocks evicted
-  uint64_t DirtyEvictions = 0;   // of which: written back
-  uint64_t Discards = 0;         // blocks dropped without write-back
+  uint64_t Prefetches = 0;     // blocks fetched per iteration
+  uint64_t Populates = 0;      // of which: dead contents, nothing crosses the link
+  uint64_t Evictions = 0;      // blocks evicted
+  uint64_t DirtyEvictions = 0; // of which: written back
+  uint64_t Discards = 0;       // blocks dropped without write-back
   uint64_t CapacityBlocks = 0;
   /// Largest number of distinct blocks one kernel touches.
   uint64_t MaxWorkingSetBlocks = 0;

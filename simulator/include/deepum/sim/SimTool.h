@@ -2,12 +2,24 @@
 #ifndef DEEPUM_SIM_SIMTOOL_H
 #define DEEPUM_SIM_SIMTOOL_H
 
+#include "deepum/sim/Simulator.h"
+
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <string>
 
 namespace deepum::sim {
+
+/// A replay of a plan by code outside this library: the executor's own code
+/// driving the engine (deepum::executor::sim::replayPlanInto, in
+/// deepum_executor_sim, which links this library, so it is injected, never
+/// linked). It receives the native replay's result and writes over the fields
+/// it measures (iteration, faults, bytes, ...) and sets PlanReplay; the rest
+/// (ideal, bound, footprint, capacity) stay the native computation's.
+using PlanReplayFn = std::function<llvm::Error(
+    const deepum::v1::Profile &, const deepum::v1::Plan &, const SimOptions &, SimResult &)>;
 
 struct SimToolOptions {
   /// Profile to replay ("-" = standard input).
@@ -16,6 +28,12 @@ struct SimToolOptions {
   std::string Policy = "um";
   /// Plan file for --policy plan (and added to --compare when given).
   std::string PlanPath;
+  /// Who replays the plan: "executor" (ExecutorReplay; an error without it),
+  /// "native" (the simulator's own replay), or "auto" (executor when
+  /// ExecutorReplay is set, native otherwise). deepum-sim defaults to executor.
+  std::string PlanReplay = "auto";
+  /// Set by tools/deepum-sim.cpp: deepum::executor::sim::replayPlanInto.
+  PlanReplayFn ExecutorReplay;
   /// Device model name and an optional JSON file overriding its fields.
   std::string Device = "v100-pcie-16gb";
   std::string DeviceFile;

@@ -118,6 +118,7 @@ struct SimOptions {
 /// JSON keys (stable) in brackets.
 struct SimResult {
   std::string PolicyName;           // [policy]
+  std::string PlanReplay;           // [plan_replay] plan policy only: "native" or "executor"
   std::string DeviceName;           // [device]
   std::string Model;                // [model]
   uint64_t GpuMemoryBytes = 0;      // [gpu_memory_bytes]
@@ -131,6 +132,10 @@ struct SimResult {
   double IdealUs = 0;               // [ideal_us] compute alone
   double BoundUs = 0;               // [bound_us] transfer lower bound
   double BoundOrIdealUs = 0;        // [bound_or_ideal_us] max(ideal, bound)
+  /// [cut_bound_us] per launch boundary, write-backs before it and fetches
+  /// after it cannot overlap each other (see cutBoundNs); includes compute.
+  double CutBoundUs = 0;
+  double LowerBoundUs = 0;          // [lower_bound_us] max(ideal, bound, cut bound)
   double StallUs = 0;               // [stall_us] compute lane idle
   double SlowdownOverIdeal = 0;     // [slowdown]
   double Faults = 0;                // [faults] 64 KiB pages demand-faulted

@@ -67,22 +67,43 @@ private:
 /// Steady-state results of a closed-loop replay (means per measured iteration).
 struct ReplayResult {
   double IterationUs = 0;
-  double Faults = 0; ///< 64 KiB pages demand-faulted
+  double StallUs = 0; ///< compute lane idle
+  double Faults = 0;  ///< 64 KiB pages demand-faulted
+  double FaultBatches = 0;
   double BytesHtoD = 0;
   double BytesDtoH = 0;
   double BytesPrefetched = 0;
+  double BytesDriverPrefetched = 0;
+  double BytesDemand = 0;
+  double Evictions = 0; ///< 2 MiB chunks evicted
   double BytesDiscarded = 0;
+  double PrefetchHits = 0;
+  double LatePrefetches = 0;
+  double ThrashingEvents = 0;
+  double ThrottledBatches = 0;
   double LostReads = 0;
+  uint64_t PeakResidentBytes = 0;
+  uint64_t InvariantViolations = 0; ///< with SimOptions::CheckInvariants
+  bool RooflineDurations = false;   ///< kernel durations recomputed (SimOptions::Durations)
   uint64_t LaunchesMatched = 0;
   uint64_t BackendErrors = 0;
 };
 
 /// Replays `Plan` against `Profile`'s steady-state iteration through the
-/// executor and the engine, with SimOptions' device, capacity and iteration
-/// counts (its policy is ignored: the executor is the policy).
+/// executor and the engine, with SimOptions' device, capacity, iteration
+/// counts and kernel durations (its policy is ignored: the executor is the
+/// policy).
 llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &Profile,
                                         const deepum::v1::Plan &Plan,
                                         const deepum::sim::SimOptions &Options);
+
+/// deepum-sim's executor replay (SimToolOptions::ExecutorReplay): replayPlan,
+/// its measurements written over `Result`'s (iteration, stall, slowdown,
+/// faults, bytes, evictions, ...). The fields it does not measure (ideal,
+/// bound, footprint, capacity) keep the values `Result` came with, the
+/// simulator's own computation.
+llvm::Error replayPlanInto(const deepum::v1::Profile &Profile, const deepum::v1::Plan &Plan,
+                           const deepum::sim::SimOptions &Options, deepum::sim::SimResult &Result);
 
 } // namespace deepum::executor::sim
 

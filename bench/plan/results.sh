@@ -34,13 +34,12 @@ cross. In training, the bytes that do not fit are activations: they are produced
 forward pass and must be written back then (the device-to-host engine is saturated while the
 forward pass, about a third of the compute, waits for room), and they come back during the
 backward pass (the host-to-device engine saturated). The two transfers cannot overlap each
-other, so an iteration takes about max(forward, out/bandwidth) + max(backward, in/bandwidth),
-not max(compute, bytes/bandwidth). In the simulator's timeline of resnet50 on V100 at 2x the
-device-to-host engine is busy 90-100% through the forward pass and idle through the backward
-pass, and the host-to-device engine the reverse. On these models that phase bound is roughly
-1.4-1.9x max(ideal, bound) at 2x on PCIe 3, so the 1.10x target is out of reach for any
-schedule that only moves data (recomputation or compression would be needed); the plan's
-remaining distance to the phase bound is what further scheduling work could still win.
+other. The `cut` column makes this a number: for every launch boundary, the write-backs that
+must happen before it and the fetches that must happen after it, each beside the compute on its
+side (docs/simulator.md). It is a lower bound for any schedule — the generator checks every
+policy against it — and the plan's distance to it (`x lower`) is what scheduling could still
+win; the rest of the distance to the issue's 1.10x x max(ideal, bound) needs less data to move
+(recomputation, compression), not better timing.
 TEXT
   echo
   echo "## Planner speed"

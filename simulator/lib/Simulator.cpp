@@ -2,6 +2,7 @@
 #include "Workload.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/Signature.h"
 #include "deepum/format/Units.h"
 #include "deepum/sim/Engine.h"
 #include "deepum/sim/Simulator.h"
@@ -68,10 +69,40 @@ std::pair<uint32_t, uint32_t> deepum::sim::steadyStateIteration(const deepum::v1
   return steadyIteration(P);
 }
 
+llvm::Expected<std::pair<uint32_t, uint32_t>>
+deepum::sim::planIteration(const deepum::v1::Plan &Plan, const deepum::v1::Profile &P,
+                           llvm::StringRef PlanName, llvm::StringRef ProfileName) {
+  const uint32_t N = static_cast<uint32_t>(Plan.position_ids_size());
+  const uint32_t K = static_cast<uint32_t>(P.kernels_size());
+  if (N == 0)
+    return fail(PlanName + ": the plan has no launches");
+  auto matches = [&](uint32_t First) {
+    for (uint32_t I = 0; I < N; ++I)
+      if (deepum::format::executionId(P.kernels(static_cast<int>(First + I))) !=
+          Plan.position_ids(static_cast<int>(I)))
+        return false;
+    return true;
+  };
+  uint32_t Ref = Plan.metadata().reference_iteration();
+  if (Ref < static_cast<uint32_t>(P.iterations_size())) {
+    const deepum::v1::Iteration &It = P.iterations(static_cast<int>(Ref));
+    if (It.kernel_count() == N && It.first_kernel() + uint64_t{N} <= K && matches(It.first_kernel()))
+      return std::make_pair(It.first_kernel(), N);
+  }
+  for (uint32_t First = K >= N ? K - N + 1 : 0; First-- > 0;)
+    if (matches(First))
+      return std::make_pair(First, N);
+  return fail(llvm::formatv("{0} does not match {1}: no run of {2} kernels in the profile has the "
+                            "plan's launch sequence (was the plan compiled from another profile?)",
+                            PlanName, ProfileName, N)
+                  .str());
+}
+
 llvm::Expected<std::vector<uint64_t>>
 deepum::sim::kernelDurations(const deepum::v1::Profile &P, const DeviceModel &Device,
-                             SimOptions::DurationSource Source, bool *Roofline) {
-  auto [First, Count] = steadyIteration(P);
+                             SimOptions::DurationSource Source, bool *Roofline,
+                             std::optional<std::pair<uint32_t, uint32_t>> Range) {
+  auto [First, Count] = Range ? *Range : steadyIteration(P);
   if (First + static_cast<uint64_t>(Count) > static_cast<uint64_t>(P.kernels_size()))
     return fail("the steady-state iteration runs past the last kernel");
   std::vector<uint64_t> Ns;
@@ -111,6 +142,13 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   if (O.Pol == Policy::Plan && !O.Plan)
     return fail("policy 'plan' needs a plan (--plan FILE)");
 
+  std::optional<std::pair<uint32_t, uint32_t>> Range;
+  if (O.Pol == Policy::Plan) {
+    auto PlanRange = planIteration(*O.Plan, P, O.PlanName, O.ProfileName);
+    if (!PlanRange)
+      return PlanRange.takeError();
+    Range = *PlanRange;
+  }
   llvm::Expected<Workload> WOr = O.Pol == Policy::Plan
                                      ? workloadFromPlan(*O.Plan, P, O.PlanName, O.ProfileName)
                                      : workloadFromProfile(P);
@@ -123,7 +161,7 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   R.ProfileDevice = P.device().name();
   bool Roofline = false;
   llvm::Expected<std::vector<uint64_t>> Durations =
-      kernelDurations(P, O.Device, O.Durations, &Roofline);
+      kernelDurations(P, O.Device, O.Durations, &Roofline, Range);
   if (!Durations)
     return fail(O.ProfileName + ": " + llvm::toString(Durations.takeError()));
   W.DurationNs = std::move(*Durations);

@@ -329,15 +329,11 @@ llvm::Expected<Workload> detail::workloadFromPlan(const deepum::v1::Plan &Plan,
                                                   const deepum::v1::Profile &P,
                                                   llvm::StringRef PlanName,
                                                   llvm::StringRef ProfileName) {
-  auto [First, Count] = steadyIteration(P);
-  uint32_t Positions = static_cast<uint32_t>(Plan.position_ids_size());
-  if (Positions != Count)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        llvm::formatv("{0}: the plan has {1} launches per iteration but the steady-state "
-                      "iteration of {2} has {3} kernels",
-                      PlanName, Positions, ProfileName, Count)
-            .str());
+  // The iteration the plan was compiled from, found by its launch sequence.
+  auto Range = planIteration(Plan, P, PlanName, ProfileName);
+  if (!Range)
+    return Range.takeError();
+  auto [First, Count] = *Range;
   Workload W;
   W.Kernels = Count;
   W.FirstKernel = First;

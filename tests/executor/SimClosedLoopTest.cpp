@@ -12,6 +12,7 @@
 #include "TestSupport.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/Signature.h"
 #include "deepum/sim/SimTool.h"
 #include "deepum/sim/Simulator.h"
 #ifdef DEEPUM_HAVE_PLANNER
@@ -45,9 +46,11 @@ v1::Profile timingProfile(uint32_t K, uint64_t DurNs) {
 /// blocks; weights are prefetched two positions ahead and evicted after use;
 /// activations are discarded once dead. 24 blocks of data, 10 of capacity.
 v1::Plan layeredPlan(uint32_t K, bool PrefetchActivations = false) {
+  // The execution IDs of timingProfile's kernels: the simulator replays the
+  // profile's kernels whose IDs are the plan's launch sequence.
   std::vector<uint64_t> Ids;
   for (uint32_t P = 0; P < K; ++P)
-    Ids.push_back(0x1000 + P);
+    Ids.push_back(deepum::format::executionId("k" + std::to_string(P), {1, 1, 1, 256, 1, 1, 0}));
   deepum::test::PlanBuilder PB(Ids, 24 * kBlock);
   PB.capacity(10 * kBlock);
   auto Weight = [&](uint32_t P) { return uint64_t(P % 12); };

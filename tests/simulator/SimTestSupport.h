@@ -2,6 +2,7 @@
 #ifndef DEEPUM_TESTS_SIMULATOR_SIMTESTSUPPORT_H
 #define DEEPUM_TESTS_SIMULATOR_SIMTESTSUPPORT_H
 
+#include "deepum/format/Signature.h"
 #include "deepum/sim/Simulator.h"
 
 namespace deepum::test {
@@ -19,6 +20,12 @@ inline deepum::sim::DeviceModel handDevice() {
   D.CopyEnginesPerDirection = 1;
   D.ThrashingLapseUs = 0;
   return D;
+}
+
+/// Execution ID of a kernel made by ProfileBuilder (grid 1x1x1, block 256):
+/// hand-made plans name the profile's launches with it.
+inline uint64_t builderId(const std::string &Name) {
+  return deepum::format::executionId(Name, {1, 1, 1, 256, 1, 1, 0});
 }
 
 inline constexpr double BlockUs = 2097.152; // one 2 MiB block over the hand link

@@ -98,12 +98,13 @@ std::string writeTinyPlan(const std::string &Dir) {
   Pl.mutable_metadata()->set_gpu_memory_bytes(12 * MiB);
   Pl.mutable_metadata()->set_um_block_bytes(2 * MiB);
   for (uint32_t K = 0; K < 3; ++K) {
-    Pl.add_position_ids(100 + K);
+    uint64_t Id = builderId("k" + std::to_string(K)); // the tiny profile's kernels
+    Pl.add_position_ids(Id);
     v1::ExecutionIdEntry *E = Pl.add_execution_ids();
-    E->set_execution_id(100 + K);
+    E->set_execution_id(Id);
     E->add_positions(K);
     v1::BlockChain *C = Pl.add_block_chains();
-    C->set_execution_id(100 + K);
+    C->set_execution_id(Id);
     C->set_position(K);
     C->add_blocks(K);
     C->add_modes(v1::ACCESS_MODE_READ);

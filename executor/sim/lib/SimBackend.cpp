@@ -106,17 +106,11 @@ llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &P, const deep
   auto fail = [](const std::string &M) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), M);
   };
-  uint32_t First = 0, Count = static_cast<uint32_t>(P.kernels_size());
-  if (P.iterations_size()) {
-    const auto &It = P.iterations(P.iterations_size() - 1);
-    First = It.first_kernel();
-    Count = It.kernel_count();
-  }
-  if (static_cast<uint32_t>(Plan.position_ids_size()) != Count || Count == 0 ||
-      First + Count > static_cast<uint64_t>(P.kernels_size()))
-    return fail(llvm::formatv("the plan has {0} positions, the profile's steady iteration {1}",
-                              Plan.position_ids_size(), Count)
-                    .str());
+  // The same kernels deepum-sim --policy plan replays.
+  auto Range = deepum::sim::planIteration(Plan, P, O.PlanName, O.ProfileName);
+  if (!Range)
+    return Range.takeError();
+  auto [First, Count] = *Range;
   uint64_t Capacity = O.GpuMemoryBytes ? O.GpuMemoryBytes : Plan.metadata().gpu_memory_bytes();
   if (!Capacity)
     Capacity = O.Device.MemoryBytes;
@@ -129,7 +123,7 @@ llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &P, const deep
   // The durations deepum-sim uses: recorded, or its roofline for O.Device.
   bool Roofline = false;
   llvm::Expected<std::vector<uint64_t>> Durations =
-      deepum::sim::kernelDurations(P, O.Device, O.Durations, &Roofline);
+      deepum::sim::kernelDurations(P, O.Device, O.Durations, &Roofline, *Range);
   if (!Durations)
     return Durations.takeError();
   if (Durations->size() != Count)

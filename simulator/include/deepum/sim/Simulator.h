@@ -25,6 +25,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -174,13 +175,24 @@ uint64_t footprintBytes(const deepum::v1::Profile &P);
 /// none is marked).
 std::pair<uint32_t, uint32_t> steadyStateIteration(const deepum::v1::Profile &P);
 
-/// Durations (ns) of the steady-state iteration's kernels as simulate() uses
-/// them for `Device` (recorded, or recomputed with its roofline; see
-/// SimOptions::Durations). Sets *Roofline to whether they were recomputed.
+/// The kernels a plan replays, {first kernel, kernel count}: the iteration the
+/// plan was compiled from (metadata.reference_iteration, when the profile marks
+/// it) or else the last run of kernels whose execution IDs are the plan's
+/// launch sequence. A plan whose sequence occurs nowhere in the profile was
+/// compiled for another workload: an error naming both files.
+llvm::Expected<std::pair<uint32_t, uint32_t>>
+planIteration(const deepum::v1::Plan &Plan, const deepum::v1::Profile &P,
+              llvm::StringRef PlanName = "plan", llvm::StringRef ProfileName = "profile");
+
+/// Durations (ns) of the steady-state iteration's kernels (or of `Range`,
+/// {first kernel, count}, when given) as simulate() uses them for `Device`
+/// (recorded, or recomputed with its roofline; see SimOptions::Durations).
+/// Sets *Roofline to whether they were recomputed.
 llvm::Expected<std::vector<uint64_t>>
 kernelDurations(const deepum::v1::Profile &P, const DeviceModel &Device,
                 SimOptions::DurationSource Source = SimOptions::DurationSource::Auto,
-                bool *Roofline = nullptr);
+                bool *Roofline = nullptr,
+                std::optional<std::pair<uint32_t, uint32_t>> Range = std::nullopt);
 
 } // namespace deepum::sim
 

@@ -2,6 +2,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# The interpreter with Debian's python3-torch (a python3 earlier on PATH may lack it).
+PYTHON ?= /usr/bin/python3
 
 .PHONY: all setup configure build test demo profiles format tidy clean
 
@@ -24,7 +26,7 @@ demo: build
 
 # Regenerates the shipped real-model profiles in tests/data (slow: real compute on the CPU).
 profiles: setup
-	@cd python && python3 -m deepum_trace.ship --out ../tests/data
+	@cd python && $(PYTHON) -m deepum_trace.ship --out ../tests/data
 
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i

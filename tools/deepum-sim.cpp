@@ -64,7 +64,8 @@ int main(int argc, char **argv) {
   Opts.Device = DeviceOpt;
   Opts.DeviceFile = DeviceFile;
   Opts.GpuMemory = GpuMemory;
-  Opts.Oversubscription = Ratio;
+  // 0 means "not given" in the options struct: an explicit 0 is an error here.
+  Opts.Oversubscription = Ratio.getNumOccurrences() && Ratio == 0 ? -1 : double(Ratio);
   Opts.Iterations = Iterations;
   Opts.Warmup = Warmup;
   Opts.Lookahead = Lookahead;

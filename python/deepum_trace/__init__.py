@@ -13,3 +13,11 @@ integration.
 """
 
 VERSION = 1
+
+try:
+    import torch  # noqa: F401  (every module of the tracer needs it)
+except ImportError as _e:  # one clear line instead of a traceback from deep inside
+    import sys as _sys
+
+    raise SystemExit(f"deepum-trace: PyTorch cannot be imported by {_sys.executable} ({_e}); "
+                     "run it with /usr/bin/python3 and Debian's python3-torch") from None

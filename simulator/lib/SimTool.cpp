@@ -45,16 +45,31 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
                                        Opts.Durations + "'");
   S.PlanName = Opts.PlanPath;
   S.ProfileName = Opts.ProfilePath;
+  auto usage = [](const llvm::Twine &Msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), Msg);
+  };
+  if (!Opts.GpuMemory.empty() && Opts.Oversubscription != 0)
+    return usage("give --gpu-memory or --oversubscription, not both");
+  if (Opts.Oversubscription < 0 || std::isnan(Opts.Oversubscription))
+    return usage("--oversubscription must be a positive ratio (footprint / capacity)");
   if (!Opts.GpuMemory.empty()) {
     llvm::Expected<uint64_t> Bytes = deepum::format::parseByteSize(Opts.GpuMemory);
     if (!Bytes)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "--gpu-memory: " + llvm::toString(Bytes.takeError()));
+      return usage("--gpu-memory: " + llvm::toString(Bytes.takeError()));
+    if (*Bytes == 0)
+      return usage("--gpu-memory must be more than 0 bytes");
     S.GpuMemoryBytes = *Bytes;
   } else if (Opts.Oversubscription > 0) {
     S.GpuMemoryBytes = static_cast<uint64_t>(
         std::floor(static_cast<double>(footprintBytes(*P)) / Opts.Oversubscription));
   }
+
+  if (Plan && S.GpuMemoryBytes && Plan->metadata().gpu_memory_bytes() &&
+      Plan->metadata().gpu_memory_bytes() != S.GpuMemoryBytes)
+    llvm::errs() << llvm::formatv(
+        "deepum-sim: note: {0} was compiled for {1} of GPU memory; simulating {2}\n",
+        Opts.PlanPath, deepum::format::formatBytes(Plan->metadata().gpu_memory_bytes()),
+        deepum::format::formatBytes(S.GpuMemoryBytes));
 
   bool ExecutorReplay = false;
   if (Opts.PlanReplay == "executor") {

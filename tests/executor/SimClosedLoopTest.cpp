@@ -128,7 +128,7 @@ TEST(SimClosedLoopTest, RooflineDurationsOnAnotherDevice) {
 #else
   std::string ProfilePath = deepum::test::shippedProfilePath("resnet50");
   if (!std::ifstream(ProfilePath))
-    GTEST_SKIP() << ProfilePath << " is not in this checkout";
+    FAIL() << ProfilePath << " is missing (regenerate with `make profiles`)";
   auto Profile = deepum::format::readProfile(ProfilePath);
   ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
   auto H100 = deepum::sim::loadDeviceModel("h100-sxm");
@@ -190,7 +190,7 @@ TEST(SimClosedLoopTest, ShippedModels) {
     ++Seen;
   }
   if (!Seen)
-    GTEST_SKIP() << "no shipped profiles in tests/data";
+    FAIL() << "no shipped profiles in tests/data";
 #endif
 }
 
@@ -237,7 +237,7 @@ TEST(SimClosedLoopTest, DeepumSimToolRunsTheExecutorReplay) {
 #else
   std::string ProfilePath = deepum::test::shippedProfilePath("resnet50");
   if (!std::ifstream(ProfilePath))
-    GTEST_SKIP() << ProfilePath << " is not in this checkout";
+    FAIL() << ProfilePath << " is missing (regenerate with `make profiles`)";
   auto Profile = deepum::format::readProfile(ProfilePath);
   ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
   deepum::planner::PlanOptions PO;

@@ -32,13 +32,31 @@ TEST_P(ShippedProfile, SummaryMatchesHandComputableFacts) {
   format::ProfileSummary S = format::summarize(P);
   EXPECT_EQ(S.Model, Model);
 
-  // Parameter counts of torchvision's models (torchvision.models.*(); fp32).
-  static const std::map<std::string, uint64_t> TorchvisionParams = {
-      {"resnet50", 25557032}, {"vgg16", 138357544}, {"vit_b_16", 86567656}};
+  // Parameter counts: torchvision's models (torchvision.models.*()), and the two
+  // transformers computed from their layers; all fp32.
+  // The two transformers from their architecture (python/deepum_trace/models.py):
+  // hidden h = 1024, FFN f = 4096, 24 layers; every Linear has a bias.
+  constexpr uint64_t H = 1024, F = 4096;
+  constexpr uint64_t Linear = H * H + H, LayerNorm = 2 * H, Fc1 = H * F + F, Fc2 = F * H + H;
+  // BERT-large: word (30522), position (512) and token-type (2) embeddings and
+  // a LayerNorm; per layer q, k, v, out projections, two LayerNorms and the
+  // MLP; the MLM head (dense + LayerNorm) and a decoder bias, its weight tied.
+  constexpr uint64_t Bert = (30522 + 512 + 2) * H + LayerNorm +
+                            24 * (4 * Linear + 2 * LayerNorm + Fc1 + Fc2) + Linear + LayerNorm +
+                            30522;
+  // GPT-2 medium: token (50257) and position (1024) embeddings; per block two
+  // LayerNorms, a fused qkv projection, the out projection and the MLP; a
+  // final LayerNorm; the LM head tied to the token embeddings.
+  constexpr uint64_t Gpt2 = (50257 + 1024) * H +
+                            24 * (2 * LayerNorm + (3 * H * H + 3 * H) + Linear + Fc1 + Fc2) +
+                            LayerNorm;
+  static_assert(Bert == 335174458 && Gpt2 == 354823168, "hand-computed parameter counts");
+  static const std::map<std::string, uint64_t> KnownParams = {
+      {"resnet50", 25557032}, {"vgg16", 138357544}, {"vit_b_16", 86567656},
+      {"bert-large", Bert},   {"gpt2-medium", Gpt2}};
   uint64_t Params = P.workload().parameter_count();
-  if (auto It = TorchvisionParams.find(Model); It != TorchvisionParams.end()) {
-    EXPECT_EQ(Params, It->second);
-  }
+  ASSERT_EQ(KnownParams.count(Model), 1u) << Model;
+  EXPECT_EQ(Params, KnownParams.at(Model));
   EXPECT_GT(Params, 0u);
   EXPECT_EQ(S.BytesByRole["parameter"], Params * 4) << "fp32 parameters";
   EXPECT_EQ(S.BytesByRole["gradient"], Params * 4) << "one fp32 gradient per parameter";

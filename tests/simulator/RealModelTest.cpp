@@ -26,7 +26,7 @@ class SimRealModel : public ::testing::TestWithParam<std::string> {};
 TEST_P(SimRealModel, InvariantsHoldForEveryPolicy) {
   std::string Path = shippedProfilePath(GetParam());
   if (!llvm::sys::fs::exists(Path))
-    GTEST_SKIP() << Path << " is not generated yet";
+    FAIL() << Path << " is missing (regenerate with `make profiles`)";
   v1::Profile P = takeOk(format::readProfile(Path));
   SimOptions O;
   O.Device = takeOk(loadDeviceModel("v100-pcie-16gb"));

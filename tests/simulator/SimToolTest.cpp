@@ -86,6 +86,15 @@ TEST(SimTool, ErrorsAreOneLine) {
   O.Durations = "guess";
   EXPECT_NE(errorText(runSim(O, OS)).find("--durations"), std::string::npos);
   O.Durations = "auto";
+  O.GpuMemory = "0";
+  EXPECT_NE(errorText(runSim(O, OS)).find("--gpu-memory must be more than 0"), std::string::npos);
+  O.GpuMemory = "64MiB";
+  O.Oversubscription = 2;
+  EXPECT_NE(errorText(runSim(O, OS)).find("not both"), std::string::npos);
+  O.GpuMemory = "";
+  O.Oversubscription = -2;
+  EXPECT_NE(errorText(runSim(O, OS)).find("positive ratio"), std::string::npos);
+  O.Oversubscription = 0;
   O.ProfilePath = Dir + "/missing.pb";
   EXPECT_NE(errorText(runSim(O, OS)).find("missing.pb"), std::string::npos);
 }

@@ -40,7 +40,8 @@ struct SimToolOptions {
   /// GPU memory simulated, e.g. "16GiB"; empty = see Oversubscription, then the
   /// plan's budget (plan policy), then the device's memory.
   std::string GpuMemory;
-  /// When > 0 and GpuMemory is empty: capacity = footprint / ratio.
+  /// capacity = footprint / ratio; 0 = not given. Negative (or given with
+  /// GpuMemory) is an error.
   double Oversubscription = 0;
   unsigned Iterations = 10;
   unsigned Warmup = 2;

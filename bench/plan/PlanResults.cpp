@@ -37,8 +37,9 @@ static cl::opt<std::string> OutMd("md", cl::desc("Markdown to write"),
                                   cl::init("docs/results/plan.md"), cl::cat(Category));
 static cl::opt<std::string> OutCsv("csv", cl::desc("CSV to write"),
                                    cl::init("docs/results/plan.csv"), cl::cat(Category));
+// 10 measured after 2 warm-up, as bench/sim/baselines.sh: the same cells agree.
 static cl::opt<unsigned> Iterations("iterations", cl::desc("Measured iterations per simulation"),
-                                    cl::init(3), cl::cat(Category));
+                                    cl::init(10), cl::cat(Category));
 
 namespace {
 
@@ -98,6 +99,7 @@ Error run() {
         O.Device = *D;
         O.GpuMemoryBytes = Rw.Capacity;
         O.Iterations = Iterations;
+        O.WarmupIterations = 2;
         O.ProfileName = Path;
         for (sim::Policy Pol : Baselines) {
           O.Pol = Pol;

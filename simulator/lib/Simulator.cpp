@@ -296,26 +296,9 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   }
 
   const EngineStats &S = E.stats();
-  const double N = O.Iterations;
-  auto Per = [&](uint64_t EngineStats::*F) { return static_cast<double>(S.*F - Before.*F) / N; };
-  R.IterationUs = static_cast<double>(E.computeEndNs() - MeasureBeginNs) / N / 1e3;
-  R.StallUs = Per(&EngineStats::StallNs) / 1e3;
+  R.IterationUs = static_cast<double>(E.computeEndNs() - MeasureBeginNs) / O.Iterations / 1e3;
   R.SlowdownOverIdeal = IdealNs > 0 ? R.IterationUs * 1e3 / IdealNs : 1;
-  R.Faults = Per(&EngineStats::Faults);
-  R.FaultBatches = Per(&EngineStats::FaultBatches);
-  R.BytesHtoD = Per(&EngineStats::BytesHtoD);
-  R.BytesDtoH = Per(&EngineStats::BytesDtoH);
-  R.BytesPrefetched = Per(&EngineStats::BytesPrefetched);
-  R.BytesDriverPrefetched = Per(&EngineStats::BytesDriverPrefetched);
-  R.BytesDemand = Per(&EngineStats::BytesDemand);
-  R.Evictions = Per(&EngineStats::Evictions);
-  R.BytesDiscarded = Per(&EngineStats::BytesDiscarded);
-  R.PrefetchHits = Per(&EngineStats::PrefetchHits);
-  R.LatePrefetches = Per(&EngineStats::LatePrefetches);
-  R.ThrashingEvents = Per(&EngineStats::ThrashingEvents);
-  R.ThrottledBatches = Per(&EngineStats::ThrottledBatches);
-  R.LostReads = Per(&EngineStats::LostReads);
-  R.PeakResidentBytes = S.PeakResidentBytes;
+  fillPerIteration(R, Before, S, O.Iterations);
   R.InvariantViolations = S.InvariantViolations + (O.CheckInvariants ? E.verifyAccounting() : 0);
   return R;
 }

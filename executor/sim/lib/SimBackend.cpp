@@ -180,26 +180,9 @@ llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &P, const deep
   }
   using deepum::sim::EngineStats;
   const EngineStats &S = E.stats();
-  const double N = O.Iterations;
-  auto Per = [&](uint64_t EngineStats::*F) { return static_cast<double>(S.*F - Before.*F) / N; };
   ReplayResult R;
-  R.IterationUs = static_cast<double>(E.computeEndNs() - BeginNs) / N / 1e3;
-  R.StallUs = Per(&EngineStats::StallNs) / 1e3;
-  R.Faults = Per(&EngineStats::Faults);
-  R.FaultBatches = Per(&EngineStats::FaultBatches);
-  R.BytesHtoD = Per(&EngineStats::BytesHtoD);
-  R.BytesDtoH = Per(&EngineStats::BytesDtoH);
-  R.BytesPrefetched = Per(&EngineStats::BytesPrefetched);
-  R.BytesDriverPrefetched = Per(&EngineStats::BytesDriverPrefetched);
-  R.BytesDemand = Per(&EngineStats::BytesDemand);
-  R.Evictions = Per(&EngineStats::Evictions);
-  R.BytesDiscarded = Per(&EngineStats::BytesDiscarded);
-  R.PrefetchHits = Per(&EngineStats::PrefetchHits);
-  R.LatePrefetches = Per(&EngineStats::LatePrefetches);
-  R.ThrashingEvents = Per(&EngineStats::ThrashingEvents);
-  R.ThrottledBatches = Per(&EngineStats::ThrottledBatches);
-  R.LostReads = Per(&EngineStats::LostReads);
-  R.PeakResidentBytes = S.PeakResidentBytes;
+  R.IterationUs = static_cast<double>(E.computeEndNs() - BeginNs) / O.Iterations / 1e3;
+  deepum::sim::fillPerIteration(R, Before, S, O.Iterations);
   R.InvariantViolations = S.InvariantViolations + (O.CheckInvariants ? E.verifyAccounting() : 0);
   R.RooflineDurations = Roofline;
   deepum_stats_t St{};

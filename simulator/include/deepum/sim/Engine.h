@@ -69,6 +69,34 @@ struct EngineStats {
   uint64_t PeakResidentBytes = 0; // resident + being evicted
 };
 
+/// Fills a result's steady-state figures (SimResult, the executor's
+/// ReplayResult: the same field names) with the per-iteration means of the
+/// engine's counters between two snapshots over `Iterations` iterations.
+template <typename Result>
+void fillPerIteration(Result &R, const EngineStats &Before, const EngineStats &After,
+                      unsigned Iterations) {
+  const double N = Iterations;
+  auto Per = [&](uint64_t EngineStats::*F) {
+    return static_cast<double>(After.*F - Before.*F) / N;
+  };
+  R.StallUs = Per(&EngineStats::StallNs) / 1e3;
+  R.Faults = Per(&EngineStats::Faults);
+  R.FaultBatches = Per(&EngineStats::FaultBatches);
+  R.BytesHtoD = Per(&EngineStats::BytesHtoD);
+  R.BytesDtoH = Per(&EngineStats::BytesDtoH);
+  R.BytesPrefetched = Per(&EngineStats::BytesPrefetched);
+  R.BytesDriverPrefetched = Per(&EngineStats::BytesDriverPrefetched);
+  R.BytesDemand = Per(&EngineStats::BytesDemand);
+  R.Evictions = Per(&EngineStats::Evictions);
+  R.BytesDiscarded = Per(&EngineStats::BytesDiscarded);
+  R.PrefetchHits = Per(&EngineStats::PrefetchHits);
+  R.LatePrefetches = Per(&EngineStats::LatePrefetches);
+  R.ThrashingEvents = Per(&EngineStats::ThrashingEvents);
+  R.ThrottledBatches = Per(&EngineStats::ThrottledBatches);
+  R.LostReads = Per(&EngineStats::LostReads);
+  R.PeakResidentBytes = After.PeakResidentBytes;
+}
+
 class Engine {
 public:
   Engine(const DeviceModel &Device, uint64_t CapacityBytes);

@@ -17,6 +17,7 @@
 #include "CuptiPort.h"
 
 #include "deepum/profiler/HookTarget.h"
+#include "deepum/profiler/IterationMarker.h"
 #include "deepum/profiler/Recorder.h"
 #include "deepum/profiler/Session.h"
 #include "deepum/profiler/cuda/CuptiRecords.h"
@@ -33,9 +34,9 @@
 #include <dlfcn.h>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <unistd.h>
-#include <unordered_map>
 #include <vector>
 
 using namespace deepum::profiler;
@@ -63,12 +64,14 @@ class Profiler final : public HookTarget {
 public:
   explicit Profiler(SessionConfig C)
       : Rec(C.recorderOptions()), Log(2, /*shouldClose=*/false, /*unbuffered=*/true),
-        S(std::move(C), Rec, Log) {}
+        S(std::move(C), Rec, Log), Marker(S.config().StepRange) {}
 
   void start();
   void step() override;
   void beginIteration();
   void endIteration();
+  /// Applies what the IterationMarker made of a callback.
+  void mark(MarkAction A);
   void finishAtExit();
   // HookTarget: deepum's allocator and deepum_step().
   void allocation(const void *Ptr, uint64_t Bytes, uint64_t Stream) override;
@@ -106,9 +109,8 @@ private:
   std::atomic<bool> Stopped{false};
   /// Access-set mode: faults after this time belong to kernels not yet sent home.
   std::atomic<uint64_t> AccessSetSince{0};
-  /// NVTX Start/End ranges of the step name, by range id.
-  std::mutex RangeMu;
-  std::unordered_map<uint64_t, bool> OpenRanges;
+  /// Which profiler-API and NVTX callbacks are iteration marks.
+  IterationMarker Marker;
 };
 
 Profiler *G = nullptr; // the one session of this process (InitializeInjection runs once)
@@ -120,8 +122,14 @@ thread_local bool InsideProfiler = false; // our own CUDA calls must not re-ente
 /// cudaLaunchKernel): blocks are sent home once, at the outermost exit, and
 /// not again for the driver launch inside.
 thread_local int RuntimeLaunchDepth = 0;
-/// Inside cudaProfilerStart/Stop: the cuProfilerStart/Stop inside it is the same mark.
-thread_local bool InsideRuntimeProfilerCall = false;
+/// This thread's part of the Marker's state: its NVTX push/pop nesting, and
+/// whether it is inside cudaProfilerStart/Stop (whose own cuProfilerStart/Stop
+/// is the same mark).
+thread_local IterationMarker::ThreadState MarkThread;
+
+CallSite siteOf(CUpti_ApiCallbackSite Site) {
+  return Site == CUPTI_API_ENTER ? CallSite::Enter : CallSite::Exit;
+}
 
 bool isOwner() { return G && getpid() == OwnerPid; }
 
@@ -253,7 +261,7 @@ void Profiler::start() {
                                 CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000})
       Add(CUPTI_CB_DOMAIN_RUNTIME_API, Id, &Profiler::onRuntimeLaunch);
   }
-  if (!S.config().StepRange.empty())
+  if (Marker.usesRanges())
     for (CUpti_CallbackId Id :
          {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
           CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
@@ -360,14 +368,10 @@ void Profiler::onDriverApi(void *Self, CUpti_CallbackDomain, CUpti_CallbackId Cb
     }
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuProfilerStart:
-    if (CB->callbackSite == CUPTI_API_EXIT && !InsideRuntimeProfilerCall &&
-        P->S.config().StepRange.empty())
-      P->beginIteration();
+    P->mark(P->Marker.profilerStart(MarkThread, ProfilerApi::Driver, siteOf(CB->callbackSite)));
     return;
   case CUPTI_DRIVER_TRACE_CBID_cuProfilerStop:
-    if (CB->callbackSite == CUPTI_API_ENTER && !InsideRuntimeProfilerCall &&
-        P->S.config().StepRange.empty())
-      P->endIteration();
+    P->mark(P->Marker.profilerStop(MarkThread, ProfilerApi::Driver, siteOf(CB->callbackSite)));
     return;
   default:
     // A kernel or graph launch in access-set mode.
@@ -383,17 +387,10 @@ void Profiler::onRuntimeProfiler(void *Self, CUpti_CallbackDomain, CUpti_Callbac
   const auto *CB = static_cast<const CUpti_CallbackData *>(Data);
   if (InsideProfiler || !isOwner())
     return;
-  bool Start = Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000;
-  bool Marks = P->S.config().StepRange.empty();
-  if (CB->callbackSite == CUPTI_API_ENTER) {
-    InsideRuntimeProfilerCall = true;
-    if (!Start && Marks)
-      P->endIteration(); // before the stop: work launched so far belongs to the iteration
-    return;
-  }
-  InsideRuntimeProfilerCall = false;
-  if (Start && Marks)
-    P->beginIteration();
+  CallSite Site = siteOf(CB->callbackSite);
+  P->mark(Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
+              ? P->Marker.profilerStart(MarkThread, ProfilerApi::Runtime, Site)
+              : P->Marker.profilerStop(MarkThread, ProfilerApi::Runtime, Site));
 }
 
 void Profiler::onRuntimeLaunch(void *Self, CUpti_CallbackDomain, CUpti_CallbackId,
@@ -410,10 +407,10 @@ void Profiler::onRuntimeLaunch(void *Self, CUpti_CallbackDomain, CUpti_CallbackI
   static_cast<Profiler *>(Self)->sendTouchedBlocksHome();
 }
 
-/// The ASCII message of an NVTX event, or "" (unicode and registered strings are not step ranges).
+/// The ASCII message of an NVTX event, or null (unicode, registered strings: no step range).
 static const char *nvtxMessage(const nvtxEventAttributes_t *A) {
-  if (!A || A->messageType != NVTX_MESSAGE_TYPE_ASCII || !A->message.ascii)
-    return "";
+  if (!A || A->messageType != NVTX_MESSAGE_TYPE_ASCII)
+    return nullptr;
   return A->message.ascii;
 }
 
@@ -422,35 +419,30 @@ void Profiler::onNvtx(void *Self, CUpti_CallbackDomain, CUpti_CallbackId Cbid, c
   const auto *CB = static_cast<const CUpti_NvtxData *>(Data);
   if (!isOwner())
     return;
-  const std::string &Step = P->S.config().StepRange;
-  // Push/pop ranges nest per thread: remember which pushes were steps.
-  thread_local std::vector<bool> Pushed;
-  const char *Name = nullptr;
+  IterationMarker &M = P->Marker;
   switch (Cbid) {
   case CUPTI_CBID_NVTX_nvtxRangePushA:
-    Name = static_cast<const nvtxRangePushA_params *>(CB->functionParams)->message;
-    break;
+    P->mark(M.rangePush(MarkThread,
+                        static_cast<const nvtxRangePushA_params *>(CB->functionParams)->message));
+    return;
   case CUPTI_CBID_NVTX_nvtxRangePushEx:
-    Name =
-        nvtxMessage(static_cast<const nvtxRangePushEx_params *>(CB->functionParams)->eventAttrib);
-    break;
+    P->mark(M.rangePush(
+        MarkThread,
+        nvtxMessage(static_cast<const nvtxRangePushEx_params *>(CB->functionParams)->eventAttrib)));
+    return;
   case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
-    Name = nvtxMessage(
-        static_cast<const nvtxDomainRangePushEx_params *>(CB->functionParams)->core.eventAttrib);
-    break;
+    P->mark(M.rangePush(MarkThread, nvtxMessage(static_cast<const nvtxDomainRangePushEx_params *>(
+                                                    CB->functionParams)
+                                                    ->core.eventAttrib)));
+    return;
   case CUPTI_CBID_NVTX_nvtxRangePop:
   case CUPTI_CBID_NVTX_nvtxDomainRangePop:
-    if (!Pushed.empty()) {
-      bool WasStep = Pushed.back();
-      Pushed.pop_back();
-      if (WasStep)
-        P->endIteration();
-    }
+    P->mark(M.rangePop(MarkThread));
     return;
   case CUPTI_CBID_NVTX_nvtxRangeStartA:
   case CUPTI_CBID_NVTX_nvtxRangeStartEx:
   case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
-    const char *N =
+    const char *Name =
         Cbid == CUPTI_CBID_NVTX_nvtxRangeStartA
             ? static_cast<const nvtxRangeStartA_params *>(CB->functionParams)->message
         : Cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx
@@ -458,37 +450,22 @@ void Profiler::onNvtx(void *Self, CUpti_CallbackDomain, CUpti_CallbackId Cbid, c
                   static_cast<const nvtxRangeStartEx_params *>(CB->functionParams)->eventAttrib)
             : nvtxMessage(static_cast<const nvtxDomainRangeStartEx_params *>(CB->functionParams)
                               ->core.eventAttrib);
-    if (!N || Step != N || !CB->functionReturnValue)
-      return;
-    uint64_t Id = *static_cast<const nvtxRangeId_t *>(CB->functionReturnValue);
-    {
-      std::lock_guard<std::mutex> L(P->RangeMu);
-      P->OpenRanges[Id] = true;
-    }
-    P->beginIteration();
+    std::optional<uint64_t> Id;
+    if (CB->functionReturnValue)
+      Id = *static_cast<const nvtxRangeId_t *>(CB->functionReturnValue);
+    P->mark(M.rangeStart(Name, Id));
     return;
   }
   case CUPTI_CBID_NVTX_nvtxRangeEnd:
-  case CUPTI_CBID_NVTX_nvtxDomainRangeEnd: {
-    uint64_t Id = Cbid == CUPTI_CBID_NVTX_nvtxRangeEnd
-                      ? static_cast<const nvtxRangeEnd_params *>(CB->functionParams)->id
-                      : static_cast<const nvtxDomainRangeEnd_params *>(CB->functionParams)->core.id;
-    bool Was = false;
-    {
-      std::lock_guard<std::mutex> L(P->RangeMu);
-      Was = P->OpenRanges.erase(Id) != 0;
-    }
-    if (Was)
-      P->endIteration();
+  case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+    P->mark(M.rangeEnd(
+        Cbid == CUPTI_CBID_NVTX_nvtxRangeEnd
+            ? static_cast<const nvtxRangeEnd_params *>(CB->functionParams)->id
+            : static_cast<const nvtxDomainRangeEnd_params *>(CB->functionParams)->core.id));
     return;
-  }
   default:
     return;
   }
-  bool IsStep = Name && Step == Name;
-  Pushed.push_back(IsStep);
-  if (IsStep)
-    P->beginIteration();
 }
 
 void Profiler::afterMark(const MarkEffect &E) {
@@ -551,6 +528,19 @@ void Profiler::endIteration() {
   std::lock_guard<std::mutex> L(MarkMu);
   synchronize();
   afterMark(Rec.endIteration(now()));
+}
+
+void Profiler::mark(MarkAction A) {
+  switch (A) {
+  case MarkAction::None:
+    return;
+  case MarkAction::Begin:
+    beginIteration();
+    return;
+  case MarkAction::End:
+    endIteration();
+    return;
+  }
 }
 
 void Profiler::sendTouchedBlocksHome() {

@@ -50,6 +50,16 @@ Expected<CostModel> loadCostModel(StringRef Name, StringRef File) {
       M.FaultBatchLatencyUs = *F;
     if (auto E = Model->getBoolean("eviction_copies_clean"))
       M.EvictionCopiesClean = *E;
+    auto Num = [&](StringRef Key, double &Out) {
+      if (auto X = Model->getNumber(Key))
+        Out = *X;
+    };
+    Num("matmul_flops_per_second", M.MatmulFlopsPerSecond);
+    Num("vector_flops_per_second", M.VectorFlopsPerSecond);
+    Num("dram_bytes_per_second", M.DramBytesPerSecond);
+    Num("matmul_efficiency", M.MatmulEfficiency);
+    Num("memory_efficiency", M.MemoryEfficiency);
+    Num("kernel_min_us", M.KernelMinUs);
     return M;
   }
   return createStringError(inconvertibleErrorCode(),

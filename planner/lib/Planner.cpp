@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -104,6 +105,35 @@ void addLayout(const Trace &T, Plan &Out) {
   }
 }
 
+/// Recomputes the trace's kernel durations with the device's roofline when the
+/// profile was recorded on another device, exactly as deepum-sim's
+/// `--durations auto` does (simulator/lib/Simulator.cpp rooflineDurations,
+/// itself python/deepum_trace/devices.py kernel_ns): the schedule's clock must
+/// be the one the plan will run on, or a V100 profile planned for an H100
+/// predicts no stall at all and the choice among schedules is blind. Returns
+/// whether it did; changes nothing when a kernel lacks flops and DRAM bytes.
+bool applyRoofline(const Profile &P, const CostModel &M, Trace &T) {
+  if (!M.hasRoofline() || P.device().name().empty() || P.device().name() == M.DeviceName)
+    return false;
+  std::vector<double> Us(T.Positions);
+  for (uint32_t Pos = 0; Pos < T.Positions; ++Pos) {
+    const Kernel &K = P.kernels(static_cast<int>(T.FirstKernel + Pos));
+    if (K.flops() <= 0 && K.dram_bytes() <= 0)
+      return false;
+    StringRef Name = K.name();
+    bool Matmul = Name == "aten::convolution" || Name == "aten::convolution_backward" ||
+                  Name == "aten::mm" || Name == "aten::addmm" || Name == "aten::bmm" ||
+                  Name == "aten::baddbmm";
+    double Peak = Matmul ? M.MatmulFlopsPerSecond : M.VectorFlopsPerSecond;
+    double Compute = std::ceil(K.flops() / (Peak * M.MatmulEfficiency) * 1e9);
+    double Memory = std::ceil(K.dram_bytes() / (M.DramBytesPerSecond * M.MemoryEfficiency) * 1e9);
+    uint64_t Ns = static_cast<uint64_t>(std::max({Compute, Memory, std::ceil(M.KernelMinUs * 1e3)}));
+    Us[Pos] = static_cast<double>(Ns) / 1000.0;
+  }
+  T.DurationUs = std::move(Us);
+  return true;
+}
+
 uint64_t footprintBlocks(const Trace &T) {
   std::vector<uint8_t> Seen(T.Blocks, 0);
   uint64_t N = 0;
@@ -153,6 +183,7 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
   if (!T)
     return T.takeError();
   Progress.stage("trace and pool layout built");
+  applyRoofline(P, M, *T);
   Schedule S = Opts.Strat == Strategy::Prefetch ? schedulePrefetch(*T, M, Opts.GpuMemoryBytes)
                                                 : scheduleSwap(*T, M, Opts.GpuMemoryBytes);
   Progress.stage("schedule computed");

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 
 #include <cctype>
+#include <cmath>
 #include <set>
 
 using namespace deepum;
@@ -228,6 +229,74 @@ TEST(PlannerSchedule, MoreMemoryNeverPredictsSlower) {
     PlanResult R = compile(P, static_cast<uint64_t>(static_cast<double>(F) / Ratio));
     EXPECT_LE(R.Stats.PredictedIterationUs, Prev * 1.0001) << Ratio;
     Prev = R.Stats.PredictedIterationUs;
+  }
+}
+
+TEST(PlannerSchedule, DurationsFollowTheTargetDevice) {
+  // A profile recorded on a V100 with roofline inputs, planned for an H100:
+  // the schedule's clock is the H100's roofline (as deepum-sim's
+  // `--durations auto`), not the V100's measured durations.
+  Profile P = syntheticTraining();
+  P.mutable_device()->set_name("v100-pcie-16gb");
+  for (Kernel &K : *P.mutable_kernels()) {
+    K.set_flops(4e9);
+    K.set_dram_bytes(1e8);
+  }
+  Trace T = traceOf(P);
+  const uint64_t Everything = uint64_t{1} << 40;
+  double Profiled = 0;
+  for (double Us : T.DurationUs)
+    Profiled += Us;
+  // h100-pcie: 51 TFLOP/s x 0.75 and 2 TB/s x 0.8 (device-models.json):
+  // 4e9 flops take 104.58 us (rounded up to whole ns), 1e8 bytes 62.5 us.
+  const double H100Us = std::ceil(4e9 / (51e12 * 0.75) * 1e9) / 1000.0;
+  PlanResult H = compile(P, Everything, Strategy::Prefetch, "h100-pcie");
+  EXPECT_NEAR(H.Stats.ComputeUs, H100Us * static_cast<double>(T.Positions), 1e-6);
+  // The device it was recorded on keeps the measured durations.
+  PlanResult V = compile(P, Everything, Strategy::Prefetch, "v100-pcie-16gb");
+  EXPECT_NEAR(V.Stats.ComputeUs, Profiled, 1e-6);
+  // Without roofline inputs the measured durations stay too.
+  Profile Q = syntheticTraining();
+  Q.mutable_device()->set_name("v100-pcie-16gb");
+  EXPECT_NEAR(compile(Q, Everything, Strategy::Prefetch, "h100-pcie").Stats.ComputeUs, Profiled,
+              1e-6);
+}
+
+TEST(PlannerSchedule, DeadFirstKeepsTheProperties) {
+  // Each schedule the search chooses among must be valid on its own: the
+  // dead-first variant and the margin-only ones respect capacity, never
+  // discard data read again, and the search keeps the fastest.
+  CostModel M = takeOk(loadCostModel("v100-pcie-16gb"));
+  for (const PropertyCase &Case : propertyCases()) {
+    Profile P = syntheticTraining(Case.Options);
+    Trace T = traceOf(P);
+    uint64_t Footprint = footprint(P);
+    for (double Ratio : {1.5, 2.0, 3.0}) {
+      uint64_t Capacity = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio);
+      PlanResult R = compile(P, Capacity);
+      for (bool DeadFirst : {true, false})
+        for (double Margin : {1.0, 256.0, 8192.0}) {
+          SCOPED_TRACE(std::string(Case.Name) + " ratio " + std::to_string(Ratio) + " margin " +
+                       std::to_string(Margin) + (DeadFirst ? " dead-first" : ""));
+          Schedule S = schedulePrefetchWith(T, M, Capacity, Margin, DeadFirst);
+          Plan Variant = R.Plan;
+          Variant.clear_actions();
+          for (const Action &A : S.Actions)
+            *Variant.add_actions() = A;
+          EXPECT_FALSE(static_cast<bool>(format::validatePlan(Variant)));
+          EXPECT_EQ(unsafeDiscards(Variant, T), 0u);
+          ReplayReport Rep = replayPlan(Variant);
+          EXPECT_EQ(Rep.OverCapacityPrefetches, 0u);
+          EXPECT_LE(Rep.MaxResidentBlocks, Rep.CapacityBlocks);
+          if (Rep.CapacityBlocks >= Rep.MaxWorkingSetBlocks) {
+            EXPECT_EQ(Rep.SteadyStateFaults, 0u);
+          }
+          EXPECT_GE(S.Stats.PredictedIterationUs, S.Stats.ComputeUs);
+          if (DeadFirst && Margin == 256.0) {
+            EXPECT_LE(R.Stats.PredictedIterationUs, S.Stats.PredictedIterationUs * 1.0001);
+          }
+        }
+    }
   }
 }
 

@@ -7,7 +7,8 @@
 //                     iteration (farthest next use, dirty victims charged their
 //                     write-back), each fetch issued as early as its slot is
 //                     free and in need order (the copy engine is a FIFO), dead
-//                     victims discarded instead of written back;
+//                     victims discarded instead of written back (one of the
+//                     schedules it chooses among takes them first);
 //   scheduleSwap      tensor-level swap selection of Zhang et al. 2019.
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +35,20 @@ struct CostModel {
   double FaultBatchLatencyUs = 45;
   /// Whether evicting a block whose host copy is valid copies it anyway.
   bool EvictionCopiesClean = false;
+  /// Roofline of the device (device-models.json), for profiles recorded on
+  /// another device: kernel durations are recomputed exactly as deepum-sim
+  /// does (`--durations auto`). Zero when the model has none.
+  double MatmulFlopsPerSecond = 0;
+  double VectorFlopsPerSecond = 0;
+  double DramBytesPerSecond = 0;
+  double MatmulEfficiency = 0;
+  double MemoryEfficiency = 0;
+  double KernelMinUs = 0;
+
+  bool hasRoofline() const {
+    return MatmulFlopsPerSecond > 0 && VectorFlopsPerSecond > 0 && DramBytesPerSecond > 0 &&
+           MatmulEfficiency > 0 && MemoryEfficiency > 0;
+  }
 
   double transferUs(uint64_t Bytes) const {
     return static_cast<double>(Bytes) / LinkBytesPerSecond * 1e6;
@@ -71,6 +86,15 @@ struct Schedule {
 
 Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes);
 Schedule scheduleSwap(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes);
+
+/// One of the prefetch schedules schedulePrefetch chooses among (exposed for
+/// tests): a victim qualifies when its memory is free `MarginBlocks` block
+/// transfers before the fetch's kernel could start; with `DeadFirst`, a
+/// resident block whose contents are dead (its next use overwrites it, or it
+/// is freed first) is taken before anything else as soon as its last kernel
+/// has ended by then, oldest first.
+Schedule schedulePrefetchWith(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes,
+                              double MarginBlocks, bool DeadFirst);
 
 /// Sorts actions by (position, issue order: advise, discard, evict,
 /// prefetch, then due position, dirty, first offset) and merges actions that

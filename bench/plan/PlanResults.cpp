@@ -242,7 +242,7 @@ Error run() {
     OS << formatv("| (for reference) geomean plan / max(ideal, bound, cut) at 2x | {0} | {1:f3} | "
                   "- |\n",
                   Dev, geomean(AtTwoLower));
-    OS << formatv("| geomean speedup over deepum >= 1.3 | {0} | {1:f2} | {2} |\n", Dev, GD,
+    OS << formatv("| geomean speedup over deepum >= 1.3 | {0} | {1:f3} | {2} |\n", Dev, GD,
                   M2 ? "yes" : "**no**");
     OS << formatv("| never slower than um | {0} | slower in {1} of {2} rows | {3} |\n", Dev,
                   SlowerThanUm, Total, M3 ? "yes" : "**no**");

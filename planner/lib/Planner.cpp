@@ -231,8 +231,10 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
                 P.workload().model().empty() ? "(unnamed model)" : P.workload().model(),
                 T->Positions, A->Iterations.size(), A->FromMarks ? "marks" : "period", A->Reference,
                 Streams.size(), Streams.size() == 1 ? "" : "s");
-  OS << formatv("capacity {0} for a footprint of {1} ({2:f2}x oversubscribed); largest kernel "
-                "touches {3} blocks\n",
+  // The arena's footprint: smaller than the profile's when the pool layout
+  // packs tensors the profiled allocator spread over more 2 MiB blocks.
+  OS << formatv("capacity {0} for {1} of arena blocks touched per iteration ({2:f2}x "
+                "oversubscribed after the pool layout); largest kernel touches {3} blocks\n",
                 format::formatBytes(Opts.GpuMemoryBytes), format::formatBytes(R.FootprintBytes),
                 Ratio, S.Stats.MaxWorkingSetBlocks);
   OS << formatv(

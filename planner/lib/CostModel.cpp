@@ -1,12 +1,13 @@
 //===- CostModel.cpp - Device models for the schedule's cost model -----------===//
 //
-// The planner core does not link the simulator; it reads the same
-// device-models.json (the simulator's source of truth) for the two numbers
-// its cost model needs.
+// The planner core does not link the simulator; it reads the same built-in
+// device models (deepum/format/DeviceModels.h), or a --device-file, for the
+// numbers its cost model needs.
 //
 //===----------------------------------------------------------------------===//
 #include "deepum/planner/Schedule.h"
 
+#include "deepum/format/DeviceModels.h"
 #include "deepum/format/Format.h"
 
 #include "llvm/Support/JSON.h"
@@ -16,8 +17,10 @@ using namespace llvm;
 namespace deepum::planner {
 
 Expected<CostModel> loadCostModel(StringRef Name, StringRef File) {
-  std::string Path = File.empty() ? std::string(DEEPUM_DEVICE_MODELS_FILE) : File.str();
-  auto Bytes = format::readFileBytes(Path);
+  std::string Path = File.empty() ? std::string("device-models.json (built in)") : File.str();
+  Expected<std::string> Bytes = File.empty()
+                                    ? Expected<std::string>(format::builtinDeviceModelsJson().str())
+                                    : format::readFileBytes(Path);
   if (!Bytes)
     return Bytes.takeError();
   auto Root = json::parse(*Bytes);

@@ -1,5 +1,6 @@
 //===- Device.cpp - Device models by name, overridable from a file ---------===//
 #include "deepum/format/Format.h"
+#include "deepum/format/DeviceModels.h"
 #include "deepum/sim/Simulator.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -10,7 +11,6 @@ using namespace deepum::sim;
 using llvm::json::Object;
 
 namespace deepum::sim::detail {
-extern const char *const BuiltinDeviceModels;
 } // namespace deepum::sim::detail
 
 namespace {
@@ -119,7 +119,7 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
 std::vector<std::string> deepum::sim::deviceModelNames() {
   std::vector<std::string> Names;
   llvm::Expected<llvm::json::Array> Models =
-      modelsOf(detail::BuiltinDeviceModels, "device-models.json");
+      modelsOf(deepum::format::builtinDeviceModelsJson(), "device-models.json");
   if (!Models) {
     llvm::consumeError(Models.takeError());
     return Names;
@@ -134,7 +134,7 @@ std::vector<std::string> deepum::sim::deviceModelNames() {
 llvm::Expected<DeviceModel> deepum::sim::loadDeviceModel(llvm::StringRef Name,
                                                          llvm::StringRef OverrideFile) {
   llvm::Expected<llvm::json::Array> Builtin =
-      modelsOf(detail::BuiltinDeviceModels, "device-models.json");
+      modelsOf(deepum::format::builtinDeviceModelsJson(), "device-models.json");
   if (!Builtin)
     return Builtin.takeError();
   DeviceModel D;

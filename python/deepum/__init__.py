@@ -32,7 +32,7 @@ def library_path() -> Path:
     here = Path(__file__).resolve()
     candidates = [
         here.parents[2] / "build" / "executor" / _LIBRARY_NAME,  # source checkout, `make`
-        here.parents[3] / "lib" / _LIBRARY_NAME,  # installed: <prefix>/lib/python3/.../deepum
+        here.parents[4] / "lib" / _LIBRARY_NAME,  # installed: <prefix>/share/deepum/python/deepum
     ]
     for c in candidates:
         if c.exists():

@@ -294,4 +294,38 @@ TEST(SimClosedLoopTest, ExecutorReplayMustBeLinkedIn) {
   EXPECT_NE(llvm::toString(std::move(E)).find("--plan-replay must be"), std::string::npos);
 }
 
+#ifdef DEEPUM_HAVE_PLANNER
+TEST(SimClosedLoopTest, ExecutorMatchesThePlannersPrediction) {
+  // The planner predicts each plan's iteration time with its own timed replay
+  // (metadata.predicted_iteration_us); the executor's code driving the
+  // simulator must land within 2% of it, with no demand faults, for every
+  // shipped model at 2x oversubscription on both device models.
+  for (const char *Device : {"v100-pcie-16gb", "h100-pcie"}) {
+    for (const std::string &Model : deepum::test::shippedModels()) {
+      SCOPED_TRACE(Model + " on " + Device);
+      auto Profile = deepum::format::readProfile(deepum::test::shippedProfilePath(Model));
+      ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
+      deepum::sim::SimOptions O;
+      auto D = deepum::sim::loadDeviceModel(Device);
+      ASSERT_TRUE(static_cast<bool>(D)) << llvm::toString(D.takeError());
+      O.Device = *D;
+      O.GpuMemoryBytes = deepum::sim::footprintBytes(*Profile) / 2;
+      O.Iterations = 3;
+      deepum::planner::PlanOptions PO;
+      PO.DeviceModel = Device;
+      PO.GpuMemoryBytes = O.GpuMemoryBytes;
+      auto Planned = deepum::planner::compilePlan(*Profile, PO);
+      ASSERT_TRUE(static_cast<bool>(Planned)) << llvm::toString(Planned.takeError());
+      double Predicted = Planned->Plan.metadata().predicted_iteration_us();
+      ASSERT_GT(Predicted, 0);
+      auto Replayed = sim::replayPlan(*Profile, Planned->Plan, O);
+      ASSERT_TRUE(static_cast<bool>(Replayed)) << llvm::toString(Replayed.takeError());
+      EXPECT_NEAR(Replayed->IterationUs, Predicted, 0.02 * Predicted);
+      EXPECT_EQ(Replayed->Faults, 0);
+      EXPECT_EQ(Replayed->LostReads, 0);
+    }
+  }
+}
+#endif
+
 } // namespace

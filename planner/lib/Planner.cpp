@@ -2,6 +2,7 @@
 #include "deepum/planner/Planner.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/Roofline.h"
 #include "deepum/format/Summary.h"
 #include "deepum/format/Units.h"
 
@@ -115,20 +116,15 @@ void addLayout(const Trace &T, Plan &Out) {
 bool applyRoofline(const Profile &P, const CostModel &M, Trace &T) {
   if (!M.hasRoofline() || P.device().name().empty() || P.device().name() == M.DeviceName)
     return false;
+  const format::RooflineRates Rates{M.MatmulFlopsPerSecond, M.VectorFlopsPerSecond,
+                                    M.DramBytesPerSecond,   M.MatmulEfficiency,
+                                    M.MemoryEfficiency,     M.KernelMinUs};
   std::vector<double> Us(T.Positions);
   for (uint32_t Pos = 0; Pos < T.Positions; ++Pos) {
     const Kernel &K = P.kernels(static_cast<int>(T.FirstKernel + Pos));
-    if (K.flops() <= 0 && K.dram_bytes() <= 0)
+    if (!format::hasRooflineInputs(K))
       return false;
-    StringRef Name = K.name();
-    bool Matmul = Name == "aten::convolution" || Name == "aten::convolution_backward" ||
-                  Name == "aten::mm" || Name == "aten::addmm" || Name == "aten::bmm" ||
-                  Name == "aten::baddbmm";
-    double Peak = Matmul ? M.MatmulFlopsPerSecond : M.VectorFlopsPerSecond;
-    double Compute = std::ceil(K.flops() / (Peak * M.MatmulEfficiency) * 1e9);
-    double Memory = std::ceil(K.dram_bytes() / (M.DramBytesPerSecond * M.MemoryEfficiency) * 1e9);
-    uint64_t Ns = static_cast<uint64_t>(std::max({Compute, Memory, std::ceil(M.KernelMinUs * 1e3)}));
-    Us[Pos] = static_cast<double>(Ns) / 1000.0;
+    Us[Pos] = static_cast<double>(format::rooflineNs(K, Rates)) / 1000.0;
   }
   T.DurationUs = std::move(Us);
   return true;

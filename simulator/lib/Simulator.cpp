@@ -2,6 +2,7 @@
 #include "Workload.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/Roofline.h"
 #include "deepum/format/Signature.h"
 #include "deepum/format/Units.h"
 #include "deepum/sim/Engine.h"
@@ -32,32 +33,23 @@ void nameLanes(deepum::format::TraceWriter &T, const SimResult &R) {
   T.nameThread(1, 4, "fault batches");
 }
 
-bool isMatmul(llvm::StringRef Name) {
-  // The CPU tracer's MATMUL_OPS (python/deepum_trace/cost.py): these use the
-  // matmul peak, everything else the vector peak.
-  return Name == "aten::convolution" || Name == "aten::convolution_backward" ||
-         Name == "aten::mm" || Name == "aten::addmm" || Name == "aten::bmm" ||
-         Name == "aten::baddbmm";
-}
-
 /// Recomputes durations with the device's roofline, exactly as the CPU
 /// tracer does (python/deepum_trace/devices.py kernel_ns). Returns false, and
 /// changes nothing, when a kernel lacks roofline inputs or the device model
 /// lacks peaks.
 bool rooflineDurations(std::vector<uint64_t> &Out, const deepum::v1::Profile &P, uint32_t First,
                        uint32_t Count, const DeviceModel &D) {
-  if (D.MatmulFlopsPerSecond <= 0 || D.VectorFlopsPerSecond <= 0 || D.DramBytesPerSecond <= 0 ||
-      D.MatmulEfficiency <= 0 || D.MemoryEfficiency <= 0)
+  const deepum::format::RooflineRates Rates{D.MatmulFlopsPerSecond, D.VectorFlopsPerSecond,
+                                            D.DramBytesPerSecond,   D.MatmulEfficiency,
+                                            D.MemoryEfficiency,     D.KernelMinUs};
+  if (!Rates.valid())
     return false;
   std::vector<uint64_t> Ns(Count);
   for (uint32_t K = 0; K < Count; ++K) {
     const deepum::v1::Kernel &Kr = P.kernels(static_cast<int>(First + K));
-    if (Kr.flops() <= 0 && Kr.dram_bytes() <= 0)
+    if (!deepum::format::hasRooflineInputs(Kr))
       return false;
-    double Peak = isMatmul(Kr.name()) ? D.MatmulFlopsPerSecond : D.VectorFlopsPerSecond;
-    double Compute = std::ceil(Kr.flops() / (Peak * D.MatmulEfficiency) * 1e9);
-    double Memory = std::ceil(Kr.dram_bytes() / (D.DramBytesPerSecond * D.MemoryEfficiency) * 1e9);
-    Ns[K] = static_cast<uint64_t>(std::max({Compute, Memory, std::ceil(D.KernelMinUs * 1e3)}));
+    Ns[K] = deepum::format::rooflineNs(Kr, Rates);
   }
   Out = std::move(Ns);
   return true;
@@ -86,7 +78,8 @@ deepum::sim::planIteration(const deepum::v1::Plan &Plan, const deepum::v1::Profi
   uint32_t Ref = Plan.metadata().reference_iteration();
   if (Ref < static_cast<uint32_t>(P.iterations_size())) {
     const deepum::v1::Iteration &It = P.iterations(static_cast<int>(Ref));
-    if (It.kernel_count() == N && It.first_kernel() + uint64_t{N} <= K && matches(It.first_kernel()))
+    if (It.kernel_count() == N && It.first_kernel() + uint64_t{N} <= K &&
+        matches(It.first_kernel()))
       return std::make_pair(It.first_kernel(), N);
   }
   for (uint32_t First = K >= N ? K - N + 1 : 0; First-- > 0;)

@@ -503,3 +503,206 @@ TEST(SimBound, CutBoundCountsOnlyPagesCertainlyWritten) {
   SimResult R = run(P, opts(Policy::Ideal, MiB / 2));
   EXPECT_NEAR(R.CutBoundUs, 100 + BlockUs / 4, 1e-6);
 }
+
+namespace {
+
+/// k0 (k0Us long) reads parameter W0, k1 and k2 (100 us) read W1 and W2, k3
+/// (100 us) reads X, an input batch the data loader rewrites at position 0
+/// of every iteration (its GPU copy is dropped there): with room for
+/// everything, X is the only block that must cross the link each iteration.
+v1::Profile inputAtTheEnd(uint64_t K0Us) {
+  ProfileBuilder B;
+  uint64_t W0 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t W1 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t W2 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t X = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_INPUT);
+  B.kernel("k0", K0Us * 1000, {{W0, ACCESS_MODE_READ}});
+  B.kernel("k1", 100'000, {{W1, ACCESS_MODE_READ}});
+  B.kernel("k2", 100'000, {{W2, ACCESS_MODE_READ}});
+  B.kernel("k3", 100'000, {{X, ACCESS_MODE_READ}});
+  B.iteration(0, 4);
+  return B.build();
+}
+
+/// Four kernels, each reading its own 2 MiB parameter for `Us` microseconds.
+v1::Profile fourCycle(uint64_t Us) {
+  ProfileBuilder B;
+  std::vector<uint64_t> T;
+  for (int I = 0; I < 4; ++I)
+    T.push_back(B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER));
+  for (int I = 0; I < 4; ++I)
+    B.kernel("k" + std::to_string(I), Us * 1000, {{T[static_cast<size_t>(I)], ACCESS_MODE_READ}});
+  B.iteration(0, 4);
+  return B.build();
+}
+
+} // namespace
+
+TEST(SimDeepUm, LookaheadDecidesHowEarlyTheNextBlocksPrefetchStarts) {
+  // inputAtTheEnd(1000): ideal 1000 + 3 x 100 = 1300 us. X is learned in
+  // k3's chain (it faults in the cold iteration); afterwards it is the only
+  // transfer. Commands for position p are issued when kernel p-1 starts
+  // (S_{p-1}); the window at p is the chains of launches p .. p+L, so X is
+  // prefetched at the first position p >= 0 with p + L >= 3, and arrives
+  // BlockUs (2097.152 us) later. k3 is ready (k2 ends) at
+  //   L=0: issued at S2, ready S2 + 100           -> stall BlockUs - 100
+  //   L=1: issued at S1, ready S1 + 200           -> stall BlockUs - 200
+  //   L=2: issued at S0, ready S0 + 1200          -> stall BlockUs - 1200
+  //   L=3: issued at position 0, i.e. when the previous iteration's k3
+  //        starts (right after the data loader's write), ready 1300 us
+  //        later (that k3, then k0 .. k2)          -> stall BlockUs - 1300
+  //   L=8: the window stops at the full cycle (back to launch 0): as L=3.
+  // The prefetch is in flight when k3 needs it in every case: one late hit.
+  v1::Profile P = inputAtTheEnd(1000);
+  SimResult Um = run(P, opts(Policy::Um, 64 * MiB));
+  // UM: X faults each iteration: 10 us + the transfer, after k2.
+  EXPECT_NEAR(Um.IterationUs, 1300 + 10 + BlockUs, 1e-6);
+  EXPECT_EQ(Um.Faults, 32);
+  const std::pair<unsigned, double> Cases[] = {{0, BlockUs - 100},
+                                               {1, BlockUs - 200},
+                                               {2, BlockUs - 1200},
+                                               {3, BlockUs - 1300},
+                                               {8, BlockUs - 1300}};
+  for (auto [L, Stall] : Cases) {
+    SimOptions O = opts(Policy::DeepUm, 64 * MiB);
+    O.Lookahead = L;
+    SimResult D = run(P, O);
+    EXPECT_NEAR(D.StallUs, Stall, 1e-6) << L;
+    EXPECT_NEAR(D.IterationUs, 1300 + Stall, 1e-6) << L;
+    EXPECT_EQ(D.Faults, 0) << L;
+    EXPECT_EQ(D.FaultBatches, 0) << L;
+    EXPECT_EQ(D.BytesPrefetched, 2.0 * MiB) << L;
+    EXPECT_EQ(D.BytesHtoD, 2.0 * MiB) << L;
+    EXPECT_EQ(D.PrefetchHits, 1) << L;
+    EXPECT_EQ(D.LatePrefetches, 1) << L;
+    EXPECT_EQ(D.Evictions, 0) << L;
+    // Even the weakest lookahead beats the driver: no fault latency, and the
+    // copy overlaps k2.
+    EXPECT_LT(D.IterationUs, Um.IterationUs) << L;
+  }
+  // A long enough k0 hides the copy entirely once the lookahead reaches k3
+  // from position 1 (issued at S0; k3 is ready 2200 us later > BlockUs):
+  // L=1 still stalls BlockUs - 200, L=2 does not stall at all.
+  v1::Profile Long = inputAtTheEnd(2000);
+  for (auto [L, Stall] : {std::pair<unsigned, double>{1, BlockUs - 200}, {2, 0.0}}) {
+    SimOptions O = opts(Policy::DeepUm, 64 * MiB);
+    O.Lookahead = L;
+    SimResult D = run(Long, O);
+    EXPECT_NEAR(D.IterationUs, 2300 + Stall, 1e-6) << L;
+    EXPECT_EQ(D.LatePrefetches, Stall > 0 ? 1 : 0) << L;
+    EXPECT_EQ(D.PrefetchHits, 1) << L;
+  }
+}
+
+TEST(SimDeepUm, PreEvictsAheadOfTheFaultThatWouldNeedTheRoom) {
+  // Four blocks A0..A3 in a cycle of 5 ms kernels, room for three.
+  // UM: every kernel faults its block in (10 us + transfer) after dropping
+  // the least recently migrated one (clean: no copy).
+  v1::Profile P = fourCycle(5000);
+  SimResult Um = run(P, opts(Policy::Um, 6 * MiB));
+  EXPECT_NEAR(Um.IterationUs, 4 * (10 + BlockUs + 5000), 1e-6);
+  EXPECT_EQ(Um.Faults, 128);
+  EXPECT_EQ(Um.Evictions, 4);
+  EXPECT_NEAR(Um.StallUs, 4 * (10 + BlockUs), 1e-6);
+  // DeepUM (lookahead 8: the window is the whole cycle, ranks 0..3 from
+  // position p). Steady state before position p (issued when k_{p-1}
+  // starts): resident A_{p-2}, A_{p-1}, A_p, least recently migrated first.
+  // A_p is there; A_{p+1} (rank 1) is not: the GPU is full, so room is made
+  // now: A_{p-1} is pinned by the running kernel, A_p is needed before
+  // A_{p+1}; A_{p-2} = A_{p+2} (rank 2, least recently migrated) is dropped
+  // and A_{p+1} fetched, arriving BlockUs < 5 ms later: before k_p even
+  // starts, a kernel ahead of k_{p+1}. A_{p+2} (rank 2) then finds no room
+  // (only the pinned A_{p+3} is needed later): prefetching stops. One
+  // eviction and one 2 MiB prefetch per kernel, no fault, no stall, nothing
+  // written back.
+  SimResult D = run(P, opts(Policy::DeepUm, 6 * MiB));
+  EXPECT_NEAR(D.IterationUs, 20000, 1e-6);
+  EXPECT_EQ(D.Faults, 0);
+  EXPECT_EQ(D.FaultBatches, 0);
+  EXPECT_EQ(D.StallUs, 0);
+  EXPECT_EQ(D.Evictions, 4);
+  EXPECT_EQ(D.BytesPrefetched, 8.0 * MiB);
+  EXPECT_EQ(D.BytesHtoD, 8.0 * MiB);
+  EXPECT_EQ(D.BytesDtoH, 0);
+  EXPECT_EQ(D.PrefetchHits, 4);
+  EXPECT_EQ(D.LatePrefetches, 0);
+  EXPECT_EQ(D.PeakResidentBytes, 6 * MiB);
+  // Same traffic as the driver, none of its stalls.
+  EXPECT_EQ(D.BytesHtoD, Um.BytesHtoD);
+  EXPECT_NEAR(Um.IterationUs - D.IterationUs, 4 * (10 + BlockUs), 1e-6);
+}
+
+TEST(SimDeepUm, PreEvictionVictimIsTheLeastRecentlyMigrated) {
+  // The prefetcher and the engine driven by hand over fourCycle(5 ms), room
+  // for three blocks, lookahead 8, so that residency can be inspected after
+  // each observation.
+  v1::Profile P = fourCycle(5000);
+  auto W = takeOk(sim::detail::workloadFromProfile(P));
+  ASSERT_EQ(W.Kernels, 4u);
+  Engine E(handDevice(), 6 * MiB);
+  for (uint64_t B : W.UmBlocks)
+    (void)E.blockId(B);
+  sim::detail::DeepUmPrefetcher D(W, 8);
+  uint32_t A[4];
+  for (uint32_t K = 0; K < 4; ++K) {
+    ASSERT_EQ(W.uses(K).size(), 1u);
+    A[K] = W.uses(K)[0].Block;
+  }
+  auto Resident = [&](uint32_t K) { return E.residentMask(A[K % 4]) != 0; };
+  auto Launch = [&](uint32_t K) {
+    llvm::Error Err = E.launch(W.uses(K), W.DurationNs[K]);
+    ASSERT_FALSE(Err) << llvm::toString(std::move(Err));
+    D.afterLaunch(E, K);
+  };
+  // Cold iteration: nothing known, every kernel faults; k3's fault drops A0
+  // (least recently migrated). Migration order now A1, A2, A3.
+  for (uint32_t K = 0; K < 4; ++K) {
+    D.beforeLaunch(E, K);
+    Launch(K);
+  }
+  EXPECT_EQ(E.stats().Faults, 128u);
+  EXPECT_EQ(E.stats().Evictions, 1u);
+  EXPECT_FALSE(Resident(0));
+  // Launch 0 observed (k3 running, A3 pinned). A0 (rank 0) needs room; of A1
+  // (rank 1) and A2 (rank 2), both needed after A0, the least recently
+  // migrated is A1: it is dropped, although it is needed sooner than A2.
+  // Then A1 (rank 1) is fetched back in the room of A2 (the only one needed
+  // later), and A2 (rank 2) finds no room. A furthest-need victim choice
+  // would have dropped A2 and moved 2 MiB; LRM moves 4 MiB and drops two.
+  EngineStats S0 = E.stats();
+  D.beforeLaunch(E, 0);
+  EXPECT_EQ(E.stats().Evictions - S0.Evictions, 2u);
+  EXPECT_EQ(E.stats().BytesPrefetched - S0.BytesPrefetched, 4 * MiB);
+  EXPECT_EQ(E.stats().Faults, S0.Faults);
+  EXPECT_TRUE(Resident(3));
+  EXPECT_TRUE(Resident(0));
+  EXPECT_TRUE(Resident(1));
+  EXPECT_FALSE(Resident(2));
+  Launch(0);
+  // From here, before observing launch p: resident A_{p-2}, A_{p-1}, A_p in
+  // migration order. The victim is A_{p-2} = A_{p+2} (migrated earliest), in
+  // favour of A_{p+1}, needed two launches after the one observed being
+  // issued; it is resident before k_p starts. No fault ever again.
+  for (uint32_t Step = 1; Step < 12; ++Step) {
+    uint32_t Pos = Step % 4;
+    EXPECT_TRUE(Resident(Pos + 2)) << Step; // A_{p-2}
+    EXPECT_FALSE(Resident(Pos + 1)) << Step;
+    EngineStats Before = E.stats();
+    D.beforeLaunch(E, Pos);
+    EXPECT_EQ(E.stats().Evictions - Before.Evictions, 1u) << Step;
+    EXPECT_EQ(E.stats().BytesPrefetched - Before.BytesPrefetched, 2 * MiB) << Step;
+    EXPECT_FALSE(Resident(Pos + 2)) << Step;
+    EXPECT_TRUE(Resident(Pos + 1)) << Step;
+    EXPECT_TRUE(Resident(Pos)) << Step;
+    EXPECT_TRUE(Resident(Pos + 3)) << Step; // A_{p-1}: pinned by the running kernel
+    EXPECT_EQ(E.residentBytes(), 6 * MiB) << Step;
+    uint64_t IssuedNs = E.issueNs();
+    Launch(Pos);
+    // k_p started 5 ms after the issue, with nothing to wait for.
+    EXPECT_EQ(E.computeEndNs() - IssuedNs, 10'000'000u) << Step;
+    EXPECT_EQ(E.stats().Faults, S0.Faults) << Step;
+  }
+  EXPECT_EQ(E.stats().BytesDtoH, 0u);
+  EXPECT_EQ(E.stats().InvariantViolations, 0u);
+  EXPECT_EQ(E.verifyAccounting(), 0u);
+}

@@ -246,7 +246,9 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
   std::vector<std::vector<const Action *>> At(N);
   for (const Action &A : Actions)
     At[A.position()].push_back(&A);
-  std::vector<uint8_t> Resident(NB, 0), Valid(NB, 0), HostValid(NB, 1);
+  // Every block starts with contents on the host (parameters, inputs the
+  // host fills); a discard makes them dead until a kernel writes them.
+  std::vector<uint8_t> Resident(NB, 0), Valid(NB, 1), HostValid(NB, 1), ReadMostly(NB, 0);
   std::vector<double> Arrival(NB, 0), BusyUntil(NB, 0);
   // Memory of evicted blocks is released when their write-back (or last
   // kernel) completes.
@@ -267,12 +269,19 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
         for (const ArenaRange &R : A->ranges())
           for (uint64_t B = R.offset() / T.BlockBytes;
                B < (R.offset() + R.bytes() + T.BlockBytes - 1) / T.BlockBytes && B < NB; ++B) {
-            if (A->kind() == ACTION_KIND_EVICT || A->kind() == ACTION_KIND_DISCARD) {
+            if (A->kind() == ACTION_KIND_ADVISE) {
+              // Read-mostly duplicates instead of migrating: the host copy
+              // stays valid, so evicting an unwritten block copies nothing.
+              if (A->advice() == ADVICE_SET_READ_MOSTLY)
+                ReadMostly[B] = 1;
+              else if (A->advice() == ADVICE_UNSET_READ_MOSTLY)
+                ReadMostly[B] = 0;
+            } else if (A->kind() == ACTION_KIND_EVICT || A->kind() == ACTION_KIND_DISCARD) {
               if (!Resident[B])
                 continue;
               double Ready = std::max({Issue, BusyUntil[B], Arrival[B]}), Done = Ready;
               bool Copy = A->kind() == ACTION_KIND_EVICT && Valid[B] &&
-                          (!HostValid[B] || M.EvictionCopiesClean);
+                          (!HostValid[B] || (M.EvictionCopiesClean && !ReadMostly[B]));
               if (Copy) {
                 Done = std::max(Ready, D2HFree) + BlockUs;
                 D2HFree = Done;
@@ -709,7 +718,55 @@ Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemory
   Try(256, true);
   Try(1024, false);
   Try(8192, false);
+  adviseReadMostly(T, M, GpuMemoryBytes, Best);
   return Best;
+}
+
+void adviseReadMostly(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes, Schedule &S) {
+  // Only where evicting a clean block costs a copy can read-mostly pay (the
+  // host keeps a valid duplicate); candidates are blocks the iteration never
+  // writes that the schedule evicts. The advice is kept only when the cost
+  // model's replay of the whole schedule says it is faster.
+  if (!M.EvictionCopiesClean)
+    return;
+  std::vector<uint8_t> Written(T.Blocks, 0), Evicted(T.Blocks, 0);
+  for (const auto &Uses : T.Uses)
+    for (const BlockUse &U : Uses)
+      if (writes(U.Mode))
+        Written[U.Block] = 1;
+  for (const Action &A : S.Actions)
+    if (A.kind() == ACTION_KIND_EVICT)
+      for (const ArenaRange &R : A.ranges())
+        for (uint64_t B = R.offset() / T.BlockBytes;
+             B < (R.offset() + R.bytes() + T.BlockBytes - 1) / T.BlockBytes && B < T.Blocks; ++B)
+          Evicted[B] = 1;
+  if (T.Positions == 0)
+    return;
+  Action Advise;
+  Advise.set_kind(ACTION_KIND_ADVISE);
+  Advise.set_advice(ADVICE_SET_READ_MOSTLY);
+  Advise.set_position(0);
+  Advise.set_due_position(0);
+  uint64_t Blocks = 0;
+  for (uint64_t B = 0; B < T.Blocks; ++B)
+    if (Evicted[B] && !Written[B]) {
+      ArenaRange *R = Advise.add_ranges();
+      R->set_offset(B * T.BlockBytes);
+      R->set_bytes(T.BlockBytes);
+      ++Blocks;
+    }
+  if (Blocks == 0)
+    return;
+  std::vector<Action> With = S.Actions;
+  With.push_back(std::move(Advise));
+  normalizeActions(With);
+  double Predicted = predictIterationUs(T, M, With, GpuMemoryBytes);
+  if (Predicted >= S.Stats.PredictedIterationUs * 0.999)
+    return;
+  S.Stats.StallUs = std::max(0.0, S.Stats.StallUs - (S.Stats.PredictedIterationUs - Predicted));
+  S.Stats.PredictedIterationUs = Predicted;
+  S.Stats.ReadMostlyBlocks = Blocks;
+  S.Actions = std::move(With);
 }
 
 } // namespace deepum::planner

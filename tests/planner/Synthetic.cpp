@@ -46,12 +46,14 @@ Profile syntheticTraining(const SyntheticOptions &O) {
     Free(Act[O.Layers]);
     for (int L = O.Layers - 1; L >= 0; --L) {
       uint64_t Prev = B.allocate(O.ActivationBytes, B.now());
-      int K = B.kernel(Name("bwd", L), O.KernelNs,
-                       {{Grad, ACCESS_MODE_READ},
-                        {Act[L], ACCESS_MODE_READ},
-                        {W[L], ACCESS_MODE_READ},
-                        {G[L], ACCESS_MODE_WRITE},
-                        {Prev, ACCESS_MODE_WRITE}});
+      bool Frozen = O.FrozenParameters && L < O.Layers / 2;
+      std::vector<ProfileBuilder::Use> Uses = {{Grad, ACCESS_MODE_READ},
+                                               {Act[L], ACCESS_MODE_READ},
+                                               {W[L], ACCESS_MODE_READ},
+                                               {Prev, ACCESS_MODE_WRITE}};
+      if (!Frozen)
+        Uses.push_back({G[L], ACCESS_MODE_WRITE});
+      int K = B.kernel(Name("bwd", L), O.KernelNs, Uses);
       if (O.TwoStreams)
         B.profile().mutable_kernels(K)->set_stream(7);
       Free(Grad);
@@ -61,7 +63,8 @@ Profile syntheticTraining(const SyntheticOptions &O) {
     Free(Grad);
     int Optimizer = O.CutShort && Last ? O.Layers / 2 : O.Layers;
     for (int L = 0; L < Optimizer; ++L)
-      B.kernel(Name("adam", L), O.KernelNs / 2,
+      if (!(O.FrozenParameters && L < O.Layers / 2))
+        B.kernel(Name("adam", L), O.KernelNs / 2,
                {{G[L], ACCESS_MODE_READ},
                 {W[L], ACCESS_MODE_READ_WRITE},
                 {M[L], ACCESS_MODE_READ_WRITE}});

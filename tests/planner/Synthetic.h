@@ -29,6 +29,9 @@ struct SyntheticOptions {
   bool MissingFaultsInLast = false;
   /// Same kernel name for every layer (IDs recur within the iteration).
   bool RepeatedNames = false;
+  /// The first half of the layers is frozen (fine-tuning): no gradient, no
+  /// optimizer step; their parameters are never written.
+  bool FrozenParameters = false;
 };
 
 /// Forward (activations allocated), loss, backward (activations and

@@ -11,9 +11,14 @@
 #include "Synthetic.h"
 #include "TestSupport.h"
 
+#include "deepum/format/DeviceModels.h"
 #include "deepum/format/Format.h"
+#include "deepum/format/Perfetto.h"
 #include "deepum/planner/Planner.h"
 #include "deepum/sim/Simulator.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
 
@@ -93,3 +98,85 @@ TEST(SimPlanProperties, PlansRespectTheModelOnNoisyProfiles) {
 }
 
 } // namespace
+
+namespace {
+
+/// The shipped v100-pcie-16gb model, but the driver copies clean pages back
+/// on eviction (one copy of each page, as without read duplication).
+std::string copiesCleanDeviceFile(const std::string &Dir) {
+  llvm::json::Value Root = takeOk(llvm::json::parse(format::builtinDeviceModelsJson()));
+  llvm::json::Array Out;
+  for (llvm::json::Value &M : *Root.getAsObject()->getArray("models"))
+    if (M.getAsObject()->getString("name") == llvm::Optional<llvm::StringRef>("v100-pcie-16gb")) {
+      llvm::json::Object Copy = *M.getAsObject();
+      Copy["name"] = "v100-copies-clean";
+      Copy["eviction_copies_clean"] = true;
+      Out.push_back(std::move(Copy));
+    }
+  std::string Path = Dir + "/copies-clean.json";
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  OS << llvm::json::Value(llvm::json::Object{{"models", std::move(Out)}});
+  OS.flush();
+  EXPECT_FALSE(bool(format::writeFileAtomically(Path, Text)));
+  return Path;
+}
+
+unsigned advised(const v1::Plan &P) {
+  unsigned N = 0;
+  for (const v1::Action &A : P.actions())
+    if (A.kind() == v1::ACTION_KIND_ADVISE && A.advice() == v1::ADVICE_SET_READ_MOSTLY)
+      N += static_cast<unsigned>(A.ranges_size());
+  return N;
+}
+
+} // namespace
+
+TEST(SimPlanAdvice, ReadMostlyOnlyWhereTheSimulatorShowsItPays) {
+  // Where the driver copies clean pages on eviction (one copy of each page),
+  // advising read-mostly the blocks no kernel writes (frozen parameters) that
+  // the schedule evicts saves their copies: in the forward pass the
+  // device-to-host engine also carries the activations' write-backs. The
+  // planner keeps the advice only when its replay says it is faster; the
+  // simulator must agree. With the shipped models (clean evictions cost
+  // nothing) no advice is emitted at all.
+  std::string Dir = scratchDir("SimPlanAdvice");
+  std::string File = copiesCleanDeviceFile(Dir);
+  SyntheticOptions SO;
+  SO.FrozenParameters = true; // read-only blocks the schedule has to evict
+  SO.ParamBytes = 16ull << 20; // frozen parameters evicted in the forward pass
+  SO.ActivationBytes = 16ull << 20;
+  SO.KernelNs = 100000;
+  v1::Profile P = syntheticTraining(SO);
+  uint64_t Capacity = sim::footprintBytes(P) / 2;
+
+  planner::PlanOptions PO;
+  PO.GpuMemoryBytes = Capacity;
+  PO.DeviceModel = "v100-pcie-16gb";
+  EXPECT_EQ(advised(takeOk(planner::compilePlan(P, PO)).Plan), 0u);
+
+  PO.DeviceModel = "v100-copies-clean";
+  PO.DeviceFile = File;
+  v1::Plan WithAdvice = takeOk(planner::compilePlan(P, PO)).Plan;
+  ASSERT_GT(advised(WithAdvice), 0u);
+  v1::Plan Without = WithAdvice;
+  Without.clear_actions();
+  for (const v1::Action &A : WithAdvice.actions())
+    if (A.kind() != v1::ACTION_KIND_ADVISE)
+      *Without.add_actions() = A;
+
+  sim::SimOptions O;
+  O.Device = takeOk(sim::loadDeviceModel("v100-copies-clean", File));
+  O.GpuMemoryBytes = Capacity;
+  O.Pol = sim::Policy::Plan;
+  O.Iterations = 3;
+  O.CheckInvariants = true;
+  O.Plan = &WithAdvice;
+  sim::SimResult A = takeOk(sim::simulate(P, O));
+  O.Plan = &Without;
+  sim::SimResult B = takeOk(sim::simulate(P, O));
+  EXPECT_EQ(A.InvariantViolations, 0u);
+  EXPECT_EQ(A.LostReads, 0);
+  EXPECT_LT(A.BytesDtoH, B.BytesDtoH) << "read-mostly blocks leave without a copy";
+  EXPECT_LT(A.IterationUs, B.IterationUs) << "the advice must pay in the simulator";
+}

@@ -69,6 +69,7 @@ struct ScheduleStats {
   uint64_t Evictions = 0;      // blocks evicted
   uint64_t DirtyEvictions = 0; // of which: written back
   uint64_t Discards = 0;       // blocks dropped without write-back
+  uint64_t ReadMostlyBlocks = 0; // blocks advised read-mostly (kept only when it pays)
   uint64_t CapacityBlocks = 0;
   /// Largest number of distinct blocks one kernel touches.
   uint64_t MaxWorkingSetBlocks = 0;
@@ -95,6 +96,11 @@ Schedule scheduleSwap(const Trace &T, const CostModel &M, uint64_t GpuMemoryByte
 /// has ended by then, oldest first.
 Schedule schedulePrefetchWith(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes,
                               double MarginBlocks, bool DeadFirst);
+
+/// Adds cudaMemAdvise(read-mostly) for the unwritten blocks the schedule
+/// evicts, when the device model copies clean pages on eviction and the cost
+/// model predicts the schedule faster with it; otherwise leaves S unchanged.
+void adviseReadMostly(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes, Schedule &S);
 
 /// Sorts actions by (position, issue order: advise, discard, evict,
 /// prefetch, then due position, dirty, first offset) and merges actions that

@@ -25,6 +25,9 @@ MODELS = {
     "vit_b_16": ["--batch", "64"],
     "bert-large": ["--batch", "16", "--seq-len", "512"],
     "gpt2-medium": ["--batch", "8", "--seq-len", "1024", "--compute", "meta", "--direct"],
+    # Small-batch ResNet-50: about 4 block uses per kernel, so repeating it reaches 100k kernels
+    # per iteration with under 1M block uses (the planner's speed benchmark, bench/plan).
+    "resnet50-b8": ["--model", "resnet50", "--batch", "8"],
 }
 
 
@@ -41,7 +44,8 @@ def main(argv=None):
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for name in args.only or MODELS:
         path = os.path.join(args.out, f"{name}.profile.pb.gz")
-        cmd = [sys.executable, "-m", "deepum_trace", "--model", name, *MODELS[name],
+        model = [] if "--model" in MODELS[name] else ["--model", name]
+        cmd = [sys.executable, "-m", "deepum_trace", *model, *MODELS[name],
                "--iterations", str(args.iterations), "--device-model", args.device_model,
                "--out", path]
         print(f"$ {' '.join(cmd[1:])}", file=sys.stderr, flush=True)

@@ -22,8 +22,8 @@ trap 'rm -rf "$work"' EXIT
 "$build/bench/deepum-plan-speed" tests/data/gpt2-medium.profile.pb.gz \
   --tool "$build/tools/deepum-plan" --work "$work" --kernels 25000,50000,100000 \
   --md "$work/speed-kernels.md" >/dev/null 2>>"$work/speed.log"
-# 100k kernels per iteration with under 1M block uses: small-batch ResNet-50 repeated.
-"$build/bench/deepum-plan-speed" tests/data/resnet50-b8.profile.pb.gz \
+# The issue's shape, 100k kernels and 1M block uses per iteration: ResNet-50 at batch 32 repeated.
+"$build/bench/deepum-plan-speed" tests/data/resnet50-b32.profile.pb.gz \
   --tool "$build/tools/deepum-plan" --work "$work" --kernels 25000,50000,100000 \
   --md "$work/speed-small.md" >/dev/null 2>>"$work/speed.log"
 {
@@ -54,11 +54,9 @@ optimizer step dirties, which runs into the next forward pass (docs/planner.md);
 does not count data dirtied in the previous iteration, so it cannot show it.
 
 Planner speed target (tables below): "100k kernels per iteration and 1M block uses in <= 3 s and
-<= 1 GiB". Repeating the shipped profiles cannot give exactly that shape (they carry 24-130 block
-uses per kernel), so it is bracketed: 1M block uses (resnet50 repeated, 30k kernels) plan in under
-2 s and about 300 MiB, and 100k kernels (small-batch resnet50 repeated, 0.44M block uses) in about
-1 s and under 300 MiB; time grows linearly in block uses. The 100k-kernel gpt2-medium point carries
-5.2M block uses and is over the budget in time and memory.
+<= 1 GiB". ResNet-50 at batch 32 (about 10 block uses per kernel) repeated to 100k kernels has
+1.04M block uses: its row (the last) is the target's shape. Time grows linearly in block uses; the
+100k-kernel gpt2-medium point carries 5.2M block uses and is over the budget in time and memory.
 
 TEXT
   echo

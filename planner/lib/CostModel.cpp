@@ -57,12 +57,12 @@ Expected<CostModel> loadCostModel(StringRef Name, StringRef File) {
       if (auto X = Model->getNumber(Key))
         Out = *X;
     };
-    Num("matmul_flops_per_second", M.MatmulFlopsPerSecond);
-    Num("vector_flops_per_second", M.VectorFlopsPerSecond);
-    Num("dram_bytes_per_second", M.DramBytesPerSecond);
-    Num("matmul_efficiency", M.MatmulEfficiency);
-    Num("memory_efficiency", M.MemoryEfficiency);
-    Num("kernel_min_us", M.KernelMinUs);
+    Num("matmul_flops_per_second", M.Roofline.MatmulFlopsPerSecond);
+    Num("vector_flops_per_second", M.Roofline.VectorFlopsPerSecond);
+    Num("dram_bytes_per_second", M.Roofline.DramBytesPerSecond);
+    Num("matmul_efficiency", M.Roofline.MatmulEfficiency);
+    Num("memory_efficiency", M.Roofline.MemoryEfficiency);
+    Num("kernel_min_us", M.Roofline.KernelMinUs);
     return M;
   }
   return createStringError(inconvertibleErrorCode(),

@@ -2,6 +2,7 @@
 #ifndef DEEPUM_PLANNER_LIB_INTERNAL_H
 #define DEEPUM_PLANNER_LIB_INTERNAL_H
 
+#include "deepum/planner/Schedule.h"
 #include "deepum/planner/Trace.h"
 
 #include <cstdint>
@@ -21,6 +22,10 @@ struct UseTable {
 };
 
 UseTable buildUseTable(const Trace &T);
+
+/// A schedule with no actions yet and the statistics every strategy reports
+/// before it starts: capacity in blocks and the largest kernel's working set.
+Schedule emptySchedule(const Trace &T, uint64_t GpuMemoryBytes);
 
 /// Arena range of one block, clipped to the arena.
 deepum::v1::ArenaRange blockRange(const Trace &T, uint64_t Block);

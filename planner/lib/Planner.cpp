@@ -114,17 +114,14 @@ void addLayout(const Trace &T, Plan &Out) {
 /// predicts no stall at all and the choice among schedules is blind. Returns
 /// whether it did; changes nothing when a kernel lacks flops and DRAM bytes.
 bool applyRoofline(const Profile &P, const CostModel &M, Trace &T) {
-  if (!M.hasRoofline() || P.device().name().empty() || P.device().name() == M.DeviceName)
+  if (!M.Roofline.valid() || P.device().name().empty() || P.device().name() == M.DeviceName)
     return false;
-  const format::RooflineRates Rates{M.MatmulFlopsPerSecond, M.VectorFlopsPerSecond,
-                                    M.DramBytesPerSecond,   M.MatmulEfficiency,
-                                    M.MemoryEfficiency,     M.KernelMinUs};
   std::vector<double> Us(T.Positions);
   for (uint32_t Pos = 0; Pos < T.Positions; ++Pos) {
     const Kernel &K = P.kernels(static_cast<int>(T.FirstKernel + Pos));
     if (!format::hasRooflineInputs(K))
       return false;
-    Us[Pos] = static_cast<double>(format::rooflineNs(K, Rates)) / 1000.0;
+    Us[Pos] = static_cast<double>(format::rooflineNs(K, M.Roofline)) / 1000.0;
   }
   T.DurationUs = std::move(Us);
   return true;

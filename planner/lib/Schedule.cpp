@@ -344,18 +344,23 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
   return IterationEnd[3] - IterationEnd[2];
 }
 
+Schedule detail::emptySchedule(const Trace &T, uint64_t GpuMemoryBytes) {
+  Schedule S;
+  S.Stats.CapacityBlocks = GpuMemoryBytes / T.BlockBytes;
+  for (const auto &Uses : T.Uses)
+    S.Stats.MaxWorkingSetBlocks = std::max<uint64_t>(S.Stats.MaxWorkingSetBlocks, Uses.size());
+  return S;
+}
+
 namespace {
 
 /// One schedule. `MarginBlocks`: a victim qualifies when its memory is free
 /// this many block transfers before the fetch's kernel could start.
 Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
                       uint64_t GpuMemoryBytes, double MarginBlocks, bool DeadFirst) {
-  Schedule S;
+  Schedule S = emptySchedule(T, GpuMemoryBytes);
   const uint32_t N = T.Positions;
-  const uint64_t C = GpuMemoryBytes / T.BlockBytes;
-  S.Stats.CapacityBlocks = C;
-  for (const auto &Uses : T.Uses)
-    S.Stats.MaxWorkingSetBlocks = std::max<uint64_t>(S.Stats.MaxWorkingSetBlocks, Uses.size());
+  const uint64_t C = S.Stats.CapacityBlocks;
   if (N == 0)
     return S;
   const double BlockUs = M.transferUs(T.BlockBytes);

@@ -44,12 +44,9 @@ struct Candidate {
 } // namespace
 
 Schedule scheduleSwap(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes) {
-  Schedule S;
+  Schedule S = emptySchedule(T, GpuMemoryBytes);
   const uint32_t N = T.Positions;
-  const uint64_t C = GpuMemoryBytes / T.BlockBytes;
-  S.Stats.CapacityBlocks = C;
-  for (const auto &Uses : T.Uses)
-    S.Stats.MaxWorkingSetBlocks = std::max<uint64_t>(S.Stats.MaxWorkingSetBlocks, Uses.size());
+  const uint64_t C = S.Stats.CapacityBlocks;
   if (N == 0)
     return S;
   UseTable U = buildUseTable(T);

@@ -51,9 +51,11 @@ TEST_P(ShippedProfile, SummaryMatchesHandComputableFacts) {
                             24 * (2 * LayerNorm + (3 * H * H + 3 * H) + Linear + Fc1 + Fc2) +
                             LayerNorm;
   static_assert(Bert == 335174458 && Gpt2 == 354823168, "hand-computed parameter counts");
-  static const std::map<std::string, uint64_t> KnownParams = {
-      {"resnet50", 25557032}, {"vgg16", 138357544}, {"vit_b_16", 86567656},
-      {"bert-large", Bert},   {"gpt2-medium", Gpt2}};
+  static const std::map<std::string, uint64_t> KnownParams = {{"resnet50", 25557032},
+                                                              {"vgg16", 138357544},
+                                                              {"vit_b_16", 86567656},
+                                                              {"bert-large", Bert},
+                                                              {"gpt2-medium", Gpt2}};
   uint64_t Params = P.workload().parameter_count();
   ASSERT_EQ(KnownParams.count(Model), 1u) << Model;
   EXPECT_EQ(Params, KnownParams.at(Model));
@@ -96,13 +98,6 @@ TEST_P(ShippedProfile, InspectJsonWorks) {
   EXPECT_EQ(Obj->getString("model"), llvm::Optional<llvm::StringRef>(GetParam()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ShippedProfile, ::testing::ValuesIn(shippedModels()),
-                         [](const auto &Info) {
-                           std::string N = Info.param;
-                           for (char &C : N)
-                             if (!isalnum(static_cast<unsigned char>(C)))
-                               C = '_';
-                           return N;
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, ShippedProfile, ::testing::ValuesIn(shippedModels()), testNameOf);
 
 } // namespace

@@ -455,13 +455,6 @@ TEST_P(PlannerShipped, LayoutDiscardsCapacityFaults) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PlannerShipped, ::testing::ValuesIn(shippedModels()),
-                         [](const ::testing::TestParamInfo<std::string> &I) {
-                           std::string Name = I.param;
-                           for (char &C : Name)
-                             if (!std::isalnum(static_cast<unsigned char>(C)))
-                               C = '_';
-                           return Name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, PlannerShipped, ::testing::ValuesIn(shippedModels()), testNameOf);
 
 } // namespace

@@ -65,11 +65,4 @@ TEST_P(SimRealModel, InvariantsHoldForEveryPolicy) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, SimRealModel, ::testing::ValuesIn(shippedModels()),
-                         [](const auto &Info) {
-                           std::string N = Info.param;
-                           for (char &C : N)
-                             if (!isalnum(static_cast<unsigned char>(C)))
-                               C = '_';
-                           return N;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shipped, SimRealModel, ::testing::ValuesIn(shippedModels()), testNameOf);

@@ -7,6 +7,7 @@
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 
@@ -39,6 +40,14 @@ const std::vector<std::string> &shippedModels() {
 
 std::string shippedProfilePath(const std::string &Model) {
   return dataPath(Model + ".profile.pb.gz");
+}
+
+std::string testNameOf(const ::testing::TestParamInfo<std::string> &Info) {
+  std::string Name = Info.param;
+  for (char &C : Name)
+    if (!std::isalnum(static_cast<unsigned char>(C)))
+      C = '_';
+  return Name;
 }
 
 ProfileBuilder::ProfileBuilder(std::string DeviceName) {

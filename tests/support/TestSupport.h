@@ -26,6 +26,9 @@ const std::vector<std::string> &shippedModels();
 /// tests/data/<model>.profile.pb.gz
 std::string shippedProfilePath(const std::string &Model);
 
+/// A gtest parameter name for a model ("bert-large" -> "bert_large").
+std::string testNameOf(const ::testing::TestParamInfo<std::string> &Info);
+
 /// Unwraps an Expected, failing the current test with the error's text.
 template <typename T> T takeOk(llvm::Expected<T> E) {
   if (!E) {

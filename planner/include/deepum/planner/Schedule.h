@@ -15,6 +15,7 @@
 #ifndef DEEPUM_PLANNER_SCHEDULE_H
 #define DEEPUM_PLANNER_SCHEDULE_H
 
+#include "deepum/format/Roofline.h"
 #include "deepum/planner/Trace.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -38,17 +39,7 @@ struct CostModel {
   /// Roofline of the device (device-models.json), for profiles recorded on
   /// another device: kernel durations are recomputed exactly as deepum-sim
   /// does (`--durations auto`). Zero when the model has none.
-  double MatmulFlopsPerSecond = 0;
-  double VectorFlopsPerSecond = 0;
-  double DramBytesPerSecond = 0;
-  double MatmulEfficiency = 0;
-  double MemoryEfficiency = 0;
-  double KernelMinUs = 0;
-
-  bool hasRoofline() const {
-    return MatmulFlopsPerSecond > 0 && VectorFlopsPerSecond > 0 && DramBytesPerSecond > 0 &&
-           MatmulEfficiency > 0 && MemoryEfficiency > 0;
-  }
+  deepum::format::RooflineRates Roofline;
 
   double transferUs(uint64_t Bytes) const {
     return static_cast<double>(Bytes) / LinkBytesPerSecond * 1e6;
@@ -64,11 +55,11 @@ struct ScheduleStats {
   double PredictedIterationUs = 0;
   double ComputeUs = 0;
   double StallUs = 0;
-  uint64_t Prefetches = 0;     // blocks fetched per iteration
-  uint64_t Populates = 0;      // of which: dead contents, nothing crosses the link
-  uint64_t Evictions = 0;      // blocks evicted
-  uint64_t DirtyEvictions = 0; // of which: written back
-  uint64_t Discards = 0;       // blocks dropped without write-back
+  uint64_t Prefetches = 0;       // blocks fetched per iteration
+  uint64_t Populates = 0;        // of which: dead contents, nothing crosses the link
+  uint64_t Evictions = 0;        // blocks evicted
+  uint64_t DirtyEvictions = 0;   // of which: written back
+  uint64_t Discards = 0;         // blocks dropped without write-back
   uint64_t ReadMostlyBlocks = 0; // blocks advised read-mostly (kept only when it pays)
   uint64_t CapacityBlocks = 0;
   /// Largest number of distinct blocks one kernel touches.

@@ -13,6 +13,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 using namespace deepum::executor;
@@ -79,6 +81,7 @@ CompiledPlan benchPlan(uint32_t Positions) {
     R.PositionIds.push_back(1000 + (P * 7919) % 600);
   for (uint32_t P = 0; P < Positions; ++P) {
     RawPlan::Chain C;
+    C.Id = R.PositionIds[P];
     C.Position = P;
     for (uint64_t K = 0; K < 4; ++K)
       C.Blocks.push_back((P * 4 + K) % 512);
@@ -90,9 +93,20 @@ CompiledPlan benchPlan(uint32_t Positions) {
     if (P % 8 == 4)
       R.Actions.push_back({3, P, P, {{((P * 4 + 300) % 512) * kBlock, kBlock}}, 0});
   }
+  R.HasMetadata = true;
+  for (uint64_t Id = 1000; Id < 1600; ++Id) {
+    RawPlan::IdEntry E{Id, {}, {}};
+    for (uint32_t P = 0; P < Positions; ++P)
+      if (R.PositionIds[P] == Id)
+        E.Positions.push_back(P);
+    R.ExecutionIds.push_back(std::move(E));
+  }
   CompiledPlan CP;
   std::string Error;
-  compileRawPlan(R, "bench", CP, Error);
+  if (!compileRawPlan(R, "bench", CP, Error)) {
+    std::fprintf(stderr, "bench plan rejected: %s\n", Error.c_str());
+    std::abort();
+  }
   return CP;
 }
 

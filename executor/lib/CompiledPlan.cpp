@@ -41,34 +41,19 @@ bool toAdvice(int A, MemAdvice &Out) {
 bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &Out,
                     std::string &Error) {
   Out = CompiledPlan{};
+  Error = format::checkRawPlan(P);
+  if (!Error.empty())
+    return false;
+  // From here on every index is known to be in range: positions below N,
+  // blocks below ArenaBlocks, ranges and placements inside the arena, and N
+  // and ArenaBlocks within format::PlanLimits.
   Out.Source = Source;
   Out.Model = P.Model;
   Out.GpuMemoryBytes = P.GpuMemoryBytes;
-  if (P.UmBlockBytes != 0)
-    Out.UmBlockBytes = P.UmBlockBytes;
+  Out.UmBlockBytes = P.UmBlockBytes;
   Out.PositionIds = P.PositionIds;
-  const size_t N = Out.PositionIds.size();
-  if (P.FormatVersion != 1) {
-    Error = "unsupported plan format version " + std::to_string(P.FormatVersion);
-    return false;
-  }
-  if (N == 0) {
-    Error = "the plan has no launch positions";
-    return false;
-  }
-  if (N >= (size_t{1} << 31)) {
-    Error = "the plan has too many positions";
-    return false;
-  }
-
-  // Arena size: the layout's, or (for plans without a layout) what the actions reach.
-  uint64_t Arena = P.ArenaBytes;
-  for (const auto &A : P.Actions)
-    for (const auto &R : A.Ranges)
-      Arena = std::max(Arena, R.Address + R.Bytes);
-  for (const auto &Pl : P.Placements)
-    Arena = std::max(Arena, Pl.Offset + Pl.Size);
-  Out.ArenaBytes = (Arena + Out.UmBlockBytes - 1) / Out.UmBlockBytes * Out.UmBlockBytes;
+  const auto N = static_cast<uint32_t>(Out.PositionIds.size());
+  Out.ArenaBytes = format::planArenaBytes(P);
   Out.ArenaBlocks = static_cast<uint32_t>(Out.ArenaBytes / Out.UmBlockBytes);
 
   // Correlation table 1 gives each ID's positions; position_ids is the ground
@@ -76,7 +61,7 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
   for (const auto &E : P.ExecutionIds) {
     std::vector<uint32_t> Pos;
     for (uint32_t Q : E.Positions)
-      if (Q < N && Out.PositionIds[Q] == E.Id)
+      if (Out.PositionIds[Q] == E.Id)
         Pos.push_back(Q);
     std::sort(Pos.begin(), Pos.end());
     Pos.erase(std::unique(Pos.begin(), Pos.end()), Pos.end());
@@ -91,7 +76,7 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
 
   // Context IDs (plan field 8) resynchronise in repeated structures where one
   // execution ID occurs at many positions.
-  if (P.ContextLength > 0 && P.ContextLength <= 64 && P.PositionContexts.size() == N) {
+  if (!P.PositionContexts.empty()) {
     Out.ContextLength = P.ContextLength;
     for (uint32_t Q = 0; Q < N; ++Q)
       Out.ContextPositions[P.PositionContexts[Q]].push_back(Q);
@@ -101,16 +86,11 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
   Out.ReleaseBefore.resize(N);
   Out.AfterLaunch.resize(N);
   for (const auto &A : P.Actions) {
-    if (A.Position >= N)
-      continue;
     PlanAction Act;
     Act.Position = A.Position;
     Act.DuePosition = A.DuePosition;
-    for (const auto &R : A.Ranges)
-      if (R.Bytes != 0 && R.Address < Out.ArenaBytes)
-        Act.Ranges.push_back({R.Address, std::min<uint64_t>(R.Bytes, Out.ArenaBytes - R.Address)});
-    if (Act.Ranges.empty())
-      continue;
+    for (const RawRange &R : A.Ranges)
+      Act.Ranges.push_back({static_cast<uintptr_t>(R.Offset), R.Bytes});
     switch (A.Kind) {
     case kPrefetch:
       Act.Kind = PlanActionKind::Prefetch;
@@ -119,7 +99,7 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
     case kAdvise:
       Act.Kind = PlanActionKind::Advise;
       if (!toAdvice(A.Advice, Act.Advice))
-        continue;
+        continue; // advice of a newer format: not ours to give
       Out.BeforeLaunch[A.Position].push_back(std::move(Act));
       break;
     case kEvict:
@@ -132,20 +112,15 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
       (Act.DuePosition < Act.Position ? Out.ReleaseBefore : Out.AfterLaunch)[A.Position].push_back(
           std::move(Act));
       break;
-    default:
+    default: // kinds of a newer format
       break;
     }
   }
 
   Out.PositionBlocks.resize(N);
-  for (const auto &C : P.Chains) {
-    if (C.Position >= N)
-      continue;
-    auto &Blocks = Out.PositionBlocks[C.Position];
+  for (const auto &C : P.Chains)
     for (uint64_t B : C.Blocks)
-      if (B < Out.ArenaBlocks)
-        Blocks.push_back(static_cast<uint32_t>(B));
-  }
+      Out.PositionBlocks[C.Position].push_back(static_cast<uint32_t>(B));
 
   Out.BlockPositions.resize(Out.ArenaBlocks);
   for (uint32_t Q = 0; Q < N; ++Q) {
@@ -158,8 +133,6 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
 
   uint32_t FirstIteration = 0;
   for (const auto &Pl : P.Placements) {
-    if (Pl.Size == 0 || Pl.Offset + Pl.Size > Out.ArenaBytes)
-      continue;
     Out.Placements[Pl.Sequence] = {Pl.Size, Pl.Offset, Pl.Persistent};
     if (Pl.Persistent)
       FirstIteration = std::max(FirstIteration, Pl.Sequence + 1);

@@ -12,6 +12,7 @@
 #include "llvm/Support/Timer.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -97,12 +98,25 @@ void addLayout(const Trace &T, Plan &Out) {
   L->set_arena_bytes(T.Pool.ArenaBytes);
   L->set_peak_live_bytes(T.Pool.PeakLiveBytes);
   L->set_best_fit_peak_bytes(T.Pool.BestFitPeakBytes);
+  // Lifetimes let a reader check that the layout never places two live
+  // allocations on the same bytes (Live[1], when present, starts at tick 0).
+  uint32_t Ticks = 0;
+  for (const PlannedAllocation &PA : T.Allocations)
+    Ticks = std::max({Ticks, PA.Live[0].End, PA.Live[1].End});
+  L->set_ticks(Ticks);
   for (const PlannedAllocation &PA : T.Allocations) {
     Placement *Pl = L->add_placements();
     Pl->set_sequence(PA.Sequence);
     Pl->set_size_bytes(PA.Size);
     Pl->set_offset(PA.Offset);
     Pl->set_persistent(PA.Persistent);
+    if (PA.Persistent || PA.Live[0].empty())
+      continue;
+    assert(PA.Live[1].empty() || PA.Live[1].Begin == 0);
+    Pl->set_live_begin(PA.Live[0].Begin);
+    Pl->set_live_end(PA.Live[0].End);
+    if (!PA.Live[1].empty())
+      Pl->set_wrap_end(PA.Live[1].End);
   }
 }
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "deepum/format/Format.h"
+#include "deepum/format/PlanWire.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -183,80 +184,11 @@ Error validateProfile(const Profile &P) {
 }
 
 Error validatePlan(const Plan &P) {
-  if (P.format_version() == 0)
-    return invalid("missing format_version: not a deepum plan");
-  if (P.format_version() != kPlanFormatVersion)
-    return invalid("unsupported plan format version " + Twine(P.format_version()) +
-                   " (this build reads version " + Twine(kPlanFormatVersion) + ")");
-  if (!P.has_metadata())
-    return invalid("plan has no metadata");
-  const PlanMetadata &Meta = P.metadata();
-  if (!isPowerOfTwo(Meta.um_block_bytes()) || Meta.um_block_bytes() < kUmPageBytes)
-    return invalid("um_block_bytes " + Twine(Meta.um_block_bytes()) +
-                   " is not a power of two of at least 64 KiB");
-  uint64_t Positions = P.position_ids_size();
-
-  DenseSet<uint64_t> Ids;
-  for (const ExecutionIdEntry &E : P.execution_ids()) {
-    if (!Ids.insert(E.execution_id()).second)
-      return invalid("execution id " + Twine::utohexstr(E.execution_id()) + " appears twice");
-    for (uint32_t Pos : E.positions())
-      if (Pos >= Positions)
-        return invalid("execution id " + Twine::utohexstr(E.execution_id()) +
-                       " names position " + Twine(Pos) + " of an iteration of " +
-                       Twine(Positions) + " launches");
-  }
-  for (const ExecutionIdEntry &E : P.execution_ids())
-    for (const Successor &S : E.successors())
-      if (!Ids.contains(S.execution_id()))
-        return invalid("execution id " + Twine::utohexstr(E.execution_id()) +
-                       " has an unknown successor " + Twine::utohexstr(S.execution_id()));
-  for (uint64_t Id : P.position_ids())
-    if (!Ids.contains(Id))
-      return invalid("position sequence names unknown execution id " + Twine::utohexstr(Id));
-  for (const BlockChain &C : P.block_chains()) {
-    if (!Ids.contains(C.execution_id()))
-      return invalid("block chain for unknown execution id " + Twine::utohexstr(C.execution_id()));
-    if (C.position() >= Positions)
-      return invalid("block chain at position " + Twine(C.position()) + " beyond the iteration");
-  }
-
-  uint64_t Arena = P.layout().arena_bytes();
-  uint32_t PrevPos = 0;
-  for (int I = 0; I < P.actions_size(); ++I) {
-    const Action &A = P.actions(I);
-    if (A.kind() == ACTION_KIND_UNSPECIFIED)
-      return invalid("action " + Twine(I) + " has no kind");
-    if (A.position() >= Positions || A.due_position() >= Positions)
-      return invalid("action " + Twine(I) + " names a position beyond the iteration's " +
-                     Twine(Positions) + " launches");
-    if (A.position() < PrevPos)
-      return invalid("actions are not sorted by position (action " + Twine(I) + ")");
-    PrevPos = A.position();
-    if (A.kind() == ACTION_KIND_ADVISE && A.advice() == ADVICE_UNSPECIFIED)
-      return invalid("action " + Twine(I) + " advises nothing");
-    if (A.ranges_size() == 0)
-      return invalid("action " + Twine(I) + " has no ranges");
-    for (const ArenaRange &R : A.ranges()) {
-      if (R.bytes() == 0)
-        return invalid("action " + Twine(I) + " has an empty range");
-      if (Arena != 0 && (R.offset() > Arena || R.bytes() > Arena - R.offset()))
-        return invalid("action " + Twine(I) + " range [" + Twine(R.offset()) + ", +" +
-                       Twine(R.bytes()) + ") lies outside the arena of " + Twine(Arena) +
-                       " bytes");
-    }
-  }
-
-  DenseSet<uint32_t> Seqs;
-  for (const Placement &Pl : P.layout().placements()) {
-    if (!Seqs.insert(Pl.sequence()).second)
-      return invalid("placement for allocation " + Twine(Pl.sequence()) + " appears twice");
-    if (Pl.size_bytes() == 0)
-      return invalid("placement for allocation " + Twine(Pl.sequence()) + " has size 0");
-    if (Pl.offset() > Arena || Pl.size_bytes() > Arena - Pl.offset())
-      return invalid("placement for allocation " + Twine(Pl.sequence()) +
-                     " lies outside the arena of " + Twine(Arena) + " bytes");
-  }
+  // The rules live beside the protobuf-free decoder that libdeepum uses, so
+  // that both readers accept exactly the same plans (deepum/format/PlanWire.h).
+  std::string Problem = checkRawPlan(rawPlanFromProto(P));
+  if (!Problem.empty())
+    return invalid(Problem);
   return Error::success();
 }
 

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace deepum::test {
@@ -80,6 +81,21 @@ public:
 private:
   deepum::v1::Plan P;
 };
+
+/// Completes a RawPlan built by hand into one that passes the plan rules:
+/// metadata present and an execution-ID table naming every launched ID and
+/// chain ID (each with its positions).
+inline void addIdTable(executor::RawPlan &R) {
+  R.HasMetadata = true;
+  R.ExecutionIds.clear();
+  std::map<uint64_t, std::vector<uint32_t>> Ids;
+  for (uint32_t P = 0; P < R.PositionIds.size(); ++P)
+    Ids[R.PositionIds[P]].push_back(P);
+  for (const auto &C : R.Chains)
+    Ids[C.Id];
+  for (auto &[Id, Positions] : Ids)
+    R.ExecutionIds.push_back({Id, Positions, {}});
+}
 
 } // namespace deepum::test
 

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "deepum/executor/Executor.h"
+#include "ExecutorTestSupport.h"
 #include "deepum/executor/FakeBackend.h"
 
 #include "gtest/gtest.h"
@@ -183,6 +184,7 @@ CompiledPlan programPlan(bool WithBuggyDiscard) {
     R.Chains.push_back({500 + K, K, {K - 4}});
   if (WithBuggyDiscard)
     R.Actions.push_back({3, 6, 6, {{W(0), kBlock}}, 0}); // W[0] is live: must not be discarded
+  deepum::test::addIdTable(R);
   CompiledPlan CP;
   std::string Error;
   EXPECT_TRUE(compileRawPlan(R, "integrity", CP, Error)) << Error;

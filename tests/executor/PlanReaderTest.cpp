@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <fstream>
 
 using namespace deepum::executor;
@@ -86,6 +87,10 @@ PlanBuilder richPlan() {
     PB.proto().add_position_contexts(0x1000 + static_cast<uint64_t>(I % 3));
   PB.proto().mutable_metadata()->set_summary("fields the executor skips");
   PB.proto().mutable_metadata()->add_ignored("so does this");
+  // Actions are sorted by position (a plan rule).
+  auto *Actions = PB.proto().mutable_actions();
+  std::stable_sort(Actions->pointer_begin(), Actions->pointer_end(),
+                   [](const v1::Action *X, const v1::Action *Y) { return X->position() < Y->position(); });
   return PB;
 }
 

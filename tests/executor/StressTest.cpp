@@ -63,6 +63,7 @@ CompiledPlan stressPlan() {
   // Planned allocations (real sizes the threads request) over the arena.
   for (uint32_t S = 0; S < 48; ++S)
     R.Placements.push_back({S, 64 << 10, S * kBlock, false});
+  deepum::test::addIdTable(R);
   CompiledPlan CP;
   std::string Error;
   EXPECT_TRUE(compileRawPlan(R, "stress", CP, Error)) << Error;

@@ -12,6 +12,7 @@
 #define DEEPUM_EXECUTOR_COMPILEDPLAN_H
 
 #include "deepum/executor/Backend.h"
+#include "deepum/format/PlanWire.h"
 
 #include <cstdint>
 #include <string>
@@ -79,47 +80,9 @@ struct CompiledPlan {
   size_t positions() const { return PositionIds.size(); }
 };
 
-/// The fields of deepum.v1.Plan the executor uses, without protobuf: libdeepum.so
-/// decodes plans itself (PlanReader.cpp) so that it carries no protobuf that
-/// could clash with the training process's own. Enum fields keep the proto's
-/// numeric values.
-struct RawPlan {
-  uint32_t FormatVersion = 0;
-  uint64_t GpuMemoryBytes = 0;
-  uint64_t UmBlockBytes = 0;
-  std::string Model;
-  std::vector<uint64_t> PositionIds;
-  std::vector<uint64_t> PositionContexts; ///< Plan.position_contexts (may be empty)
-  uint32_t ContextLength = 0;
-  uint64_t ProfileFingerprint = 0;
-  struct IdEntry {
-    uint64_t Id = 0;
-    std::vector<uint32_t> Positions;
-  };
-  std::vector<IdEntry> ExecutionIds;
-  struct Chain {
-    uint64_t Id = 0;
-    uint32_t Position = 0;
-    std::vector<uint64_t> Blocks;
-  };
-  std::vector<Chain> Chains;
-  struct Action {
-    int Kind = 0;
-    uint32_t Position = 0;
-    uint32_t DuePosition = 0;
-    std::vector<MemRange> Ranges; ///< Address = arena offset.
-    int Advice = 0;
-  };
-  std::vector<Action> Actions;
-  uint64_t ArenaBytes = 0;
-  struct Placement {
-    uint32_t Sequence = 0;
-    uint64_t Size = 0;
-    uint64_t Offset = 0;
-    bool Persistent = false;
-  };
-  std::vector<Placement> Placements;
-};
+/// The plan as decoded from the wire (deepum/format/PlanWire.h).
+using format::RawPlan;
+using format::RawRange;
 
 /// FNV-1a 64 over execution IDs, each as two little-endian 32-bit words, low
 /// word first: the planner's sequenceFingerprint / contextId hash.
@@ -133,12 +96,16 @@ inline uint64_t fnvWords(uint64_t Hash, uint64_t Id) {
 }
 inline constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
 
-/// Builds the index; false with `Error` when the plan cannot be used.
+/// Checks the plan against the rules every plan must pass (format::checkRawPlan,
+/// the same as deepum-inspect's) and builds the index; false with `Error` when
+/// the plan cannot be used. Every table it builds is bounded by the plan's
+/// size or its arena (format::PlanLimits).
 bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &Out,
                     std::string &Error);
-/// Decodes binary protobuf bytes of a deepum.v1.Plan (wire format).
+/// Decodes binary protobuf bytes of a deepum.v1.Plan (format::decodePlanWire).
 bool decodePlan(const std::string &Bytes, RawPlan &Out, std::string &Error);
-/// Reads a binary plan file (gzip-compressed or not), decodes and compiles it.
+/// Reads a binary plan file (gzip-compressed or not; regular files only, at
+/// most format::PlanLimits::kMaxFileBytes), decodes and compiles it.
 bool readCompiledPlan(const std::string &Path, CompiledPlan &Out, std::string &Error);
 
 /// The same from a protobuf message (tests and tools; not in libdeepum.so).

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,7 +24,8 @@ bool parseBytes(const std::string &Text, uint64_t &Out) {
   const char *S = Text.c_str();
   char *End = nullptr;
   double V = std::strtod(S, &End);
-  if (End == S || V < 0)
+  // NaN and infinity fail both comparisons; a size must be a finite number.
+  if (End == S || !(V >= 0) || !std::isfinite(V))
     return false;
   std::string Unit(End);
   Unit.erase(std::remove(Unit.begin(), Unit.end(), ' '), Unit.end());
@@ -50,7 +52,11 @@ bool parseBytes(const std::string &Text, uint64_t &Out) {
     Mult = 1e12;
   else
     return false;
-  Out = static_cast<uint64_t>(V * Mult);
+  // Converting a double at or beyond 2^64 to uint64_t is undefined: refuse it.
+  const double Bytes = V * Mult;
+  if (!(Bytes < 18446744073709551616.0))
+    return false;
+  Out = static_cast<uint64_t>(Bytes);
   return true;
 }
 

@@ -44,6 +44,23 @@ TEST(ConfigTest, BadValuesWarnAndAreSkipped) {
   EXPECT_NE(W.find("DEEPUM_GPU_MEMORY"), std::string::npos);
 }
 
+// D12: values a double holds but a uint64_t cannot (or that are not numbers)
+// were converted with undefined behaviour and accepted as an 8 EiB budget.
+TEST(ConfigTest, NonFiniteAndHugeBudgetsAreRefused) {
+  for (const char *Text : {"1e99", "nan", "inf", "-inf", "1e300GiB", "16EiB", "18446744073709551616",
+                           "17179869184GiB", "-1", "-0.5GiB"}) {
+    std::string W;
+    ExecutorConfig C = ExecutorConfig::parse(nullptr, Text, W);
+    EXPECT_TRUE(C.BudgetBytes.empty()) << Text;
+    EXPECT_NE(W.find("DEEPUM_GPU_MEMORY"), std::string::npos) << Text;
+  }
+  std::string W;
+  ExecutorConfig C = ExecutorConfig::parse(nullptr, "16383PiB", W); // unit unknown
+  EXPECT_TRUE(C.BudgetBytes.empty());
+  C = ExecutorConfig::parse(nullptr, "1.5GiB", W);
+  EXPECT_EQ(C.budgetFor(0, 0), uint64_t{3} << 29);
+}
+
 TEST(ConfigTest, LogSetting) {
   std::string Path;
   EXPECT_EQ(parseLogSetting("debug", Path), LogLevel::Debug);

@@ -122,14 +122,21 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
     for (uint64_t B : C.Blocks)
       Out.PositionBlocks[C.Position].push_back(static_cast<uint32_t>(B));
 
-  Out.BlockPositions.resize(Out.ArenaBlocks);
+  Out.BlockUseStart.assign(size_t{Out.ArenaBlocks} + 1, 0);
   for (uint32_t Q = 0; Q < N; ++Q) {
     auto &Blocks = Out.PositionBlocks[Q];
     std::sort(Blocks.begin(), Blocks.end());
     Blocks.erase(std::unique(Blocks.begin(), Blocks.end()), Blocks.end());
     for (uint32_t B : Blocks)
-      Out.BlockPositions[B].push_back(Q);
+      ++Out.BlockUseStart[B + 1];
   }
+  for (uint32_t B = 0; B < Out.ArenaBlocks; ++B)
+    Out.BlockUseStart[B + 1] += Out.BlockUseStart[B];
+  Out.BlockUses.resize(Out.BlockUseStart.back());
+  std::vector<uint32_t> Fill(Out.BlockUseStart.begin(), Out.BlockUseStart.end() - 1);
+  for (uint32_t Q = 0; Q < N; ++Q) // ascending positions per block
+    for (uint32_t B : Out.PositionBlocks[Q])
+      Out.BlockUses[Fill[B]++] = Q;
 
   uint32_t FirstIteration = 0;
   for (const auto &Pl : P.Placements) {

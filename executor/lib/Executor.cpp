@@ -321,33 +321,59 @@ void Executor::loadPlanFor(DeviceState &D) {
   }
   // One read per file: devices sharing a plan share the result, and a bad
   // file is reported once, not once per device.
+  // Whatever happens here (a bad file, no memory for its tables, a backend
+  // that throws), the outcome is stored: the file is read once, and a
+  // failure means one warning and a device that runs unplanned.
   auto Cached = PlanCache.find(Path);
   if (Cached == PlanCache.end()) {
-    auto CP = std::make_shared<CompiledPlan>();
+    std::shared_ptr<CompiledPlan> CP;
     std::string Error;
-    if (!readCompiledPlan(Path, *CP, Error)) {
-      log(LogLevel::Warn, "not using plan: %s; training continues unplanned", Error.c_str());
+    try {
+      CP = std::make_shared<CompiledPlan>();
+      if (!readCompiledPlan(Path, *CP, Error))
+        CP.reset();
+    } catch (const std::exception &E) {
       CP.reset();
+      Error = Path + ": " + E.what();
+    } catch (...) {
+      CP.reset();
+      Error = Path + ": unexpected failure";
     }
+    if (!CP)
+      log(LogLevel::Warn, "not using plan: %s; training continues unplanned", Error.c_str());
     Cached = PlanCache.emplace(Path, std::move(CP)).first;
   }
   if (!Cached->second)
     return;
-  CompiledPlan CP = *Cached->second;
-  uint64_t Budget = Config.budgetFor(D.Device, CP.GpuMemoryBytes);
-  // Called before the state is published: no other thread sees D yet.
-  (void)setPlanLocked(D, std::move(CP), Budget);
+  try {
+    CompiledPlan CP = *Cached->second;
+    uint64_t Budget = Config.budgetFor(D.Device, CP.GpuMemoryBytes);
+    // Called before the state is published: no other thread sees D yet.
+    (void)setPlanLocked(D, std::move(CP), Budget);
+  } catch (...) {
+    log(LogLevel::Warn, "device %d: cannot set up plan %s (out of memory?); training continues "
+                        "unplanned", D.Device, Path.c_str());
+    D.HasPlan.store(false, std::memory_order_release);
+    D.PlanOn.store(false, std::memory_order_release);
+  }
 }
 
 bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
+  // Everything that allocates host memory first: if it throws, no arena is
+  // left behind and D is untouched.
+  auto Plan = std::make_shared<const CompiledPlan>(std::move(CP));
+  std::vector<uint8_t> Resident(Plan->ArenaBlocks, 0);
+  std::vector<uint64_t> NeededStamp(Plan->ArenaBlocks, 0);
+  D.Cursor.emplace(*Plan, Config.Cursor);
   void *Arena = nullptr;
-  if (CP.ArenaBytes) {
-    BackendStatus S = Back.allocateManaged(D.Device, CP.ArenaBytes, &Arena);
+  if (Plan->ArenaBytes) {
+    BackendStatus S = Back.allocateManaged(D.Device, Plan->ArenaBytes, &Arena);
     if (!S.ok() || !Arena) {
       log(LogLevel::Warn,
           "device %d: cannot allocate the plan's %s arena (%s: %s); training "
           "continues unplanned",
-          D.Device, formatBytes(CP.ArenaBytes).c_str(), S.Call, S.Message.c_str());
+          D.Device, formatBytes(Plan->ArenaBytes).c_str(), S.Call, S.Message.c_str());
+      D.Cursor.reset();
       return false;
     }
   }
@@ -363,16 +389,15 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
         D.Device, S.Call, S.Message.c_str());
     if (Arena)
       (void)Back.freeManaged(D.Device, Arena);
+    D.Cursor.reset();
     return false;
   }
-  auto Plan = std::make_shared<const CompiledPlan>(std::move(CP));
   D.ArenaBase = reinterpret_cast<uintptr_t>(Arena);
   D.ArenaBytes = Plan->ArenaBytes;
   D.NextSequence = 0;
-  D.Resident.assign(Plan->ArenaBlocks, 0);
-  D.NeededStamp.assign(Plan->ArenaBlocks, 0);
+  D.Resident = std::move(Resident);
+  D.NeededStamp = std::move(NeededStamp);
   D.Budget = Budget;
-  D.Cursor.emplace(*Plan, Config.Cursor);
   D.Plan = std::move(Plan);
   D.HasPlan.store(true, std::memory_order_release);
   D.PlanOn.store(true, std::memory_order_release);
@@ -615,7 +640,7 @@ void orderAfterCompute(Backend &Back, Executor::DeviceState &D) {
 
 /// Next position (after `Pos`) at which arena block `B` is used, as a distance.
 static uint64_t nextUseDistance(const CompiledPlan &P, uint32_t B, uint32_t Pos) {
-  const auto &Uses = P.BlockPositions[B];
+  const auto Uses = P.blockPositions(B);
   if (Uses.empty())
     return ~uint64_t{0};
   auto It = std::upper_bound(Uses.begin(), Uses.end(), Pos);

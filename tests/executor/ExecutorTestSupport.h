@@ -3,6 +3,7 @@
 #define DEEPUM_TESTS_EXECUTOR_SUPPORT_H
 
 #include "deepum/executor/CompiledPlan.h"
+#include "deepum/executor/FakeBackend.h"
 #include "deepum/v1/plan.pb.h"
 
 #include "gtest/gtest.h"
@@ -80,6 +81,57 @@ public:
 
 private:
   deepum::v1::Plan P;
+};
+
+/// A backend that forwards every call to a FakeBackend; tests derive from it
+/// and override the calls they watch or break.
+class ForwardingBackend : public executor::Backend {
+public:
+  explicit ForwardingBackend(executor::FakeBackendOptions O = {}) : Inner(O) {}
+  const char *name() const override { return "forwarding"; }
+  int deviceCount() override { return Inner.deviceCount(); }
+  uint64_t deviceMemoryBytes(int D) override { return Inner.deviceMemoryBytes(D); }
+  executor::BackendStatus allocateManaged(int D, uint64_t B, void **O) override {
+    return Inner.allocateManaged(D, B, O);
+  }
+  executor::BackendStatus freeManaged(int D, void *P) override { return Inner.freeManaged(D, P); }
+  executor::BackendStatus createStream(int D, executor::StreamHandle *O) override {
+    return Inner.createStream(D, O);
+  }
+  executor::BackendStatus createEvent(int D, executor::EventHandle *O) override {
+    return Inner.createEvent(D, O);
+  }
+  executor::BackendStatus destroyEvent(int D, executor::EventHandle E) override {
+    return Inner.destroyEvent(D, E);
+  }
+  executor::BackendStatus recordEvent(int D, executor::EventHandle E,
+                                      executor::StreamHandle S) override {
+    return Inner.recordEvent(D, E, S);
+  }
+  executor::BackendStatus streamWaitEvent(int D, executor::StreamHandle S,
+                                          executor::EventHandle E) override {
+    return Inner.streamWaitEvent(D, S, E);
+  }
+  executor::EventState queryEvent(int D, executor::EventHandle E) override {
+    return Inner.queryEvent(D, E);
+  }
+  executor::BackendStatus prefetchBatch(int D, std::span<const executor::MemRange> R, int L,
+                                        executor::StreamHandle S) override {
+    return Inner.prefetchBatch(D, R, L, S);
+  }
+  executor::BackendStatus discardBatch(int D, std::span<const executor::MemRange> R,
+                                       executor::StreamHandle S) override {
+    return Inner.discardBatch(D, R, S);
+  }
+  executor::BackendStatus advise(int D, executor::MemRange R, executor::MemAdvice A) override {
+    return Inner.advise(D, R, A);
+  }
+  bool startLaunchTracking(executor::LaunchObserver *O, std::string &W) override {
+    return Inner.startLaunchTracking(O, W);
+  }
+  void stopLaunchTracking() override { Inner.stopLaunchTracking(); }
+
+  executor::FakeBackend Inner;
 };
 
 /// Completes a RawPlan built by hand into one that passes the plan rules:

@@ -30,31 +30,16 @@ constexpr uint64_t kBlock = 2 * kMiB;
 constexpr StreamHandle kStream = 0x77;
 constexpr unsigned char kGarbage = 0xdd;
 
-class ContentBackend final : public Backend {
+class ContentBackend final : public deepum::test::ForwardingBackend {
 public:
-  ContentBackend() : Inner({.RealMemory = true}) {}
+  ContentBackend() : ForwardingBackend({.RealMemory = true}) {}
   const char *name() const override { return "content"; }
   int deviceCount() override { return 1; }
-  uint64_t deviceMemoryBytes(int D) override { return Inner.deviceMemoryBytes(D); }
   BackendStatus allocateManaged(int D, uint64_t B, void **O) override {
     BackendStatus S = Inner.allocateManaged(D, B, O);
     if (S.ok())
       std::memset(*O, kGarbage, B);
     return S;
-  }
-  BackendStatus freeManaged(int D, void *P) override { return Inner.freeManaged(D, P); }
-  BackendStatus createStream(int D, StreamHandle *O) override { return Inner.createStream(D, O); }
-  BackendStatus createEvent(int D, EventHandle *O) override { return Inner.createEvent(D, O); }
-  BackendStatus destroyEvent(int D, EventHandle E) override { return Inner.destroyEvent(D, E); }
-  BackendStatus recordEvent(int D, EventHandle E, StreamHandle S) override {
-    return Inner.recordEvent(D, E, S);
-  }
-  BackendStatus streamWaitEvent(int D, StreamHandle S, EventHandle E) override {
-    return Inner.streamWaitEvent(D, S, E);
-  }
-  EventState queryEvent(int D, EventHandle E) override { return Inner.queryEvent(D, E); }
-  BackendStatus prefetchBatch(int D, std::span<const MemRange> R, int L, StreamHandle S) override {
-    return Inner.prefetchBatch(D, R, L, S); // migration keeps contents
   }
   BackendStatus discardBatch(int D, std::span<const MemRange> R, StreamHandle S) override {
     for (const MemRange &X : R)
@@ -67,13 +52,7 @@ public:
     }();
     return Inner.discardBatch(D, R, S);
   }
-  BackendStatus advise(int D, MemRange R, MemAdvice A) override { return Inner.advise(D, R, A); }
-  bool startLaunchTracking(LaunchObserver *O, std::string &W) override {
-    return Inner.startLaunchTracking(O, W);
-  }
-  void stopLaunchTracking() override { Inner.stopLaunchTracking(); }
 
-  FakeBackend Inner;
   uint64_t DiscardedBytes = 0;
 };
 

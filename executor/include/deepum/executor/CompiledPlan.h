@@ -15,6 +15,7 @@
 #include "deepum/format/PlanWire.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -69,7 +70,14 @@ struct CompiledPlan {
   /// Arena blocks touched at each position (from the block chains).
   std::vector<std::vector<uint32_t>> PositionBlocks;
   /// Positions touching each arena block, ascending (for "needed furthest in the future").
-  std::vector<std::vector<uint32_t>> BlockPositions;
+  /// Stored compressed: block B's positions are
+  /// BlockUses[BlockUseStart[B] .. BlockUseStart[B+1]), so per-block state is
+  /// 4 bytes however few blocks the plan uses.
+  std::vector<uint32_t> BlockUseStart;
+  std::vector<uint32_t> BlockUses;
+  std::span<const uint32_t> blockPositions(uint32_t B) const {
+    return {BlockUses.data() + BlockUseStart[B], BlockUses.data() + BlockUseStart[B + 1]};
+  }
   /// Placements by allocation sequence number.
   std::unordered_map<uint32_t, PlannedPlacement> Placements;
   /// Sequence number of the first per-iteration allocation (persistent ones come first).

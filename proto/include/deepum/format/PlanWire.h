@@ -35,11 +35,12 @@ struct PlanLimits {
   /// plans (100k launches, 1M block uses per iteration) are tens of MiB;
   /// decoded tables cost a small multiple of this.
   static constexpr uint64_t kMaxFileBytes = uint64_t{256} << 20;
-  /// The arena a plan lays out: 8 TiB, several times any GPU's memory.
-  static constexpr uint64_t kMaxArenaBytes = uint64_t{8} << 40;
-  /// Arena blocks (arena / um_block_bytes): per-block state is a few bytes
-  /// each, so at most some tens of MiB whatever the file says.
-  static constexpr uint64_t kMaxArenaBlocks = uint64_t{1} << 22;
+  /// The arena a plan lays out: 4 TiB, many times any GPU's memory.
+  static constexpr uint64_t kMaxArenaBytes = uint64_t{4} << 40;
+  /// Arena blocks (arena / um_block_bytes; 4 TiB of 2 MiB blocks): libdeepum
+  /// keeps about 13 bytes per block, so at most some 26 MiB whatever the
+  /// file says.
+  static constexpr uint64_t kMaxArenaBlocks = uint64_t{1} << 21;
   /// UM block size: a power of two from the driver's 64 KiB big page to 1 GiB.
   static constexpr uint64_t kMinUmBlockBytes = uint64_t{64} << 10;
   static constexpr uint64_t kMaxUmBlockBytes = uint64_t{1} << 30;

@@ -77,6 +77,9 @@ template <typename T> void bump(std::atomic<T> &A, T V = 1) {
 /// sequence departs from the plan (allocations the plan expected but the
 /// program did not make).
 constexpr uint32_t kPlacementLookahead = 4;
+/// Requests above 128 TiB exceed any machine's host and GPU memory together;
+/// refusing them up front keeps every address computation far from 2^64.
+constexpr uint64_t kMaxAllocationBytes = uint64_t{1} << 47;
 
 struct Counters {
   std::atomic<uint64_t> Allocations{0}, Frees{0}, ArenaBytesInUse{0}, ArenaPeak{0},
@@ -459,7 +462,7 @@ static bool tryPlace(Backend &Back, Executor::DeviceState &D, uint64_t Off, uint
                      StreamHandle Stream);
 
 void *Executor::allocate(uint64_t Bytes, int Device, StreamHandle Stream) {
-  if (Bytes == 0)
+  if (Bytes == 0 || Bytes > kMaxAllocationBytes)
     return nullptr;
   DeviceState *D = deviceOrCreate(Device);
   if (!D)

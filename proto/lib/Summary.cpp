@@ -123,27 +123,31 @@ ProfileSummary summarize(const Profile &P) {
       Blocks.insert(B.block());
   }
   S.DistinctSignatures = Signatures.size();
-  S.FootprintBytes = Blocks.size() * P.um_block_bytes();
+  S.FootprintBytes = saturateBytes(WideBytes(Blocks.size()) * P.um_block_bytes());
 
+  // Byte totals are uint64 and saturate rather than wrap: a file may claim
+  // any size, and a summary must not print a small number for a huge one.
   // Peak live bytes: sweep allocation and free events; a free at the same
   // instant as an allocation happens first (the caching allocator reuses it).
-  std::vector<std::pair<uint64_t, int64_t>> Events;
+  // The running level is exact in 128 bits.
+  std::vector<std::pair<uint64_t, WideBytes>> Events;
   for (const Allocation &A : P.allocations()) {
-    S.BytesByRole[roleName(A.role()).str()] += A.size_bytes();
-    Events.emplace_back(A.alloc_time_ns(), static_cast<int64_t>(A.size_bytes()));
+    uint64_t &Role = S.BytesByRole[roleName(A.role()).str()];
+    Role = addBytes(Role, A.size_bytes());
+    Events.emplace_back(A.alloc_time_ns(), WideBytes(A.size_bytes()));
     if (A.freed())
-      Events.emplace_back(A.free_time_ns(), -static_cast<int64_t>(A.size_bytes()));
+      Events.emplace_back(A.free_time_ns(), -WideBytes(A.size_bytes()));
     else
-      S.PersistentBytes += A.size_bytes();
+      S.PersistentBytes = addBytes(S.PersistentBytes, A.size_bytes());
   }
   std::sort(Events.begin(), Events.end());
-  int64_t Live = 0, Peak = 0;
+  WideBytes Live = 0, Peak = 0;
   for (auto &[T, Delta] : Events) {
     (void)T;
     Live += Delta;
     Peak = std::max(Peak, Live);
   }
-  S.PeakLiveBytes = static_cast<uint64_t>(Peak);
+  S.PeakLiveBytes = saturateBytes(Peak);
 
   if (P.iterations_size() > 0) {
     double Total = 0;
@@ -155,7 +159,7 @@ ProfileSummary summarize(const Profile &P) {
     std::string Dir = M.direction() == MIGRATION_DIRECTION_HOST_TO_DEVICE ? "htod" : "dtoh";
     MigrationTotals &T = S.Migrations[Dir][causeName(M.cause()).str()];
     ++T.Count;
-    T.Bytes += M.bytes();
+    T.Bytes = addBytes(T.Bytes, M.bytes());
   }
   return S;
 }
@@ -176,7 +180,7 @@ PlanSummary summarize(const Plan &P) {
     MigrationTotals &T = S.Actions[actionName(A.kind()).str()];
     ++T.Count;
     for (const ArenaRange &R : A.ranges())
-      T.Bytes += R.bytes();
+      T.Bytes = addBytes(T.Bytes, R.bytes());
   }
   S.ArenaBytes = P.layout().arena_bytes();
   S.PeakLiveBytes = P.layout().peak_live_bytes();

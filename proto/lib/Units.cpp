@@ -54,12 +54,12 @@ Expected<uint64_t> parseByteSize(StringRef Text) {
 }
 
 std::string formatBytes(uint64_t Bytes) {
-  static const char *Units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  static const char *Units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (Bytes < 1024)
     return std::to_string(Bytes) + " B";
   double V = static_cast<double>(Bytes);
   int U = 0;
-  while (V >= 1024 && U < 4) {
+  while (V >= 1024 && U < 6) {
     V /= 1024;
     ++U;
   }

@@ -76,4 +76,48 @@ TEST(Summary, PlanActionsByKind) {
   EXPECT_EQ(S.Strategy, "prefetch");
 }
 
+TEST(Summary, SizesPastInt64NeitherWrapNorGoNegative) {
+  // Two live allocations of 2^63 and 2^63 - 4 MiB: their sum fits uint64, not int64.
+  constexpr uint64_t Half = uint64_t{1} << 63, TwoMiB = uint64_t{2} << 20;
+  ProfileBuilder B;
+  B.allocate(Half, 0, -1, v1::ALLOCATION_ROLE_PARAMETER, /*Address=*/TwoMiB);
+  B.allocate(Half - 2 * TwoMiB, 10, 20, v1::ALLOCATION_ROLE_PARAMETER, /*Address=*/Half + TwoMiB);
+  v1::Profile P = B.build();
+  for (int I = 0; I < 2; ++I) {
+    auto *M = P.add_migrations();
+    M->set_direction(v1::MIGRATION_DIRECTION_DEVICE_TO_HOST);
+    M->set_cause(v1::MIGRATION_CAUSE_EVICTION);
+    M->set_bytes(UINT64_MAX - 1);
+  }
+  format::ProfileSummary S = format::summarize(P);
+  EXPECT_EQ(S.PeakLiveBytes, 2 * Half - 2 * TwoMiB);
+  EXPECT_EQ(S.PersistentBytes, Half);
+  // Sums past uint64 saturate rather than wrap.
+  EXPECT_EQ(S.BytesByRole["parameter"], 2 * Half - 2 * TwoMiB);
+  EXPECT_EQ(S.Migrations["dtoh"]["eviction"].Bytes, UINT64_MAX);
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  format::print(OS, S);
+  EXPECT_NE(OS.str().find("peak live bytes    16.00 EiB"), std::string::npos) << Text;
+  EXPECT_NE(Text.find("persistent bytes   8.00 EiB"), std::string::npos) << Text;
+  llvm::json::Value J = format::toJson(S);
+  EXPECT_EQ(J.getAsObject()->get("peak_live_bytes")->getAsUINT64(),
+            llvm::Optional<uint64_t>(2 * Half - 2 * TwoMiB));
+
+  // Footprint: blocks x block size saturates too.
+  P.set_um_block_bytes(Half);
+  v1::Kernel *K = P.add_kernels();
+  for (uint64_t Block : {1, 2, 3})
+    K->add_blocks()->set_block(Block);
+  EXPECT_EQ(format::summarize(P).FootprintBytes, UINT64_MAX);
+
+  v1::Plan Plan;
+  for (int I = 0; I < 3; ++I) {
+    auto *A = Plan.add_actions();
+    A->set_kind(v1::ACTION_KIND_PREFETCH);
+    A->add_ranges()->set_bytes(Half);
+  }
+  EXPECT_EQ(format::summarize(Plan).Actions["prefetch"].Bytes, UINT64_MAX);
+}
+
 } // namespace

@@ -50,3 +50,10 @@ TEST(Signature, ExecutionIdIsStableAndSensitiveToConfig) {
   K.mutable_block()->set_z(1);
   EXPECT_EQ(format::executionId(K), format::executionId("sgemm", C));
 }
+
+TEST(Units, FormatsSizesUpToTheTopOfUint64) {
+  EXPECT_EQ(format::formatBytes(uint64_t{1} << 50), "1.00 PiB");
+  EXPECT_EQ(format::formatBytes(uint64_t{1} << 63), "8.00 EiB");
+  EXPECT_EQ(format::formatBytes(UINT64_MAX), "16.00 EiB");
+  EXPECT_EQ(format::formatBytes(1023), "1023 B");
+}

@@ -1,7 +1,9 @@
 //===- deepum/format/Summary.h - What a profile or plan holds, in numbers ---===//
 //
 // The summaries deepum-inspect prints. Keys of the JSON form are stable and
-// documented in the README; add keys, never rename them.
+// documented in the README; add keys, never rename them. Byte totals are
+// uint64 and saturate at UINT64_MAX instead of wrapping (a file may claim any
+// size); peaks are computed exactly.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DEEPUM_FORMAT_SUMMARY_H

@@ -14,8 +14,25 @@ namespace deepum::format {
 /// with or without "iB"; "KB"/"MB"/"GB"/"TB" are decimal).
 llvm::Expected<uint64_t> parseByteSize(llvm::StringRef Text);
 
-/// "1.50 GiB", "512.00 MiB", "12 B".
+/// "1.50 GiB", "512.00 MiB", "12 B"; units up to EiB, so every uint64 prints
+/// right (UINT64_MAX is "16.00 EiB").
 std::string formatBytes(uint64_t Bytes);
+
+/// Sums and running levels of byte counts. Sizes are uint64: a sum of up to
+/// 2^63 of them, or a level that also subtracts, is exact in 128 bits.
+__extension__ typedef __int128 WideBytes;
+
+/// `Bytes` clamped to [0, UINT64_MAX]: a total uint64 cannot hold saturates.
+inline uint64_t saturateBytes(WideBytes Bytes) {
+  if (Bytes < 0)
+    return 0;
+  if (Bytes > static_cast<WideBytes>(UINT64_MAX))
+    return UINT64_MAX;
+  return static_cast<uint64_t>(Bytes);
+}
+
+/// A + B, or UINT64_MAX when the sum does not fit.
+inline uint64_t addBytes(uint64_t A, uint64_t B) { return A > UINT64_MAX - B ? UINT64_MAX : A + B; }
 
 /// "1.234 ms", "56.7 us".
 std::string formatMicros(double Micros);

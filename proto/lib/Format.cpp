@@ -1,71 +1,150 @@
 //===- Format.cpp - Read and write profiles and plans -----------------------===//
 #include "deepum/format/Format.h"
-#include "deepum/format/Perfetto.h"
+#include "deepum/format/Units.h"
 
 #include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdio>
 #include <cstring>
+
+#include <unistd.h>
 
 using namespace llvm;
 
 namespace deepum::format {
 namespace {
 
+/// Every error of this library goes through here: the file's name and the
+/// message (which may quote names from the file) are escaped, so the error
+/// stays one line whatever the input holds.
 Error fileError(StringRef Name, const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(), Name + ": " + Msg);
+  return createStringError(inconvertibleErrorCode(),
+                           escapeForMessage(Name) + ": " + escapeForMessage(Msg.str()));
 }
+
+/// "1 GiB", "256 KiB" for the round caps; formatBytes otherwise.
+std::string sizeText(uint64_t Bytes) {
+  static const char *Units[] = {"KiB", "MiB", "GiB", "TiB"};
+  for (int U = 3; U >= 0; --U) {
+    uint64_t Unit = uint64_t{1} << (10 * (U + 1));
+    if (Bytes >= Unit && Bytes % Unit == 0)
+      return std::to_string(Bytes / Unit) + " " + Units[U];
+  }
+  return formatBytes(Bytes);
+}
+
+/// libprotobuf logs some parse problems to stderr by itself (the text-format
+/// parser does, for one); our readers report each problem once, in their own
+/// error line, so its log lines are dropped. A fatal message is still shown:
+/// libprotobuf stops the process right after it, and the message says why.
+void dropProtobufLog(google::protobuf::LogLevel Level, const char *File, int Line,
+                     const std::string &Message) {
+  if (Level == google::protobuf::LOGLEVEL_FATAL)
+    std::fprintf(stderr, "libprotobuf FATAL %s:%d: %s\n", File, Line,
+                 escapeForMessage(Message).c_str());
+}
+
+/// Installed on first use of protobuf by this library, not at load time:
+/// a program that links the library without reading files keeps its handler.
+void routeProtobufLogs() {
+  static const bool Installed = [] {
+    google::protobuf::SetLogHandler(dropProtobufLog);
+    return true;
+  }();
+  (void)Installed;
+}
+
+/// The text-format parser's first error, for the error line.
+class FirstTextFormatError : public google::protobuf::io::ErrorCollector {
+public:
+  std::string Text;
+  void AddError(int Line, google::protobuf::io::ColumnNumber Column,
+                const std::string &Message) override {
+    if (Text.empty())
+      Text = formatv("line {0} column {1}: {2}", Line + 1, Column + 1, Message).str();
+  }
+};
 
 bool isGzip(StringRef Bytes) {
   return Bytes.size() >= 2 && static_cast<unsigned char>(Bytes[0]) == 0x1f &&
          static_cast<unsigned char>(Bytes[1]) == 0x8b;
 }
 
-Expected<std::string> gunzip(StringRef Bytes, StringRef Name) {
+/// Strict gzip: one member (as deepum writes and libdeepum's plan reader
+/// reads), its CRC and length checked by zlib, nothing after it. The output
+/// never grows past `Limit`: each chunk is checked before it is appended.
+Expected<std::string> gunzip(StringRef Bytes, StringRef Name, uint64_t Limit) {
   z_stream Z;
   std::memset(&Z, 0, sizeof(Z));
-  // 15 window bits + 32: accept a gzip or zlib header.
-  if (inflateInit2(&Z, 15 + 32) != Z_OK)
+  // 15 window bits + 16: a gzip header and trailer only (no zlib, no raw deflate).
+  if (inflateInit2(&Z, 15 + 16) != Z_OK)
     return fileError(Name, "cannot initialise decompression");
-  Z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(Bytes.data()));
-  Z.avail_in = static_cast<uInt>(Bytes.size());
+  auto End = make_scope_exit([&] { inflateEnd(&Z); });
+  const char *Next = Bytes.data();
+  size_t Left = Bytes.size();
+  // avail_in is 32 bits: feed the input in slices.
+  auto Feed = [&] {
+    if (Z.avail_in != 0 || Left == 0)
+      return;
+    size_t N = std::min<size_t>(Left, size_t{1} << 30);
+    Z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(Next));
+    Z.avail_in = static_cast<uInt>(N);
+    Next += N;
+    Left -= N;
+  };
   std::string Out;
+  // The trailer's length (mod 2^32) is a hint for the buffer, never trusted for the cap.
+  if (Bytes.size() >= 18) {
+    const auto *T = reinterpret_cast<const unsigned char *>(Bytes.end() - 4);
+    uint64_t Hint = T[0] | T[1] << 8 | T[2] << 16 | uint64_t{T[3]} << 24;
+    if (Hint <= Limit)
+      Out.reserve(Hint);
+  }
   char Chunk[1 << 16];
-  int Rc = Z_OK;
-  while (Rc != Z_STREAM_END) {
+  while (true) {
+    Feed();
     Z.next_out = reinterpret_cast<Bytef *>(Chunk);
     Z.avail_out = sizeof(Chunk);
-    Rc = inflate(&Z, Z_NO_FLUSH);
-    if (Rc != Z_OK && Rc != Z_STREAM_END) {
-      inflateEnd(&Z);
-      if (Rc == Z_BUF_ERROR)
-        return fileError(Name, "truncated gzip data");
+    int Rc = inflate(&Z, Z_NO_FLUSH);
+    if (Rc != Z_OK && Rc != Z_STREAM_END && Rc != Z_BUF_ERROR)
       return fileError(Name, Twine("corrupt gzip data (") + (Z.msg ? Z.msg : "zlib error") + ")");
-    }
-    Out.append(Chunk, sizeof(Chunk) - Z.avail_out);
-    if (Out.size() > kMaxFileBytes) {
-      inflateEnd(&Z);
-      return fileError(Name, "decompresses to more than 4 GiB; refusing to read it");
-    }
-    if (Rc != Z_STREAM_END && Z.avail_in == 0 && Z.avail_out != 0) {
-      inflateEnd(&Z);
+    size_t Got = sizeof(Chunk) - Z.avail_out;
+    if (Got > Limit - Out.size())
+      return fileError(Name,
+                       "decompresses to more than " + sizeText(Limit) + "; refusing to read it");
+    Out.append(Chunk, Got);
+    if (Rc == Z_STREAM_END)
+      break;
+    // No progress possible, or all input consumed with room left for output.
+    if (Rc == Z_BUF_ERROR || (Z.avail_in == 0 && Left == 0 && Z.avail_out != 0))
       return fileError(Name, "truncated gzip data");
-    }
   }
-  inflateEnd(&Z);
-  return Out;
+  size_t Rest = Z.avail_in + Left;
+  if (Rest == 0)
+    return Out;
+  if (isGzip(Bytes.take_back(Rest)))
+    return fileError(Name, "a second gzip member follows the first (concatenated gzip files "
+                           "are not read: decompress and compress it again as one)");
+  return fileError(Name, Twine(Rest) + " bytes of trailing garbage after the gzip data");
 }
 
 template <typename Msg>
 Expected<Msg> parseMessage(StringRef Bytes, StringRef Name, Encoding Enc, StringRef What) {
+  routeProtobufLogs();
   Msg M;
   if (Bytes.empty())
     return fileError(Name, Twine("empty file, not a ") + What);
@@ -86,10 +165,15 @@ Expected<Msg> parseMessage(StringRef Bytes, StringRef Name, Encoding Enc, String
       return fileError(Name, Twine("not a deepum ") + What + " (no known fields)");
     break;
   }
-  case Encoding::Text:
-    if (!google::protobuf::TextFormat::ParseFromString(std::string(Bytes), &M))
-      return fileError(Name, Twine("not a deepum ") + What + " in protobuf text format");
+  case Encoding::Text: {
+    google::protobuf::TextFormat::Parser Parser;
+    FirstTextFormatError Errors;
+    Parser.RecordErrorsTo(&Errors);
+    if (!Parser.ParseFromString(std::string(Bytes), &M))
+      return fileError(Name, Twine("not a deepum ") + What + " in protobuf text format" +
+                                 (Errors.Text.empty() ? "" : " (" + Errors.Text + ")"));
     break;
+  }
   case Encoding::Json: {
     auto St = google::protobuf::util::JsonStringToMessage(std::string(Bytes), &M);
     if (!St.ok())
@@ -101,7 +185,8 @@ Expected<Msg> parseMessage(StringRef Bytes, StringRef Name, Encoding Enc, String
 }
 
 template <typename Msg>
-Error writeMessage(const Msg &M, StringRef Path, StringRef What) {
+Error writeMessage(const Msg &M, StringRef Path, StringRef What, ArrayRef<StringRef> Inputs) {
+  routeProtobufLogs();
   std::string Bytes;
   switch (encodingForPath(Path)) {
   case Encoding::Binary:
@@ -133,7 +218,80 @@ Error writeMessage(const Msg &M, StringRef Path, StringRef What) {
       return fileError(Path, "compression failed");
     Bytes = std::move(Out);
   }
-  return writeFileAtomically(Path, Bytes);
+  return writeFileAtomically(Path, Bytes, Inputs);
+}
+
+/// Follows `Path` while it is a symbolic link (a dangling one too), as
+/// open(O_CREAT) would: the result names the file to replace. Relative links
+/// are joined to the link's own directory, never normalised, so ".." means
+/// what it meant to the kernel.
+Expected<std::string> resolveSymlinks(StringRef Path) {
+  SmallString<256> P(Path);
+  for (int Hops = 0; Hops < 40; ++Hops) { // 40: Linux's own limit (MAXSYMLINKS)
+    sys::fs::file_status St;
+    if (sys::fs::status(P, St, /*Follow=*/false) || !sys::fs::is_symlink_file(St))
+      return std::string(P);
+    char Buf[PATH_MAX];
+    ssize_t N = ::readlink(P.c_str(), Buf, sizeof(Buf));
+    if (N < 0 || N == static_cast<ssize_t>(sizeof(Buf)))
+      return fileError(Path, "cannot read the symbolic link " + P);
+    StringRef Link(Buf, static_cast<size_t>(N));
+    if (sys::path::is_absolute(Link)) {
+      P = Link;
+      continue;
+    }
+    SmallString<256> Next(sys::path::parent_path(P));
+    sys::path::append(Next, Link);
+    P = Next;
+  }
+  return fileError(Path, "too many levels of symbolic links");
+}
+
+/// A device, FIFO or socket: opened and written, never replaced.
+Error writeInPlace(StringRef Path, StringRef Target, StringRef Text) {
+  int FD = -1;
+  if (std::error_code EC =
+          sys::fs::openFileForWrite(Target, FD, sys::fs::CD_OpenExisting, sys::fs::OF_None))
+    return fileError(Path, "cannot open it for writing: " + EC.message());
+  raw_fd_ostream OS(FD, /*shouldClose=*/true);
+  OS << Text;
+  OS.close();
+  if (OS.has_error()) {
+    std::string Msg = OS.error().message();
+    OS.clear_error();
+    return fileError(Path, "write failed: " + Msg);
+  }
+  return Error::success();
+}
+
+/// A regular or new file: a temporary file beside it, renamed into place.
+Error writeByRename(StringRef Path, StringRef Target, StringRef Text,
+                    Optional<sys::fs::perms> KeepPerms) {
+  SmallString<256> Tmp;
+  int FD = -1;
+  StringRef Dir = sys::path::parent_path(Target);
+  SmallString<256> Model(Dir.empty() ? "." : Dir);
+  sys::path::append(Model, sys::path::filename(Target) + ".tmp-%%%%%%");
+  if (std::error_code EC = sys::fs::createUniqueFile(Model, FD, Tmp))
+    return fileError(Path, "cannot create a temporary file beside it: " + EC.message());
+  if (KeepPerms)
+    (void)sys::fs::setPermissions(FD, *KeepPerms); // best effort, as cp does
+  {
+    raw_fd_ostream OS(FD, /*shouldClose=*/true);
+    OS << Text;
+    OS.close();
+    if (OS.has_error()) {
+      std::string Msg = OS.error().message();
+      OS.clear_error();
+      (void)sys::fs::remove(Tmp);
+      return fileError(Path, "write failed: " + Msg);
+    }
+  }
+  if (std::error_code EC = sys::fs::rename(Tmp, Target)) {
+    (void)sys::fs::remove(Tmp);
+    return fileError(Path, "cannot rename the temporary file into place: " + EC.message());
+  }
+  return Error::success();
 }
 
 } // namespace
@@ -149,23 +307,70 @@ Encoding encodingForPath(StringRef Path) {
   return Encoding::Binary;
 }
 
-Expected<std::string> readFileBytes(StringRef Path) {
+Expected<std::string> readFileBytes(StringRef Path, const ReadLimits &Limits) {
+  sys::fs::file_t FD = 0; // standard input for "-"
+  bool Close = false;
   if (Path != "-") {
-    sys::fs::file_status St;
-    if (std::error_code EC = sys::fs::status(Path, St))
-      return fileError(Path, EC.message());
-    if (sys::fs::is_directory(St))
-      return fileError(Path, "is a directory");
-    if (St.getSize() > kMaxFileBytes)
-      return fileError(Path, "larger than 4 GiB; refusing to read it");
+    Expected<sys::fs::file_t> F = sys::fs::openNativeFileForRead(Path);
+    if (!F)
+      return fileError(Path, errorToErrorCode(F.takeError()).message());
+    FD = *F;
+    Close = true;
   }
-  auto Buf = MemoryBuffer::getFileOrSTDIN(Path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!Buf)
-    return fileError(Path, Buf.getError().message());
-  StringRef Bytes = (*Buf)->getBuffer();
+  auto CloseFile = make_scope_exit([&] {
+    if (Close)
+      (void)sys::fs::closeFile(FD);
+  });
+  // The open file's status, not the name's: what is read is what was checked.
+  sys::fs::file_status St;
+  if (std::error_code EC = sys::fs::status(FD, St))
+    return fileError(Path, EC.message());
+  if (sys::fs::is_directory(St))
+    return fileError(Path, "is a directory");
+  // Standard input, pipes and devices have no size beforehand: read in chunks, capped.
+  bool Regular = sys::fs::is_regular_file(St);
+  uint64_t Limit = Regular ? Limits.FileBytes : Limits.StreamBytes;
+  auto TooLarge = [&] {
+    return fileError(Path, Regular ? "larger than " + sizeText(Limit) + "; refusing to read it"
+                                   : "more than " + sizeText(Limit) +
+                                         " from a pipe or device; refusing to read it");
+  };
+  if (Regular && St.getSize() > Limit)
+    return TooLarge();
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::string Bytes;
+  if (Regular)
+    Bytes.reserve(St.getSize());
+  auto Read = [&](char *To, size_t Want) -> Expected<size_t> {
+    Expected<size_t> Got = sys::fs::readNativeFile(FD, MutableArrayRef<char>(To, Want));
+    if (!Got)
+      return fileError(Path, "read failed: " + errorToErrorCode(Got.takeError()).message());
+    return Got;
+  };
+  bool AtEnd = false;
+  while (!AtEnd && Bytes.size() < Limit) {
+    size_t Old = Bytes.size();
+    size_t Want = static_cast<size_t>(std::min<uint64_t>(kChunk, Limit - Old));
+    Bytes.resize(Old + Want);
+    Expected<size_t> Got = Read(&Bytes[Old], Want);
+    if (!Got)
+      return Got.takeError();
+    Bytes.resize(Old + *Got);
+    AtEnd = *Got == 0;
+  }
+  // One byte past the cap proves the input is over it; read aside, so the
+  // buffer never grows past the cap.
+  if (!AtEnd) {
+    char Probe;
+    Expected<size_t> Got = Read(&Probe, 1);
+    if (!Got)
+      return Got.takeError();
+    if (*Got != 0)
+      return TooLarge();
+  }
   if (isGzip(Bytes))
-    return gunzip(Bytes, Path);
-  return Bytes.str();
+    return gunzip(Bytes, Path, Limits.DecompressedBytes);
+  return Bytes;
 }
 
 Expected<deepum::v1::Profile> parseProfile(StringRef Bytes, StringRef Name, Encoding Enc) {
@@ -200,13 +405,16 @@ Expected<deepum::v1::Plan> readPlan(StringRef Path) {
   return parsePlan(*Bytes, Path, encodingForPath(Path));
 }
 
-Error writeProfile(const deepum::v1::Profile &P, StringRef Path) {
-  return writeMessage(P, Path, "profile");
+Error writeProfile(const deepum::v1::Profile &P, StringRef Path, ArrayRef<StringRef> Inputs) {
+  return writeMessage(P, Path, "profile", Inputs);
 }
 
-Error writePlan(const deepum::v1::Plan &P, StringRef Path) { return writeMessage(P, Path, "plan"); }
+Error writePlan(const deepum::v1::Plan &P, StringRef Path, ArrayRef<StringRef> Inputs) {
+  return writeMessage(P, Path, "plan", Inputs);
+}
 
 std::string toJson(const google::protobuf::Message &M) {
+  routeProtobufLogs();
   std::string Out;
   google::protobuf::util::JsonPrintOptions Opts;
   Opts.add_whitespace = true;
@@ -216,6 +424,7 @@ std::string toJson(const google::protobuf::Message &M) {
 }
 
 std::string toText(const google::protobuf::Message &M) {
+  routeProtobufLogs();
   std::string Out;
   google::protobuf::TextFormat::PrintToString(M, &Out);
   return Out;
@@ -235,6 +444,7 @@ Expected<FileKind> detectFileKind(StringRef Path, StringRef Bytes) {
       return FileKind::Plan;
     return FileKind::Profile;
   }
+  routeProtobufLogs();
   deepum::v1::Profile Prof;
   bool ProfOk = Prof.ParseFromArray(Bytes.data(), static_cast<int>(Bytes.size())) &&
                 Prof.GetReflection()->GetUnknownFields(Prof).empty() && Prof.kernels_size() > 0;
@@ -248,35 +458,99 @@ Expected<FileKind> detectFileKind(StringRef Path, StringRef Bytes) {
                          "*.plan.pb to say which)");
 }
 
-Error writeFileAtomically(StringRef Path, StringRef Text) {
+Error checkNotAnInput(StringRef Output, ArrayRef<StringRef> Inputs) {
+  sys::fs::file_status Out;
+  if (Output == "-" || sys::fs::status(Output, Out) || !sys::fs::is_regular_file(Out))
+    return Error::success();
+  for (StringRef In : Inputs) {
+    sys::fs::file_status St;
+    std::error_code EC = In == "-" ? sys::fs::status(0, St) : sys::fs::status(In, St);
+    if (!EC && sys::fs::is_regular_file(St) && sys::fs::equivalent(Out, St))
+      return fileError(Output, "is the input file " + (In == "-" ? "(standard input)" : In) +
+                                   "; refusing to overwrite it");
+  }
+  return Error::success();
+}
+
+std::string escapeForMessage(StringRef Text) {
+  std::string Out;
+  Out.reserve(Text.size());
+  auto Hex = [&](unsigned char C) {
+    static const char Digits[] = "0123456789abcdef";
+    Out += "\\x";
+    Out += Digits[C >> 4];
+    Out += Digits[C & 15];
+  };
+  for (size_t I = 0; I < Text.size();) {
+    auto C = static_cast<unsigned char>(Text[I]);
+    if (C >= 0x20 && C < 0x7f) {
+      Out += static_cast<char>(C);
+      ++I;
+      continue;
+    }
+    if (C < 0x80) {
+      switch (C) {
+      case '\n':
+        Out += "\\n";
+        break;
+      case '\r':
+        Out += "\\r";
+        break;
+      case '\t':
+        Out += "\\t";
+        break;
+      default:
+        Hex(C);
+      }
+      ++I;
+      continue;
+    }
+    // UTF-8: a well-formed sequence (no overlongs, surrogates or values past
+    // U+10FFFF) passes unless it is a C1 control (U+0080..U+009F).
+    size_t Len = C >= 0xc2 && C <= 0xdf   ? 2
+                 : C >= 0xe0 && C <= 0xef ? 3
+                 : C >= 0xf0 && C <= 0xf4 ? 4
+                                          : 0;
+    bool Ok = Len != 0 && I + Len <= Text.size();
+    for (size_t K = 1; Ok && K < Len; ++K)
+      Ok = (static_cast<unsigned char>(Text[I + K]) & 0xc0) == 0x80;
+    if (Ok && Len >= 3) {
+      auto C1 = static_cast<unsigned char>(Text[I + 1]);
+      Ok = !(C == 0xe0 && C1 < 0xa0) && !(C == 0xed && C1 >= 0xa0) && !(C == 0xf0 && C1 < 0x90) &&
+           !(C == 0xf4 && C1 >= 0x90);
+    }
+    if (Ok && C == 0xc2 && static_cast<unsigned char>(Text[I + 1]) < 0xa0)
+      Ok = false; // C1 control
+    if (!Ok) {
+      Hex(C);
+      ++I;
+      continue;
+    }
+    Out.append(Text.data() + I, Len);
+    I += Len;
+  }
+  return Out;
+}
+
+Error writeFileAtomically(StringRef Path, StringRef Text, ArrayRef<StringRef> Inputs) {
   if (Path == "-") {
     outs() << Text;
     outs().flush();
     return Error::success();
   }
-  SmallString<256> Tmp;
-  int FD = -1;
-  StringRef Dir = sys::path::parent_path(Path);
-  SmallString<256> Model(Dir.empty() ? "." : Dir);
-  sys::path::append(Model, sys::path::filename(Path) + ".tmp-%%%%%%");
-  if (std::error_code EC = sys::fs::createUniqueFile(Model, FD, Tmp))
-    return fileError(Path, "cannot create a temporary file beside it: " + EC.message());
-  {
-    raw_fd_ostream OS(FD, /*shouldClose=*/true);
-    OS << Text;
-    OS.close();
-    if (OS.has_error()) {
-      std::string Msg = OS.error().message();
-      OS.clear_error();
-      (void)sys::fs::remove(Tmp);
-      return fileError(Path, "write failed: " + Msg);
-    }
-  }
-  if (std::error_code EC = sys::fs::rename(Tmp, Path)) {
-    (void)sys::fs::remove(Tmp);
-    return fileError(Path, "cannot rename the temporary file into place: " + EC.message());
-  }
-  return Error::success();
+  if (Error E = checkNotAnInput(Path, Inputs))
+    return E;
+  Expected<std::string> Target = resolveSymlinks(Path);
+  if (!Target)
+    return Target.takeError();
+  sys::fs::file_status St;
+  if (sys::fs::status(*Target, St, /*Follow=*/false))
+    return writeByRename(Path, *Target, Text, None); // a new file (or an error there)
+  if (sys::fs::is_directory(St))
+    return fileError(Path, "is a directory");
+  if (!sys::fs::is_regular_file(St))
+    return writeInPlace(Path, *Target, Text);
+  return writeByRename(Path, *Target, Text, St.permissions());
 }
 
 } // namespace deepum::format

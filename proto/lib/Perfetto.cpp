@@ -1,6 +1,7 @@
 //===- Perfetto.cpp - Chrome-trace / Perfetto timelines ---------------------===//
 #include "deepum/format/Perfetto.h"
 #include "deepum/format/Summary.h"
+#include "deepum/format/Units.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -74,12 +75,12 @@ json::Value TraceWriter::finish() {
   return json::Object{{"traceEvents", std::move(All)}, {"displayTimeUnit", "ns"}};
 }
 
-Error TraceWriter::write(StringRef Path) {
+Error TraceWriter::write(StringRef Path, ArrayRef<StringRef> Inputs) {
   std::string Text;
   raw_string_ostream OS(Text);
   OS << finish();
   OS.flush();
-  return writeFileAtomically(Path, Text);
+  return writeFileAtomically(Path, Text, Inputs);
 }
 
 void addProfileTimeline(TraceWriter &W, const Profile &P) {
@@ -105,16 +106,17 @@ void addProfileTimeline(TraceWriter &W, const Profile &P) {
     W.nameThread(Pid, HtodTid, "migrations HtoD");
     W.nameThread(Pid, DtohTid, "migrations DtoH");
   }
-  // GPU-resident bytes follow the migrations: in on HtoD, out on DtoH.
-  std::vector<std::pair<uint64_t, int64_t>> Resident;
+  // GPU-resident bytes follow the migrations: in on HtoD, out on DtoH. Sizes
+  // are uint64: changes and levels are kept exact in 128 bits.
+  using Delta = WideBytes;
+  std::vector<std::pair<uint64_t, Delta>> Resident;
   for (const Migration &M : P.migrations()) {
     bool In = M.direction() == MIGRATION_DIRECTION_HOST_TO_DEVICE;
     W.instant(Pid, In ? HtodTid : DtohTid, causeName(M.cause()), "um", M.start_ns(),
               json::Object{{"address", "0x" + utohexstr(M.address())},
                            {"bytes", M.bytes()},
                            {"duration_us", toMicros(M.end_ns() - M.start_ns())}});
-    Resident.emplace_back(M.end_ns(), In ? static_cast<int64_t>(M.bytes())
-                                         : -static_cast<int64_t>(M.bytes()));
+    Resident.emplace_back(M.end_ns(), In ? Delta(M.bytes()) : -Delta(M.bytes()));
   }
   if (P.um_events_size() > 0)
     W.nameThread(Pid, UmEventTid, "UM events");
@@ -126,17 +128,17 @@ void addProfileTimeline(TraceWriter &W, const Profile &P) {
               json::Object{{"address", "0x" + utohexstr(E.address())}});
   }
 
-  std::vector<std::pair<uint64_t, int64_t>> Live;
+  std::vector<std::pair<uint64_t, Delta>> Live;
   for (const Allocation &A : P.allocations()) {
-    Live.emplace_back(A.alloc_time_ns(), static_cast<int64_t>(A.size_bytes()));
+    Live.emplace_back(A.alloc_time_ns(), Delta(A.size_bytes()));
     if (A.freed())
-      Live.emplace_back(A.free_time_ns(), -static_cast<int64_t>(A.size_bytes()));
+      Live.emplace_back(A.free_time_ns(), -Delta(A.size_bytes()));
   }
-  auto EmitLevel = [&](std::vector<std::pair<uint64_t, int64_t>> &Deltas, StringRef Name) {
+  auto EmitLevel = [&](std::vector<std::pair<uint64_t, Delta>> &Deltas, StringRef Name) {
     std::sort(Deltas.begin(), Deltas.end());
-    int64_t Level = 0;
+    Delta Level = 0;
     for (size_t I = 0; I < Deltas.size(); ++I) {
-      Level = std::max<int64_t>(0, Level + Deltas[I].second);
+      Level = std::max<Delta>(0, Level + Deltas[I].second);
       // One sample per timestamp: the level after all changes at that instant.
       if (I + 1 == Deltas.size() || Deltas[I + 1].first != Deltas[I].first)
         W.counter(Pid, Name, Deltas[I].first, static_cast<double>(Level));

@@ -91,4 +91,25 @@ TEST(Perfetto, ProfileTimelineIsSortedTraceEventJson) {
   EXPECT_GE(Phases["M"], 2);      // process and thread names
 }
 
+TEST(Perfetto, LiveBytesPastInt64StayPositive) {
+  constexpr uint64_t Half = uint64_t{1} << 63, TwoMiB = uint64_t{2} << 20;
+  ProfileBuilder B;
+  B.allocate(Half, 0, -1, v1::ALLOCATION_ROLE_PARAMETER, /*Address=*/TwoMiB);
+  B.allocate(Half - 2 * TwoMiB, 10, 20, v1::ALLOCATION_ROLE_PARAMETER, /*Address=*/Half + TwoMiB);
+  format::TraceWriter W;
+  format::addProfileTimeline(W, B.build());
+  llvm::json::Value V = W.finish();
+  std::vector<double> Levels;
+  for (const llvm::json::Value &E : *V.getAsObject()->getArray("traceEvents")) {
+    const llvm::json::Object *O = E.getAsObject();
+    if (O->getString("ph") == llvm::Optional<llvm::StringRef>("C") &&
+        O->getString("name") == llvm::Optional<llvm::StringRef>("live bytes"))
+      Levels.push_back(*O->getObject("args")->getNumber("live bytes"));
+  }
+  ASSERT_EQ(Levels.size(), 3u);
+  EXPECT_DOUBLE_EQ(Levels[0], 0x1p63);
+  EXPECT_DOUBLE_EQ(Levels[1], 0x1p64 - 0x1p22);
+  EXPECT_DOUBLE_EQ(Levels[2], 0x1p63);
+}
+
 } // namespace

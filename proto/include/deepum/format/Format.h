@@ -15,6 +15,7 @@
 #include "deepum/v1/plan.pb.h"
 #include "deepum/v1/profile.pb.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -32,9 +33,29 @@ inline constexpr uint64_t kUmBlockBytes = uint64_t{2} << 20;
 /// 64 KiB: the driver's migration granularity (big pages); 32 per UM block.
 inline constexpr uint64_t kUmPageBytes = uint64_t{64} << 10;
 
-/// Files larger than this are refused before reading (after decompression too):
-/// a profile of a million kernels is far below it.
-inline constexpr uint64_t kMaxFileBytes = uint64_t{4} << 30;
+/// Caps on what a reader takes in, so that a hostile or mistaken input ends in
+/// one error line rather than in exhausting memory. A shipped profile holds
+/// 70-900 bytes per kernel (gpt2-medium: 11.9 MB for 13,440 kernels), so a
+/// profile of a million kernels is well under 1 GiB; binary protobuf cannot
+/// hold more than 2 GiB in one message anyway.
+///
+/// A regular file, compressed or not, larger than this is refused before it
+/// is read: "FILE: larger than 1 GiB; refusing to read it".
+inline constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;
+/// Standard input, pipes and devices (no size known beforehand) are read in
+/// chunks and refused once they pass this:
+/// "FILE: more than 1 GiB from a pipe or device; refusing to read it".
+inline constexpr uint64_t kMaxStreamBytes = uint64_t{1} << 30;
+/// gzip data is refused as soon as inflating it passes this, before the
+/// buffer grows past it: "FILE: decompresses to more than 1 GiB; refusing to read it".
+inline constexpr uint64_t kMaxDecompressedBytes = uint64_t{1} << 30;
+
+/// The caps readFileBytes applies; tests lower them.
+struct ReadLimits {
+  uint64_t FileBytes = kMaxFileBytes;
+  uint64_t StreamBytes = kMaxStreamBytes;
+  uint64_t DecompressedBytes = kMaxDecompressedBytes;
+};
 
 enum class Encoding { Binary, Text, Json };
 
@@ -43,8 +64,12 @@ enum class Encoding { Binary, Text, Json };
 Encoding encodingForPath(llvm::StringRef Path);
 
 /// Reads `Path` ("-" = standard input), decompressing gzip. The result is
-/// the raw bytes of the encoded message.
-llvm::Expected<std::string> readFileBytes(llvm::StringRef Path);
+/// the raw bytes of the encoded message. gzip data must be one member, as
+/// deepum writes it and libdeepum's plan reader reads it: a second member
+/// (legal in RFC 1952, e.g. `cat a.gz b.gz`) is refused with its own message,
+/// and any other byte after the member is "trailing garbage".
+llvm::Expected<std::string> readFileBytes(llvm::StringRef Path,
+                                          const ReadLimits &Limits = ReadLimits());
 
 /// Reads and validates a profile.
 llvm::Expected<deepum::v1::Profile> readProfile(llvm::StringRef Path);
@@ -57,11 +82,40 @@ llvm::Expected<deepum::v1::Profile> parseProfile(llvm::StringRef Bytes, llvm::St
 llvm::Expected<deepum::v1::Plan> parsePlan(llvm::StringRef Bytes, llvm::StringRef Name,
                                            Encoding Enc = Encoding::Binary);
 
-/// Writes a message whole: to a temporary file renamed into place, so a failed
-/// run never leaves a half-written file. Encoding follows the file name;
-/// ".gz" compresses. "-" writes to standard output.
-llvm::Error writeProfile(const deepum::v1::Profile &P, llvm::StringRef Path);
-llvm::Error writePlan(const deepum::v1::Plan &P, llvm::StringRef Path);
+/// Writes a message whole, as writeFileAtomically does (a regular file is
+/// replaced by renaming a temporary file into place, so a failed run never
+/// leaves a half-written file). Encoding follows the file name; ".gz"
+/// compresses. "-" writes to standard output. `Inputs` are the files the run
+/// read: writing over one of them is refused.
+llvm::Error writeProfile(const deepum::v1::Profile &P, llvm::StringRef Path,
+                         llvm::ArrayRef<llvm::StringRef> Inputs = {});
+llvm::Error writePlan(const deepum::v1::Plan &P, llvm::StringRef Path,
+                      llvm::ArrayRef<llvm::StringRef> Inputs = {});
+
+/// Writes `Text` to `Path` whole; "-" = standard output.
+///  - A regular file, or a new one, is written to a temporary file beside it
+///    and renamed into place: a failed run leaves the old file as it was.
+///  - A symbolic link is followed (all the way, a dangling one too) and its
+///    target written that way, so the link survives.
+///  - A character device, FIFO or socket (/dev/null, a named pipe) is opened
+///    and written in place, never replaced.
+/// Writing over one of `Inputs` is refused before anything is written (see
+/// checkNotAnInput).
+llvm::Error writeFileAtomically(llvm::StringRef Path, llvm::StringRef Text,
+                                llvm::ArrayRef<llvm::StringRef> Inputs = {});
+
+/// Fails when `Output` is the same file (device and inode: another spelling,
+/// a hard or symbolic link count too) as one of `Inputs` that is a regular
+/// file: "OUT: is the input file IN; refusing to overwrite it". "-" is never
+/// the same as anything.
+llvm::Error checkNotAnInput(llvm::StringRef Output, llvm::ArrayRef<llvm::StringRef> Inputs);
+
+/// `Text` as it may appear in a one-line error message: control characters
+/// are written as escapes ("\n", "\t", "\x1b"), as are bytes that are not
+/// UTF-8 and the C1 controls, so a name taken from a file or the command line
+/// cannot break the line or drive the terminal. Other text, backslashes
+/// included, is unchanged: escaping twice is escaping once.
+std::string escapeForMessage(llvm::StringRef Text);
 
 /// Semantic checks; the error text names the offending record (no file name).
 llvm::Error validateProfile(const deepum::v1::Profile &P);

@@ -8,8 +8,10 @@
 #ifndef DEEPUM_FORMAT_PERFETTO_H
 #define DEEPUM_FORMAT_PERFETTO_H
 
+#include "deepum/format/Format.h"
 #include "deepum/v1/profile.pb.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -35,8 +37,9 @@ public:
 
   /// The whole trace: {"traceEvents": [...], "displayTimeUnit": "ns"}, sorted.
   llvm::json::Value finish();
-  /// finish() written whole to Path.
-  llvm::Error write(llvm::StringRef Path);
+  /// finish() written whole to Path (see writeFileAtomically); `Inputs` may
+  /// not be overwritten.
+  llvm::Error write(llvm::StringRef Path, llvm::ArrayRef<llvm::StringRef> Inputs = {});
 
 private:
   struct Event {
@@ -52,8 +55,7 @@ private:
 /// instant events, live bytes and GPU-resident bytes as counters.
 void addProfileTimeline(TraceWriter &W, const deepum::v1::Profile &P);
 
-/// Writes `Text` to `Path` whole (temporary file renamed into place); "-" = stdout.
-llvm::Error writeFileAtomically(llvm::StringRef Path, llvm::StringRef Text);
+// writeFileAtomically, which write() uses, is declared in Format.h.
 
 } // namespace deepum::format
 

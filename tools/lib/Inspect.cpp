@@ -11,13 +11,20 @@ using namespace llvm;
 
 namespace deepum::tools {
 
+/// Option values come from the command line: escaped like every name in an error.
 static Error usageError(const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(), Msg);
+  return createStringError(inconvertibleErrorCode(), format::escapeForMessage(Msg.str()));
 }
 
 Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
   if (!Opts.Dump.empty() && Opts.Dump != "json" && Opts.Dump != "text")
     return usageError("--dump must be 'json' or 'text', not '" + Opts.Dump + "'");
+  // Refused before anything is read or written; the writers check again.
+  const StringRef Inputs[] = {Opts.Input};
+  for (const std::string &Out : {Opts.PerfettoOut, Opts.ConvertOut})
+    if (!Out.empty())
+      if (Error E = format::checkNotAnInput(Out, Inputs))
+        return E;
   auto Bytes = format::readFileBytes(Opts.Input);
   if (!Bytes)
     return Bytes.takeError();
@@ -33,11 +40,11 @@ Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
     if (!Opts.PerfettoOut.empty()) {
       format::TraceWriter W;
       format::addProfileTimeline(W, *P);
-      if (Error E = W.write(Opts.PerfettoOut))
+      if (Error E = W.write(Opts.PerfettoOut, Inputs))
         return E;
     }
     if (!Opts.ConvertOut.empty())
-      if (Error E = format::writeProfile(*P, Opts.ConvertOut))
+      if (Error E = format::writeProfile(*P, Opts.ConvertOut, Inputs))
         return E;
     if (!Opts.Dump.empty()) {
       OS << (Opts.Dump == "json" ? format::toJson(*P) : format::toText(*P)) << "\n";
@@ -57,7 +64,7 @@ Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
   if (!P)
     return P.takeError();
   if (!Opts.ConvertOut.empty())
-    if (Error E = format::writePlan(*P, Opts.ConvertOut))
+    if (Error E = format::writePlan(*P, Opts.ConvertOut, Inputs))
       return E;
   if (!Opts.Dump.empty()) {
     OS << (Opts.Dump == "json" ? format::toJson(*P) : format::toText(*P)) << "\n";

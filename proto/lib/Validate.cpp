@@ -11,9 +11,12 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 using namespace llvm;
@@ -84,7 +87,10 @@ Error validateProfile(const Profile &P) {
     return invalid("um_block_bytes " + Twine(BlockBytes) +
                    " is not a power of two of at least 64 KiB");
 
-  DenseMap<uint64_t, int> AllocIndex;
+  // Ids are any uint64: a std::unordered_map, not a DenseMap, which reserves
+  // two keys (2^64-1 and 2^64-2) for itself.
+  std::unordered_map<uint64_t, int> AllocIndex;
+  AllocIndex.reserve(static_cast<size_t>(P.allocations_size()));
   for (int I = 0; I < P.allocations_size(); ++I) {
     const Allocation &A = P.allocations(I);
     if (!AllocIndex.try_emplace(A.id(), I).second)
@@ -124,6 +130,13 @@ Error validateProfile(const Profile &P) {
     const Kernel &Kn = P.kernels(K);
     if (Kn.end_ns() < Kn.start_ns())
       return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") ends before it starts");
+    // Roofline inputs: counts, so finite and not negative (NaN fails both).
+    if (!(Kn.flops() >= 0) || !std::isfinite(Kn.flops()))
+      return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") has flops " +
+                     formatv("{0}", Kn.flops()).str() + ", not a finite count");
+    if (!(Kn.dram_bytes() >= 0) || !std::isfinite(Kn.dram_bytes()))
+      return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") has dram_bytes " +
+                     formatv("{0}", Kn.dram_bytes()).str() + ", not a finite count");
     uint64_t PrevBlock = 0;
     for (int B = 0; B < Kn.blocks_size(); ++B) {
       uint64_t Block = Kn.blocks(B).block();

@@ -21,6 +21,12 @@
 
 namespace deepum::format {
 
+/// Longest duration rooflineNs returns, ns: one hour. No training kernel runs
+/// that long, so a longer roofline (FLOPs or bytes near the range of a double,
+/// or a device model's near-zero peaks) means nothing more; and a million such
+/// kernels still add up inside uint64_t ns.
+inline constexpr uint64_t kMaxRooflineNs = uint64_t{3600} * 1'000'000'000;
+
 struct RooflineRates {
   double MatmulFlopsPerSecond = 0;
   double VectorFlopsPerSecond = 0;
@@ -30,8 +36,10 @@ struct RooflineRates {
   double KernelMinUs = 0;
 
   bool valid() const {
-    return MatmulFlopsPerSecond > 0 && VectorFlopsPerSecond > 0 && DramBytesPerSecond > 0 &&
-           MatmulEfficiency > 0 && MemoryEfficiency > 0;
+    auto Positive = [](double V) { return V > 0 && std::isfinite(V); };
+    return Positive(MatmulFlopsPerSecond) && Positive(VectorFlopsPerSecond) &&
+           Positive(DramBytesPerSecond) && Positive(MatmulEfficiency) &&
+           Positive(MemoryEfficiency) && KernelMinUs >= 0 && std::isfinite(KernelMinUs);
   }
 };
 
@@ -47,12 +55,22 @@ inline bool hasRooflineInputs(const deepum::v1::Kernel &K) {
   return K.flops() > 0 || K.dram_bytes() > 0;
 }
 
-/// The kernel's duration on a device with these rates, ns.
+/// The kernel's duration on a device with these rates, ns, at most
+/// kMaxRooflineNs (which infinite or NaN inputs also give); negative inputs
+/// count as 0.
 inline uint64_t rooflineNs(const deepum::v1::Kernel &K, const RooflineRates &R) {
   double Peak = isMatmulOperator(K.name()) ? R.MatmulFlopsPerSecond : R.VectorFlopsPerSecond;
   double Compute = std::ceil(K.flops() / (Peak * R.MatmulEfficiency) * 1e9);
   double Memory = std::ceil(K.dram_bytes() / (R.DramBytesPerSecond * R.MemoryEfficiency) * 1e9);
-  return static_cast<uint64_t>(std::max({Compute, Memory, std::ceil(R.KernelMinUs * 1e3)}));
+  double Ns = std::max({Compute, Memory, std::ceil(R.KernelMinUs * 1e3)});
+  for (double Part : {Compute, Memory})
+    if (std::isnan(Part))
+      Ns = Part;
+  // Checked in double before converting: a double at or past 2^64 (or NaN)
+  // has no uint64_t value.
+  if (!(Ns < static_cast<double>(kMaxRooflineNs)))
+    return kMaxRooflineNs;
+  return Ns > 0 ? static_cast<uint64_t>(Ns) : 0;
 }
 
 } // namespace deepum::format

@@ -6,7 +6,6 @@
 #include "deepum/format/Summary.h"
 #include "deepum/format/Units.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Timer.h"
@@ -17,6 +16,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 using namespace llvm;
 using namespace deepum::v1;
@@ -52,7 +52,9 @@ void addCorrelationTables(const Profile &P, const IterationAnalysis &A, const Tr
   // Table 1: every ID seen anywhere in the profile, its successors with
   // counts (noise included: the executor must recognise it), its positions.
   std::map<uint64_t, std::map<uint64_t, uint32_t>> Successors;
-  DenseMap<uint64_t, int> FirstKernel;
+  // Execution IDs hash profile fields: any uint64, so not a DenseMap (which
+  // reserves 2^64-1 and 2^64-2).
+  std::unordered_map<uint64_t, int> FirstKernel;
   for (size_t K = 0; K < A.Ids.size(); ++K) {
     FirstKernel.try_emplace(A.Ids[K], static_cast<int>(K));
     auto &Succ = Successors[A.Ids[K]];

@@ -129,6 +129,8 @@ Schedule scheduleSwap(const Trace &T, const CostModel &M, uint64_t GpuMemoryByte
         for (uint64_t B = PA.Offset / T.BlockBytes; B <= (PA.Offset + PA.Size - 1) / T.BlockBytes;
              ++B) {
           uint64_t Count = U.count(B);
+          if (Count == 0)
+            continue; // no kernel touches this block of the tensor
           auto First = U.Pos.begin() + U.Start[B], Last = First + Count;
           auto It = std::upper_bound(First, Last, From);
           uint64_t NextIdx = It == Last ? 0 : It - First;

@@ -18,12 +18,15 @@
 //===----------------------------------------------------------------------===//
 #include "deepum/planner/Trace.h"
 
+#include "deepum/format/PlanWire.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <unordered_map>
 
 using namespace llvm;
 using namespace deepum::v1;
@@ -43,6 +46,9 @@ AccessMode mergeMode(AccessMode A, AccessMode B) {
 }
 
 enum class EventKind : uint8_t { Free = 0, Alloc = 1, Kernel = 2 };
+
+/// Allocation id (from the profile: any uint64) -> sequence.
+using IdMap = std::unordered_map<uint64_t, uint32_t>;
 
 struct Event {
   uint64_t Time;
@@ -193,7 +199,9 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
   }
 
   // Sequences and lifetimes.
-  DenseMap<uint64_t, uint32_t> SeqOfId; // profile allocation id -> sequence
+  // Profile allocation id -> sequence. Ids are any uint64: not a DenseMap,
+  // which reserves two keys (2^64-1, 2^64-2) for itself.
+  IdMap SeqOfId;
   auto Add = [&](uint32_t Index, bool IsPersistent) {
     const Allocation &Al = P.allocations(Index);
     PlannedAllocation PA;
@@ -266,9 +274,28 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
                             .str());
 
   // Pool layout and its yardsticks.
+  // Bounded first: the layout adds sizes and offsets in uint64_t, and the
+  // tables below are per arena block.
+  uint64_t PlannedBytes = 0;
+  for (const PlannedAllocation &PA : T.Allocations) {
+    const uint64_t Room = kMaxPlannedBytes - PlannedBytes;
+    if (PA.Size > Room || (PA.Size + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment > Room)
+      return traceError("the reference iteration's allocations add up to more than the "
+                        "planner's limit of " +
+                        Twine(kMaxPlannedBytes >> 40) + " TiB (allocation " + Twine(PA.ProfileId) +
+                        " has " + Twine(PA.Size) + " bytes)");
+    PlannedBytes += (PA.Size + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  }
   // The arena is whole UM blocks: plan ranges are whole blocks, and a block's
   // tail past the last allocation would otherwise be touched but never planned.
   T.Pool.LayoutBytes = layoutPool(T.Allocations);
+  const uint64_t LayoutBlocks = (T.Pool.LayoutBytes + T.BlockBytes - 1) / T.BlockBytes;
+  if (LayoutBlocks * T.BlockBytes > format::PlanLimits::kMaxArenaBytes ||
+      LayoutBlocks > format::PlanLimits::kMaxArenaBlocks)
+    return traceError("the pool layout needs an arena of " + Twine(LayoutBlocks) + " UM blocks of " +
+                      Twine(T.BlockBytes) + " bytes, more than a plan may lay out (" +
+                      Twine(format::PlanLimits::kMaxArenaBytes >> 40) + " TiB, " +
+                      Twine(format::PlanLimits::kMaxArenaBlocks) + " blocks)");
   T.Pool.ArenaBytes = (T.Pool.LayoutBytes + T.BlockBytes - 1) / T.BlockBytes * T.BlockBytes;
   for (const PlannedAllocation &PA : T.Allocations)
     if (PA.Persistent)
@@ -297,7 +324,7 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
     std::vector<AddressRange> ByAddress;
     uint64_t MaxAllocBytes = 0;
   };
-  auto IndexOf = [&](const DenseMap<uint64_t, uint32_t> &Seqs) {
+  auto IndexOf = [&](const IdMap &Seqs) {
     Sibling Sib;
     for (int I = 0; I < P.allocations_size(); ++I) {
       const Allocation &Al = P.allocations(I);
@@ -333,7 +360,7 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
     });
     if (Calls.size() != Window.size())
       continue;
-    DenseMap<uint64_t, uint32_t> Seqs;
+    IdMap Seqs;
     bool Same = true;
     for (size_t K = 0; K < Calls.size() && Same; ++K) {
       const Allocation &Mine = P.allocations(Calls[K]), &Theirs = P.allocations(Window[K]);

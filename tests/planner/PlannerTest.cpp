@@ -4,6 +4,7 @@
 #include "TestSupport.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/Roofline.h"
 #include "deepum/planner/Planner.h"
 #include "deepum/planner/Replay.h"
 
@@ -14,6 +15,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <set>
 
 using namespace deepum;
@@ -453,6 +455,138 @@ TEST_P(PlannerShipped, LayoutDiscardsCapacityFaults) {
         EXPECT_EQ(Rep.SteadyStateFaults, 0u);
       }
     }
+}
+
+// --- Hostile input: valid profiles at the edges of the format ------------------
+
+/// Three iterations of `Body`, marked.
+template <typename Fn> Profile threeIterations(ProfileBuilder &B, Fn Body) {
+  for (int It = 0; It < 3; ++It) {
+    uint32_t First = static_cast<uint32_t>(B.profile().kernels_size());
+    Body();
+    B.iteration(First, static_cast<uint32_t>(B.profile().kernels_size()) - First);
+  }
+  return B.build();
+}
+
+TEST(PlannerHostile, AllocationNear2To64BytesIsRefused) {
+  // Valid: it ends exactly at the top of the address space. Only its first
+  // 64 KiB is ever touched.
+  ProfileBuilder B;
+  const uint64_t Address = uint64_t{1} << 40;
+  uint64_t H = B.allocate(UINT64_MAX - Address, 0, -1, ALLOCATION_ROLE_PARAMETER, Address);
+  Profile P = threeIterations(B, [&] {
+    B.kernel("k0", 100000, {{H, ACCESS_MODE_READ, 0, 64 << 10}});
+    B.kernel("k1", 100000, {{H, ACCESS_MODE_WRITE, 0, 64 << 10}});
+  });
+  ASSERT_FALSE(format::validateProfile(P));
+  PlanOptions O;
+  O.GpuMemoryBytes = 8 * MiB;
+  std::string E = errorText(compilePlan(P, O));
+  EXPECT_NE(E.find("more than the planner's limit"), std::string::npos) << E;
+  EXPECT_EQ(E.find('\n'), std::string::npos) << E;
+}
+
+TEST(PlannerHostile, SwapOnlyMovesBlocksTheKernelsTouch) {
+  // A 6 MiB activation whose kernels touch only its first 64 KiB; the blocks
+  // after it belong to a parameter that the kernel reading it back also reads.
+  ProfileBuilder B("v100-pcie-16gb");
+  uint64_t T = B.allocate(6 * MiB, 0, -1, ALLOCATION_ROLE_ACTIVATION);
+  uint64_t W = B.allocate(2 * MiB, 0, -1, ALLOCATION_ROLE_PARAMETER);
+  uint64_t X = B.allocate(64 << 10, 0, -1, ALLOCATION_ROLE_ACTIVATION);
+  Profile P = threeIterations(B, [&] {
+    B.kernel("produce", 1000000, {{T, ACCESS_MODE_WRITE, 0, 64 << 10}});
+    // A temporary in the middle puts the peak there, inside the tensor's idle interval.
+    uint64_t Y = B.allocate(2 * MiB, B.now());
+    for (int I = 0; I < 3; ++I)
+      B.kernel("middle", 1000000, {{X, ACCESS_MODE_READ_WRITE}, {Y, ACCESS_MODE_READ_WRITE}});
+    B.profile().mutable_allocations(static_cast<int>(Y - 1))->set_freed(true);
+    B.profile().mutable_allocations(static_cast<int>(Y - 1))->set_free_time_ns(B.now());
+    B.kernel("last", 1000000, {{X, ACCESS_MODE_READ_WRITE}});
+    B.kernel("consume", 1000000, {{T, ACCESS_MODE_READ, 0, 64 << 10}, {W, ACCESS_MODE_READ}});
+  });
+  ASSERT_FALSE(format::validateProfile(P));
+  PlanResult R = compile(P, 4 * MiB, Strategy::Swap);
+  const uint64_t BlockBytes = R.Plan.metadata().um_block_bytes();
+  std::set<uint64_t> Touched;
+  for (const BlockChain &C : R.Plan.block_chains())
+    Touched.insert(C.blocks().begin(), C.blocks().end());
+  ASSERT_FALSE(Touched.empty());
+  for (const Action &A : R.Plan.actions())
+    for (const ArenaRange &Rg : A.ranges())
+      for (uint64_t Blk = Rg.offset() / BlockBytes; Blk <= (Rg.offset() + Rg.bytes() - 1) / BlockBytes;
+           ++Blk)
+        EXPECT_TRUE(Touched.count(Blk)) << "action on arena block " << Blk << ", which no kernel uses";
+}
+
+TEST(PlannerHostile, AllocationIdsEqualToHashTableSentinels) {
+  // 2^64-1 and 2^64-2 are llvm::DenseMap's empty and tombstone keys.
+  Profile P = syntheticTraining();
+  Profile Q = P;
+  // Order-preserving (ids also order some ties): the last two get the sentinels.
+  const uint64_t N = static_cast<uint64_t>(P.allocations_size());
+  auto Remap = [N](uint64_t Id) { return UINT64_MAX - (N - Id); };
+  for (Allocation &A : *Q.mutable_allocations())
+    A.set_id(Remap(A.id()));
+  for (Kernel &K : *Q.mutable_kernels())
+    for (TensorAccess &T : *K.mutable_tensors())
+      T.set_allocation_id(Remap(T.allocation_id()));
+  ASSERT_FALSE(format::validateProfile(Q));
+  for (Strategy S : {Strategy::Prefetch, Strategy::Swap}) {
+    PlanResult X = compile(P, 40 * MiB, S), Y = compile(Q, 40 * MiB, S);
+    EXPECT_EQ(X.Plan.layout().SerializeAsString(), Y.Plan.layout().SerializeAsString());
+    ASSERT_EQ(X.Plan.actions_size(), Y.Plan.actions_size());
+    for (int I = 0; I < X.Plan.actions_size(); ++I)
+      EXPECT_EQ(X.Plan.actions(I).SerializeAsString(), Y.Plan.actions(I).SerializeAsString());
+    ASSERT_EQ(X.Plan.block_chains_size(), Y.Plan.block_chains_size());
+    for (int I = 0; I < X.Plan.block_chains_size(); ++I)
+      EXPECT_EQ(X.Plan.block_chains(I).SerializeAsString(),
+                Y.Plan.block_chains(I).SerializeAsString());
+  }
+}
+
+TEST(PlannerHostile, RooflineOfHugeOrInfiniteFlopsSaturates) {
+  format::RooflineRates R{1e12, 1e12, 1e11, 0.5, 0.5, 5};
+  Kernel K;
+  K.set_name("aten::mm");
+  K.set_flops(1e300);
+  EXPECT_EQ(format::rooflineNs(K, R), format::kMaxRooflineNs);
+  K.set_flops(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(format::rooflineNs(K, R), format::kMaxRooflineNs);
+  K.set_flops(0);
+  K.set_dram_bytes(1e300);
+  EXPECT_EQ(format::rooflineNs(K, R), format::kMaxRooflineNs);
+  K.set_dram_bytes(0);
+  EXPECT_EQ(format::rooflineNs(K, R), 5000u); // the smallest kernel time
+  K.set_flops(1e12);
+  EXPECT_EQ(format::rooflineNs(K, R), 2000000000u);
+  // Rates from a device-model file: tiny peaks give huge durations too.
+  format::RooflineRates Tiny{1e-300, 1e-300, 1e-300, 0.5, 0.5, 0};
+  EXPECT_EQ(format::rooflineNs(K, Tiny), format::kMaxRooflineNs);
+  format::RooflineRates Infinite{1e12, 1e12, 1e11, 0.5, 0.5,
+                                 std::numeric_limits<double>::infinity()};
+  EXPECT_FALSE(Infinite.valid());
+}
+
+TEST(PlannerHostile, HugeFlopsAreRefusedOrSaturated) {
+  Profile P = syntheticTraining();
+  P.mutable_device()->set_name("some-other-gpu");
+  for (Kernel &K : *P.mutable_kernels())
+    K.set_flops(1e300);
+  ASSERT_FALSE(format::validateProfile(P));
+  // Planned for another device: durations come from the roofline.
+  PlanResult R = compile(P, 40 * MiB);
+  EXPECT_GT(R.Stats.ComputeUs, 0);
+  Profile Bad = P;
+  Bad.mutable_kernels(3)->set_flops(std::numeric_limits<double>::infinity());
+  std::string E = errorText(format::validateProfile(Bad));
+  EXPECT_NE(E.find("kernel 3"), std::string::npos) << E;
+  EXPECT_NE(E.find("flops"), std::string::npos) << E;
+  Bad.mutable_kernels(3)->set_flops(-1);
+  EXPECT_NE(errorText(format::validateProfile(Bad)).find("flops"), std::string::npos);
+  Bad.mutable_kernels(3)->set_flops(1);
+  Bad.mutable_kernels(4)->set_dram_bytes(std::nan(""));
+  EXPECT_NE(errorText(format::validateProfile(Bad)).find("dram_bytes"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PlannerShipped, ::testing::ValuesIn(shippedModels()), testNameOf);

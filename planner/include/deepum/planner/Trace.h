@@ -216,6 +216,18 @@ uint64_t bestFitPeakBytes(const std::vector<PlannedAllocation> &Allocations, uin
 /// Alignment of arena offsets: PyTorch's caching allocator rounds to 512 B.
 inline constexpr uint64_t kArenaAlignment = 512;
 
+/// Most bytes the reference iteration's allocations may add up to (each
+/// rounded to kArenaAlignment), 64 TiB: beyond the memory of any GPU host, so
+/// only a hostile or corrupt profile gets there; below it no offset, size or
+/// sum in the layout can overflow, and the arena (never more than this sum)
+/// fits in it. buildTrace refuses more: "the reference iteration's
+/// allocations add up to N bytes, more than the planner's limit of 64 TiB".
+inline constexpr uint64_t kMaxPlannedBytes = uint64_t{1} << 46;
+
+// The arena itself is bounded by the plan format (format::PlanLimits: bytes
+// and UM blocks a plan may lay out): buildTrace refuses a layout that no plan
+// could carry, before its per-block tables are built.
+
 } // namespace deepum::planner
 
 #endif // DEEPUM_PLANNER_TRACE_H

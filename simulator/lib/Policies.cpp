@@ -14,6 +14,7 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 
 using namespace deepum::sim;
 using namespace deepum::sim::detail;
@@ -205,7 +206,7 @@ Schedule detail::swapOptSchedule(const Workload &W, uint64_t CapacityBytes, cons
 
 llvm::Expected<Schedule> detail::planSchedule(const deepum::v1::Plan &Plan, Workload &W,
                                               llvm::StringRef PlanName) {
-  llvm::DenseMap<uint64_t, uint32_t> Dense;
+  std::unordered_map<uint64_t, uint32_t> Dense; // arena blocks from the plan: any uint64
   for (uint32_t B = 0; B < W.UmBlocks.size(); ++B)
     Dense[W.UmBlocks[B]] = B;
   auto idOf = [&](uint64_t Block) {
@@ -269,7 +270,9 @@ llvm::Expected<Schedule> detail::planSchedule(const deepum::v1::Plan &Plan, Work
 // --- deepum ----------------------------------------------------------------------------
 
 DeepUmPrefetcher::DeepUmPrefetcher(const Workload &Wl, unsigned L) : W(Wl), Lookahead(L) {
-  llvm::DenseMap<uint64_t, uint32_t> Dense;
+  // Launch IDs: hashes of the profile's kernels or a plan's position IDs, any
+  // uint64 (a DenseMap reserves 2^64-1 and 2^64-2).
+  std::unordered_map<uint64_t, uint32_t> Dense;
   for (uint64_t Id : W.LaunchIds) {
     auto [It, New] = Dense.try_emplace(Id, static_cast<uint32_t>(Dense.size()));
     (void)New;

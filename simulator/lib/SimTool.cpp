@@ -50,7 +50,7 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
   };
   if (!Opts.GpuMemory.empty() && Opts.Oversubscription != 0)
     return usage("give --gpu-memory or --oversubscription, not both");
-  if (Opts.Oversubscription < 0 || std::isnan(Opts.Oversubscription))
+  if (Opts.Oversubscription < 0 || !std::isfinite(Opts.Oversubscription))
     return usage("--oversubscription must be a positive ratio (footprint / capacity)");
   if (!Opts.GpuMemory.empty()) {
     llvm::Expected<uint64_t> Bytes = deepum::format::parseByteSize(Opts.GpuMemory);
@@ -60,8 +60,20 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
       return usage("--gpu-memory must be more than 0 bytes");
     S.GpuMemoryBytes = *Bytes;
   } else if (Opts.Oversubscription > 0) {
-    S.GpuMemoryBytes = static_cast<uint64_t>(
-        std::floor(static_cast<double>(footprintBytes(*P)) / Opts.Oversubscription));
+    const uint64_t Footprint = footprintBytes(*P);
+    // Checked in double before converting: a tiny ratio gives more than
+    // uint64_t holds; a huge one less than a block (0 would mean "the device's").
+    double Bytes = std::floor(static_cast<double>(Footprint) / Opts.Oversubscription);
+    if (!(Bytes < 0x1p64))
+      return usage(llvm::formatv("--oversubscription {0} gives more than 2^64 bytes of GPU memory",
+                                 Opts.Oversubscription)
+                       .str());
+    S.GpuMemoryBytes = static_cast<uint64_t>(Bytes);
+    if (Footprint && S.GpuMemoryBytes < deepum::format::kUmBlockBytes)
+      return usage(llvm::formatv("--oversubscription {0} leaves less than one 2 MiB UM block of "
+                                 "GPU memory for a footprint of {1}",
+                                 Opts.Oversubscription, deepum::format::formatBytes(Footprint))
+                       .str());
   }
 
   if (Plan && S.GpuMemoryBytes && Plan->metadata().gpu_memory_bytes() &&

@@ -4,12 +4,12 @@
 #include "deepum/format/Format.h"
 #include "deepum/format/Signature.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <unordered_map>
 
 using namespace deepum::sim;
 using namespace deepum::sim::detail;
@@ -33,21 +33,42 @@ Access accessOf(deepum::v1::AccessMode M) {
 
 Access merge(Access A, Access B) { return A == B ? A : Access::ReadWrite; }
 
-/// Page masks of [Begin, End) per UM block; `Whole` keeps only pages wholly inside.
-template <typename Fn> void pagesOf(uint64_t Begin, uint64_t End, bool Whole, Fn F) {
+/// Pages of [Begin, End) inside UM block `Block`; `Whole` keeps only pages
+/// wholly inside the range. Exact near 2^64: no rounding up of End.
+uint32_t pageMaskIn(uint64_t Begin, uint64_t End, bool Whole, uint64_t Block) {
+  const uint64_t Per = kUmBlockBytes / kUmPageBytes;
+  uint64_t First = Begin / kUmPageBytes, Last = End / kUmPageBytes; // pages [First, Last)
+  if (Whole)
+    First += Begin % kUmPageBytes != 0;
+  else
+    Last += End % kUmPageBytes != 0;
+  uint64_t Lo = std::max(First, Block * Per), Hi = std::min(Last, (Block + 1) * Per);
+  if (Hi <= Lo)
+    return 0;
+  unsigned N = static_cast<unsigned>(Hi - Lo), Shift = static_cast<unsigned>(Lo - Block * Per);
+  return (N == 32 ? AllPages : ((1u << N) - 1)) << Shift;
+}
+
+/// UM blocks (ascending) with a value each: the blocks a workload uses.
+using BlockIndex = std::vector<std::pair<uint64_t, uint32_t>>;
+
+/// Calls F(block, value, page mask) for the blocks of `Used` that [Begin, End)
+/// has pages in (`Whole`: pages wholly inside). Only used blocks are visited:
+/// an allocation of 2^63 bytes costs what its used blocks cost.
+template <typename Fn>
+void pagesOfUsed(const BlockIndex &Used, uint64_t Begin, uint64_t End, bool Whole, Fn F) {
   if (End <= Begin)
     return;
-  uint64_t First = Whole ? (Begin + kUmPageBytes - 1) / kUmPageBytes : Begin / kUmPageBytes;
-  uint64_t Last = Whole ? End / kUmPageBytes : (End + kUmPageBytes - 1) / kUmPageBytes;
-  const uint64_t Per = kUmBlockBytes / kUmPageBytes;
-  for (uint64_t P = First; P < Last;) {
-    uint64_t Block = P / Per;
-    uint64_t Stop = std::min(Last, (Block + 1) * Per);
-    unsigned Lo = static_cast<unsigned>(P % Per), N = static_cast<unsigned>(Stop - P);
-    uint32_t Mask = (N == 32 ? AllPages : ((1u << N) - 1)) << Lo;
-    F(Block, Mask);
-    P = Stop;
-  }
+  const uint64_t FirstBlock = Begin / kUmBlockBytes, LastBlock = (End - 1) / kUmBlockBytes;
+  auto It = std::lower_bound(Used.begin(), Used.end(), std::make_pair(FirstBlock, uint32_t{0}));
+  for (; It != Used.end() && It->first <= LastBlock; ++It)
+    if (uint32_t Mask = pageMaskIn(Begin, End, Whole, It->first))
+      F(It->first, It->second, Mask);
+}
+
+BlockIndex sortedIndex(BlockIndex Blocks) {
+  std::sort(Blocks.begin(), Blocks.end());
+  return Blocks;
 }
 
 } // namespace
@@ -79,14 +100,16 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
   Workload W;
   W.Kernels = Count;
   W.FirstKernel = First;
-  llvm::DenseMap<uint64_t, uint32_t> Dense;
+  // Keys from the file (UM blocks, allocation ids) are any uint64: not
+  // DenseMaps, which reserve 2^64-1 and 2^64-2 for themselves.
+  std::unordered_map<uint64_t, uint32_t> Dense;
   auto idOf = [&](uint64_t Block) {
     auto [It, New] = Dense.try_emplace(Block, static_cast<uint32_t>(W.UmBlocks.size()));
     if (New)
       W.UmBlocks.push_back(Block);
     return It->second;
   };
-  llvm::DenseMap<uint64_t, const deepum::v1::Allocation *> Allocs;
+  std::unordered_map<uint64_t, const deepum::v1::Allocation *> Allocs;
   for (const deepum::v1::Allocation &A : P.allocations())
     Allocs[A.id()] = &A;
 
@@ -94,7 +117,7 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
   bool HaveTensors = false;
   W.UseBegin.push_back(0);
   std::vector<uint64_t> Starts;
-  llvm::DenseMap<uint64_t, uint32_t> KernelBlocks; // UM block -> index in W.Uses
+  BlockIndex KernelBlocks; // UM block -> index in W.Uses, ascending
   for (uint32_t K = 0; K < Count; ++K) {
     const deepum::v1::Kernel &Kr = P.kernels(static_cast<int>(First + K));
     W.DurationNs.push_back(Kr.end_ns() - Kr.start_ns());
@@ -113,7 +136,8 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
       // Pages read by the kernel's READ / READ_WRITE / unspecified tensors.
       KernelBlocks.clear();
       for (size_t U = UsesBegin; U < W.Uses.size(); ++U)
-        KernelBlocks[W.UmBlocks[W.Uses[U].Block]] = static_cast<uint32_t>(U);
+        KernelBlocks.push_back({W.UmBlocks[W.Uses[U].Block], static_cast<uint32_t>(U)});
+      std::sort(KernelBlocks.begin(), KernelBlocks.end());
       for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
         auto It = Allocs.find(T.allocation_id());
         if (It == Allocs.end())
@@ -122,15 +146,13 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
         bool Writes = T.mode() == deepum::v1::ACCESS_MODE_WRITE ||
                       T.mode() == deepum::v1::ACCESS_MODE_READ_WRITE;
         uint64_t Begin = It->second->address() + T.offset();
-        pagesOf(Begin, Begin + T.bytes(), false, [&](uint64_t B, uint32_t M) {
-          auto U = KernelBlocks.find(B);
-          if (U == KernelBlocks.end())
-            return;
-          if (Reads)
-            W.ReadMasks[U->second] |= M & W.Uses[U->second].PageMask;
-          if (Writes)
-            W.WriteMasks[U->second] |= M & W.Uses[U->second].PageMask;
-        });
+        pagesOfUsed(KernelBlocks, Begin, Begin + T.bytes(), false,
+                    [&](uint64_t, uint32_t U, uint32_t M) {
+                      if (Reads)
+                        W.ReadMasks[U] |= M & W.Uses[U].PageMask;
+                      if (Writes)
+                        W.WriteMasks[U] |= M & W.Uses[U].PageMask;
+                    });
       }
     }
     if (Kr.tensors_size() == 0)
@@ -155,6 +177,8 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
     return static_cast<uint32_t>(std::upper_bound(Starts.begin(), Starts.end(), T) -
                                  Starts.begin());
   };
+  // Every block the iteration uses, ascending, with its dense id.
+  const BlockIndex Used = sortedIndex(BlockIndex(Dense.begin(), Dense.end()));
   const uint64_t IterBegin = Starts.front();
   const uint64_t IterEnd = P.kernels(static_cast<int>(First + Count - 1)).end_ns();
 
@@ -170,15 +194,11 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
       O.Bytes = A.size_bytes();
       O.Activation = A.role() == deepum::v1::ALLOCATION_ROLE_ACTIVATION;
       uint64_t Begin = A.address(), End = A.address() + A.size_bytes();
-      pagesOf(Begin, End, false, [&](uint64_t B, uint32_t M) {
-        auto D = Dense.find(B);
-        if (D != Dense.end())
-          O.Overlap.push_back({D->second, M, Access::ReadWrite});
+      pagesOfUsed(Used, Begin, End, false, [&](uint64_t, uint32_t D, uint32_t M) {
+        O.Overlap.push_back({D, M, Access::ReadWrite});
       });
-      pagesOf(Begin, End, true, [&](uint64_t B, uint32_t M) {
-        auto D = Dense.find(B);
-        if (D != Dense.end())
-          O.Whole.push_back({D->second, M, Access::ReadWrite});
+      pagesOfUsed(Used, Begin, End, true, [&](uint64_t, uint32_t D, uint32_t M) {
+        O.Whole.push_back({D, M, Access::ReadWrite});
       });
       if (A.alloc_time_ns() > IterBegin && A.alloc_time_ns() <= IterEnd)
         O.AllocPos = positionOf(A.alloc_time_ns());
@@ -227,11 +247,10 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
                                Starts.begin()) %
                                Count
                          : 0;
-      pagesOf(A.address(), A.address() + A.size_bytes(), false, [&](uint64_t B, uint32_t M) {
-        auto D = Dense.find(B);
-        if (D != Dense.end())
-          At[Pos].push_back({D->second, M, Access::Write});
-      });
+      pagesOfUsed(Used, A.address(), A.address() + A.size_bytes(), false,
+                  [&](uint64_t, uint32_t D, uint32_t M) {
+                    At[Pos].push_back({D, M, Access::Write});
+                  });
     }
     W.HostWriteBegin.push_back(0);
     for (auto &L : At) {
@@ -247,7 +266,7 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
   // inside the operator that first writes it, and a free before the launch of
   // its last reader: an allocation is never later than its first use, a free
   // never earlier than after its last use.
-  llvm::DenseMap<uint64_t, std::pair<uint32_t, uint32_t>> UseSpan; // id -> first, last
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> UseSpan; // id -> first, last
   for (uint32_t K = 0; K < Count; ++K)
     for (const deepum::v1::TensorAccess &T : P.kernels(static_cast<int>(First + K)).tensors()) {
       auto [It, New] = UseSpan.try_emplace(T.allocation_id(), K, K);
@@ -276,14 +295,8 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
   };
   std::vector<Event> Events;
   auto forBlocks = [&](const deepum::v1::Allocation &A, auto F) {
-    if (!A.size_bytes())
-      return;
-    for (uint64_t B = A.address() / kUmBlockBytes;
-         B <= (A.address() + A.size_bytes() - 1) / kUmBlockBytes; ++B) {
-      auto D = Dense.find(B);
-      if (D != Dense.end())
-        F(D->second);
-    }
+    pagesOfUsed(Used, A.address(), A.address() + A.size_bytes(), false,
+                [&](uint64_t, uint32_t D, uint32_t) { F(D); });
   };
   for (const deepum::v1::Allocation &A : P.allocations()) {
     bool LiveAtBegin =
@@ -313,7 +326,7 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
     forBlocks(*E.A, [&](uint32_t B) {
       Live[B] += E.Delta;
       if (E.Delta < 0 && Live[B] == 0)
-        DeadAt[E.Pos % Count].push_back(B);
+        DeadAt[E.Pos % DeadAt.size()].push_back(B);
     });
   W.DeadBegin.push_back(0);
   for (auto &L : DeadAt) {
@@ -353,7 +366,7 @@ llvm::Expected<Workload> detail::workloadFromPlan(const deepum::v1::Plan &Plan,
               .str());
     ChainAt[C.position()] = &C;
   }
-  llvm::DenseMap<uint64_t, uint32_t> Dense;
+  std::unordered_map<uint64_t, uint32_t> Dense; // arena blocks from the plan: any uint64
   auto idOf = [&](uint64_t Block) {
     auto [It, New] = Dense.try_emplace(Block, static_cast<uint32_t>(W.UmBlocks.size()));
     if (New)

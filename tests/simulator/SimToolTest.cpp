@@ -10,6 +10,8 @@
 
 #include "gtest/gtest.h"
 
+#include <limits>
+
 using namespace deepum;
 using namespace deepum::sim;
 using namespace deepum::test;
@@ -71,6 +73,26 @@ TEST(SimTool, OversubscriptionSetsCapacityFromTheFootprint) {
   EXPECT_EQ(V->getAsObject()->getInteger("footprint_bytes"), int64_t(16 * MiB));
 }
 
+TEST(SimTool, OversubscriptionOutOfRangeIsRefused) {
+  std::string Dir = scratchDir("SimTool.RatioRange");
+  SimToolOptions O;
+  O.ProfilePath = writeTinyProfile(Dir);
+  std::string Out;
+  llvm::raw_string_ostream OS(Out);
+  // 16 MiB / 1e-300 is far beyond 2^64 bytes.
+  O.Oversubscription = 1e-300;
+  std::string E = errorText(runSim(O, OS));
+  EXPECT_NE(E.find("--oversubscription"), std::string::npos) << E;
+  EXPECT_EQ(E.find('\n'), std::string::npos) << E;
+  O.Oversubscription = std::numeric_limits<double>::infinity();
+  E = errorText(runSim(O, OS));
+  EXPECT_NE(E.find("--oversubscription"), std::string::npos) << E;
+  // 16 MiB / 1e30 leaves no GPU memory at all.
+  O.Oversubscription = 1e30;
+  E = errorText(runSim(O, OS));
+  EXPECT_NE(E.find("--oversubscription"), std::string::npos) << E;
+}
+
 TEST(SimTool, ErrorsAreOneLine) {
   std::string Dir = scratchDir("SimTool.Errors");
   SimToolOptions O;
@@ -106,6 +128,7 @@ std::string writeTinyPlan(const std::string &Dir) {
   Pl.set_format_version(format::kPlanFormatVersion);
   Pl.mutable_metadata()->set_gpu_memory_bytes(12 * MiB);
   Pl.mutable_metadata()->set_um_block_bytes(2 * MiB);
+  Pl.mutable_layout()->set_arena_bytes(3 * 2 * MiB); // chains name blocks inside the arena
   for (uint32_t K = 0; K < 3; ++K) {
     uint64_t Id = builderId("k" + std::to_string(K)); // the tiny profile's kernels
     Pl.add_position_ids(Id);

@@ -376,6 +376,94 @@ TEST(SimPlan, PlanForOtherKernelsNamesBothFiles) {
   EXPECT_NE(E.find("no run of 3 kernels"), std::string::npos) << E;
 }
 
+// --- Hostile input: valid profiles and plans at the edges of the format -------
+
+namespace {
+const Policy kEveryProfilePolicy[] = {Policy::Um, Policy::DeepUm, Policy::SwapLayer,
+                                      Policy::SwapOpt, Policy::Ideal};
+}
+
+TEST(SimHostile, AllocationNear2To64BytesIsSimulatedByTheBlocksUsed) {
+  // Valid: it ends exactly at the top of the address space. Only its first
+  // 64 KiB is touched; an input batch so that host writes are derived too.
+  ProfileBuilder B;
+  const uint64_t Address = uint64_t{1} << 40;
+  uint64_t H = B.allocate(UINT64_MAX - Address, 0, -1, v1::ALLOCATION_ROLE_INPUT, Address);
+  B.kernel("k0", 100'000, {{H, ACCESS_MODE_READ, 0, 64 << 10}});
+  B.kernel("k1", 100'000, {{H, ACCESS_MODE_WRITE, 0, 64 << 10}});
+  B.iteration(0, 2);
+  v1::Profile P = B.build();
+  ASSERT_FALSE(format::validateProfile(P));
+  for (Policy Pol : kEveryProfilePolicy) {
+    SCOPED_TRACE(policyName(Pol).str());
+    SimResult R = run(P, opts(Pol, 4 * MiB));
+    EXPECT_GT(R.IterationUs, 0);
+  }
+}
+
+TEST(SimHostile, AllocationIdsEqualToHashTableSentinels) {
+  // 2^64-1 and 2^64-2 are llvm::DenseMap's empty and tombstone keys.
+  ProfileBuilder B;
+  uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t C = B.allocate(4 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION);
+  uint64_t D = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION);
+  B.kernel("k0", 100'000, {{A, ACCESS_MODE_READ}, {C, ACCESS_MODE_WRITE}});
+  B.kernel("k1", 100'000, {{C, ACCESS_MODE_READ}, {D, ACCESS_MODE_WRITE}});
+  B.kernel("k2", 100'000, {{D, ACCESS_MODE_READ}, {A, ACCESS_MODE_READ}});
+  B.iteration(0, 3);
+  v1::Profile P = B.build(), Q = P;
+  // Order-preserving (ids also order some ties): the last two get the sentinels.
+  const uint64_t N = static_cast<uint64_t>(P.allocations_size());
+  auto Remap = [N](uint64_t Id) { return UINT64_MAX - (N - Id); };
+  for (v1::Allocation &Al : *Q.mutable_allocations())
+    Al.set_id(Remap(Al.id()));
+  for (v1::Kernel &K : *Q.mutable_kernels())
+    for (v1::TensorAccess &T : *K.mutable_tensors())
+      T.set_allocation_id(Remap(T.allocation_id()));
+  ASSERT_FALSE(format::validateProfile(Q));
+  for (Policy Pol : kEveryProfilePolicy) {
+    SCOPED_TRACE(policyName(Pol).str());
+    SimResult X = run(P, opts(Pol, 6 * MiB)), Y = run(Q, opts(Pol, 6 * MiB));
+    EXPECT_EQ(X.IterationUs, Y.IterationUs);
+    EXPECT_EQ(X.Faults, Y.Faults);
+    EXPECT_EQ(X.BytesHtoD, Y.BytesHtoD);
+    EXPECT_EQ(X.BytesDtoH, Y.BytesDtoH);
+    EXPECT_EQ(X.BytesDiscarded, Y.BytesDiscarded);
+  }
+}
+
+TEST(SimHostile, PlanBlocksEqualToHashTableSentinels) {
+  // Block chains name arena blocks the actions never touch: 2^64-1 and
+  // 2^64-2 must behave like any other such blocks.
+  v1::Profile P = threeCycle();
+  auto withBlocks = [](uint64_t Base) {
+    v1::Plan Pl = cyclePlan();
+    for (v1::BlockChain &C : *Pl.mutable_block_chains())
+      C.set_blocks(0, Base - C.position());
+    return Pl;
+  };
+  v1::Plan X = withBlocks(1002), Y = withBlocks(UINT64_MAX);
+  SimOptions O = opts(Policy::Plan, 0);
+  O.Plan = &X;
+  SimResult RX = run(P, O);
+  O.Plan = &Y;
+  SimResult RY = run(P, O);
+  EXPECT_EQ(RX.IterationUs, RY.IterationUs);
+  EXPECT_EQ(RX.Faults, RY.Faults);
+  EXPECT_EQ(RX.BytesHtoD, RY.BytesHtoD);
+  EXPECT_EQ(RX.BytesPrefetched, RY.BytesPrefetched);
+}
+
+TEST(SimHostile, EngineAddressesOfSentinelBlocks) {
+  Engine E(handDevice(), 8 * MiB);
+  const uint64_t Top = UINT64_MAX / (2 * MiB); // the highest UM block
+  uint32_t A = E.blockId(UINT64_MAX), B = E.blockId(UINT64_MAX - 1), C = E.blockId(Top);
+  EXPECT_NE(A, B);
+  EXPECT_NE(A, C);
+  EXPECT_EQ(E.blockId(UINT64_MAX), A);
+  EXPECT_EQ(E.blockId(UINT64_MAX - 1), B);
+}
+
 TEST(SimErrors, KernelLargerThanCapacity) {
   std::string E = errorText(simulate(twoBlocks(ACCESS_MODE_READ), opts(Policy::Um, 1 * MiB)));
   EXPECT_NE(E.find("more than the GPU memory"), std::string::npos) << E;

@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <queue>
+#include <unordered_map>
 #include <vector>
 
 namespace deepum::sim {
@@ -202,7 +203,9 @@ private:
   DeviceModel Device;
   uint64_t CapacityPages;
   double NsPerByte;
-  llvm::DenseMap<uint64_t, uint32_t> Ids;
+  /// UM block -> dense id. Blocks come from files (plans name any uint64):
+  /// not a DenseMap, which reserves 2^64-1 and 2^64-2.
+  std::unordered_map<uint64_t, uint32_t> Ids;
 
   // Per dense block.
   std::vector<uint32_t> Resident;  // pages on the GPU

@@ -37,7 +37,8 @@ TEST(ExecutorReplayHostile, HugeArenaCostsOnlyTheBlocksUsed) {
   O.PlanName = "huge.plan.pb";
   auto Normal = executor::sim::replayPlan(P, R.Plan, O);
   ASSERT_TRUE(static_cast<bool>(Normal)) << llvm::toString(Normal.takeError());
-  for (uint64_t Arena : {uint64_t{1} << 44, uint64_t{1} << 62, UINT64_MAX - 2 * MiB + 1}) {
+  for (uint64_t Arena : {uint64_t{4} << 40, uint64_t{1} << 44, uint64_t{1} << 62,
+                         UINT64_MAX - 2 * MiB + 1}) {
     SCOPED_TRACE(Arena);
     v1::Plan Huge = R.Plan;
     Huge.mutable_layout()->set_arena_bytes(Arena);

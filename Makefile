@@ -5,7 +5,13 @@ CMAKE_FLAGS ?=
 # The interpreter with Debian's python3-torch (a python3 earlier on PATH may lack it).
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all setup configure build test demo profiles format tidy clean
+# make fuzz: Clang + libFuzzer + ASan + UBSan in $(FUZZ_BUILD), each target for
+# FUZZ_SECONDS (docs/fuzzing.md). FUZZ_CMAKE_FLAGS go to its cmake (e.g. a compiler launcher).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_CMAKE_FLAGS ?=
+
+.PHONY: all setup configure build test demo profiles format tidy clean fuzz fuzz-build
 
 all: build
 
@@ -27,6 +33,12 @@ demo: build
 # Regenerates the shipped real-model profiles in tests/data (slow: real compute on the CPU).
 profiles: setup
 	@cd python && $(PYTHON) -m deepum_trace.ship --out ../tests/data
+
+fuzz-build: setup
+	@bash fuzz/build.sh $(FUZZ_BUILD) $(FUZZ_CMAKE_FLAGS)
+
+fuzz: fuzz-build
+	@bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i

@@ -51,3 +51,34 @@ function(deepum_add_test name)
                ENVIRONMENT "DEEPUM_SOURCE_DIR=${PROJECT_SOURCE_DIR};DEEPUM_BINARY_DIR=${PROJECT_BINARY_DIR}"
     DISCOVERY_TIMEOUT 60)
 endfunction()
+
+# Sanitized builds (.ci/run, make fuzz): every target, libraries included.
+# Failures stop the program (-fno-sanitize-recover) so ctest and the fuzzers
+# see them.
+if(DEEPUM_SANITIZE)
+  set(deepum_sanitize_flags -fsanitize=${DEEPUM_SANITIZE} -fno-omit-frame-pointer)
+  if(DEEPUM_SANITIZE MATCHES "undefined")
+    list(APPEND deepum_sanitize_flags -fno-sanitize-recover=all)
+  endif()
+  add_compile_options(${deepum_sanitize_flags})
+  add_link_options(${deepum_sanitize_flags})
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    # Clang links the sanitizer runtimes into executables only, so
+    # libdeepum.so's -Wl,--no-undefined fails on its __asan_*/__tsan_*
+    # references. With the shared runtime (GCC's default) the library links
+    # against it; the rpath finds it at run time.
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-runtime-dir
+                    OUTPUT_VARIABLE deepum_clang_runtime_dir OUTPUT_STRIP_TRAILING_WHITESPACE)
+    add_link_options(-shared-libsan "LINKER:-rpath,${deepum_clang_runtime_dir}")
+  endif()
+endif()
+
+# libFuzzer builds (make fuzz): every library carries the coverage
+# instrumentation libFuzzer is guided by; fuzz/CMakeLists.txt links the
+# targets with -fsanitize=fuzzer.
+if(DEEPUM_FUZZ_ENGINE STREQUAL "libfuzzer")
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "DEEPUM_FUZZ_ENGINE=libfuzzer needs Clang (-DCMAKE_CXX_COMPILER=clang++)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()

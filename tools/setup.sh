@@ -7,6 +7,8 @@ packages=(
   cmake ninja-build g++ make
   protobuf-compiler libprotobuf-dev zlib1g-dev
   llvm-dev
+  # Clang builds: make fuzz (libFuzzer) and the sanitizer stages of .ci/run.
+  clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-protobuf python3-torch python3-torchvision python3-matplotlib
 )

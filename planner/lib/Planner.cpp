@@ -277,6 +277,9 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   auto Strat = parseStrategy(Opts.Strategy);
   if (!Strat)
     return Strat.takeError();
+  // Before any work: the plan must not replace the profile it is made from.
+  if (Error E = format::checkNotAnInput(Opts.Output, {Opts.Input}))
+    return E;
   auto P = format::readProfile(Opts.Input);
   if (!P)
     return P.takeError();
@@ -290,7 +293,7 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   auto R = compilePlan(*P, PO);
   if (!R)
     return planError(Opts.Input + ": " + toString(R.takeError()));
-  if (Error E = format::writePlan(R->Plan, Opts.Output))
+  if (Error E = format::writePlan(R->Plan, Opts.Output, {Opts.Input}))
     return E;
   if (Opts.PrintSummary)
     format::print(Out, format::summarize(R->Plan));

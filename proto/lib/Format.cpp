@@ -1,5 +1,6 @@
 //===- Format.cpp - Read and write profiles and plans -----------------------===//
 #include "deepum/format/Format.h"
+#include "deepum/format/PlanWire.h"
 #include "deepum/format/Units.h"
 
 #include "google/protobuf/io/coded_stream.h"
@@ -399,7 +400,11 @@ Expected<deepum::v1::Profile> readProfile(StringRef Path) {
 }
 
 Expected<deepum::v1::Plan> readPlan(StringRef Path) {
-  auto Bytes = readFileBytes(Path);
+  // libdeepum's cap for plans (deepum/format/PlanWire.h), so that a plan this
+  // reads is one a training process loads.
+  ReadLimits Limits;
+  Limits.FileBytes = Limits.StreamBytes = Limits.DecompressedBytes = PlanLimits::kMaxFileBytes;
+  auto Bytes = readFileBytes(Path, Limits);
   if (!Bytes)
     return Bytes.takeError();
   return parsePlan(*Bytes, Path, encodingForPath(Path));

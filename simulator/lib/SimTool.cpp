@@ -113,8 +113,13 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
 
   std::vector<SimResult> Results;
   std::optional<deepum::format::TraceWriter> Trace;
-  if (!Opts.PerfettoOut.empty())
+  if (!Opts.PerfettoOut.empty()) {
+    // Before any work: the timeline must not replace an input.
+    if (llvm::Error E =
+            deepum::format::checkNotAnInput(Opts.PerfettoOut, {Opts.ProfilePath, Opts.PlanPath}))
+      return E;
     Trace.emplace();
+  }
   for (Policy Pol : Policies) {
     S.Pol = Pol;
     const bool ByExecutor = Pol == Policy::Plan && ExecutorReplay;
@@ -141,7 +146,7 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
     Results.push_back(std::move(*R));
   }
   if (Trace)
-    if (llvm::Error E = Trace->write(Opts.PerfettoOut))
+    if (llvm::Error E = Trace->write(Opts.PerfettoOut, {Opts.ProfilePath, Opts.PlanPath}))
       return E;
 
   if (Opts.Json) {

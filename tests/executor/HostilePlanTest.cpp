@@ -245,6 +245,10 @@ TEST(HostilePlanTest, FilesOverTheCapAreRefusedBeforeReading) {
   std::string Error;
   EXPECT_FALSE(readCompiledPlan(Path, CP, Error));
   EXPECT_THAT(Error, HasSubstr("the limit for a plan"));
+  // deepum-inspect applies the same cap to plans (it reads profiles up to 1 GiB).
+  auto P = format::readPlan(Path);
+  ASSERT_FALSE(static_cast<bool>(P));
+  EXPECT_THAT(llvm::toString(P.takeError()), HasSubstr("larger than 256 MiB"));
   ::unlink(Path.c_str());
 }
 

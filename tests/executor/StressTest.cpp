@@ -12,6 +12,8 @@
 #include "deepum/executor/Executor.h"
 #include "deepum/executor/FakeBackend.h"
 
+#include "ExecutorTestSupport.h"
+
 #include "gtest/gtest.h"
 
 #include <atomic>

@@ -63,13 +63,14 @@ if(DEEPUM_SANITIZE)
   add_compile_options(${deepum_sanitize_flags})
   add_link_options(${deepum_sanitize_flags})
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
-    # Clang links the sanitizer runtimes into executables only, so
-    # libdeepum.so's -Wl,--no-undefined fails on its __asan_*/__tsan_*
-    # references. With the shared runtime (GCC's default) the library links
-    # against it; the rpath finds it at run time.
-    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-runtime-dir
-                    OUTPUT_VARIABLE deepum_clang_runtime_dir OUTPUT_STRIP_TRAILING_WHITESPACE)
-    add_link_options(-shared-libsan "LINKER:-rpath,${deepum_clang_runtime_dir}")
+    # Clang links the sanitizer runtime into executables only; a shared
+    # library's __asan_*/__tsan_* references resolve against the executable
+    # that loads it. So the shared libraries' -Wl,--no-undefined (libdeepum.so,
+    # the profiler's injection library) cannot hold here: -z undefs, placed
+    # last on every link line, lifts it. (The shared runtime, -shared-libsan,
+    # would keep it, but libFuzzer's executables then load libstdc++ before
+    # the runtime, which ASan refuses.)
+    string(APPEND CMAKE_CXX_STANDARD_LIBRARIES " -Wl,-z,undefs")
   endif()
 endif()
 

@@ -248,20 +248,27 @@ Expected<std::string> resolveSymlinks(StringRef Path) {
   return fileError(Path, "too many levels of symbolic links");
 }
 
+/// Writes Text to FD and closes it; the error message, or "" on success.
+std::string writeAndClose(int FD, StringRef Text) {
+  raw_fd_ostream OS(FD, /*shouldClose=*/true);
+  OS << Text;
+  OS.close();
+  if (!OS.has_error())
+    return "";
+  std::string Msg = OS.error().message();
+  OS.clear_error();
+  return Msg;
+}
+
 /// A device, FIFO or socket: opened and written, never replaced.
 Error writeInPlace(StringRef Path, StringRef Target, StringRef Text) {
   int FD = -1;
   if (std::error_code EC =
           sys::fs::openFileForWrite(Target, FD, sys::fs::CD_OpenExisting, sys::fs::OF_None))
     return fileError(Path, "cannot open it for writing: " + EC.message());
-  raw_fd_ostream OS(FD, /*shouldClose=*/true);
-  OS << Text;
-  OS.close();
-  if (OS.has_error()) {
-    std::string Msg = OS.error().message();
-    OS.clear_error();
+  std::string Msg = writeAndClose(FD, Text);
+  if (!Msg.empty())
     return fileError(Path, "write failed: " + Msg);
-  }
   return Error::success();
 }
 
@@ -277,16 +284,10 @@ Error writeByRename(StringRef Path, StringRef Target, StringRef Text,
     return fileError(Path, "cannot create a temporary file beside it: " + EC.message());
   if (KeepPerms)
     (void)sys::fs::setPermissions(FD, *KeepPerms); // best effort, as cp does
-  {
-    raw_fd_ostream OS(FD, /*shouldClose=*/true);
-    OS << Text;
-    OS.close();
-    if (OS.has_error()) {
-      std::string Msg = OS.error().message();
-      OS.clear_error();
-      (void)sys::fs::remove(Tmp);
-      return fileError(Path, "write failed: " + Msg);
-    }
+  std::string Msg = writeAndClose(FD, Text);
+  if (!Msg.empty()) {
+    (void)sys::fs::remove(Tmp);
+    return fileError(Path, "write failed: " + Msg);
   }
   if (std::error_code EC = sys::fs::rename(Tmp, Target)) {
     (void)sys::fs::remove(Tmp);

@@ -3,3 +3,10 @@
 add_executable(deepum-sim-bench sim/SimBench.cpp)
 target_link_libraries(deepum-sim-bench PRIVATE deepum_warnings deepum_sim benchmark::benchmark)
 target_compile_definitions(deepum-sim-bench PRIVATE DEEPUM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+
+# Calibration against published real-GPU measurements (docs/results/calibration.md,
+# bench/sim/calibration.sh); the ctest runs it at a small size and fails when an
+# experiment leaves its tolerance.
+add_executable(deepum-sim-calibration sim/Calibration.cpp)
+target_link_libraries(deepum-sim-calibration PRIVATE deepum_warnings deepum_sim)
+add_test(NAME sim_calibration COMMAND deepum-sim-calibration --small)

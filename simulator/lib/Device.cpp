@@ -80,6 +80,12 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
       D.CopyEnginesPerDirection = static_cast<unsigned>(X);
     else if (Key == "transfer_setup_us")
       D.TransferSetupUs = X;
+    else if (Key == "transfer_call_us")
+      D.TransferCallUs = X;
+    else if (Key == "transfer_range_us")
+      D.TransferRangeUs = X;
+    else if (Key == "fault_block_service_us")
+      D.FaultBlockServiceUs = X;
     else if (Key == "prefetch_threshold")
       D.PrefetchThreshold = X;
     else if (Key == "thrashing_lapse_us")

@@ -25,7 +25,7 @@ constexpr uint8_t FlThrottled = 4;
 constexpr uint8_t FlPrefetched = 8; // explicitly prefetched, not yet used by a kernel
 // Trace lanes.
 constexpr int Pid = 1;
-constexpr int TidCompute = 1, TidHtoD = 2, TidDtoH = 3, TidFaults = 4;
+constexpr int TidCompute = 1, TidHtoD = 2, TidDtoH = 3, TidFaults = 4, TidHost = 5;
 
 unsigned pages(uint32_t Mask) { return static_cast<unsigned>(std::popcount(Mask)); }
 bool writes(Access A) { return A != Access::Read; }
@@ -331,7 +331,10 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
                       deepum::format::formatBytes(CapacityPages * PageBytes))
             .str());
 
-  const uint64_t ReadyNs = ComputeEndNs;
+  // The kernel runs after the previous one, and after the host has launched
+  // it: API calls issued before this launch may hold the host past the
+  // previous kernel's end.
+  const uint64_t ReadyNs = std::max(ComputeEndNs, IssueNs);
   uint64_t StartNs = ReadyNs;
   LastFaults.clear();
   for (const BlockUse &U : Uses) {
@@ -350,7 +353,7 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
       }
     }
     if (uint32_t Miss = U.PageMask & ~Resident[B])
-      LastFaults.push_back({B, Miss, U.Mode});
+      LastFaults.push_back({B, Miss, U.Mode, U.FaultEntriesPerPage});
     // Only pure reads: a block's READ_WRITE merges tensors, and may cover
     // pages that are only overwritten.
     if (U.Mode == Access::Read)
@@ -358,31 +361,47 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
   }
 
   // Demand faults: the kernel starts, faults, and the driver services the
-  // faults in batches of FaultBatchSize pages, grouped by block; each batch
-  // costs the fixed latency, then its migrations, then the GPU replays.
+  // faults in batches. The GPU writes one fault-buffer entry per faulting
+  // 4 KiB page; the driver fetches up to FaultBatchSize (256) entries per
+  // batch (uvm_perf_fault_batch_count), groups them by 2 MiB VA block and
+  // services block by block, growing each fault to its 64 KiB big page
+  // (uvm_perf_prefetch.c grow_fault_granularity) before the density
+  // prefetcher. A dense 64 KiB page raises 16 entries, so a batch of dense
+  // faults covers 16 pages (1 MiB); a 64 KiB-strided pattern, 256 pages.
+  // Each batch costs the fixed latency plus the per-block service, then its
+  // migrations, then the GPU replays. A page whose entries straddle the
+  // batch's end is serviced in it whole (its first entry was fetched).
   uint64_t T = ReadyNs;
   size_t I = 0;
   uint32_t Split = 0; // pages of LastFaults[I] already serviced
   while (I < LastFaults.size()) {
     uint64_t BatchStart = T;
-    unsigned InBatch = 0;
+    unsigned InBatch = 0, Blocks = 0;
     bool Throttled = false;
     FaultScratch.clear();
     while (I < LastFaults.size() && InBatch < Device.FaultBatchSize) {
-      uint32_t Left = LastFaults[I].PageMask & ~Split;
+      const BlockUse &F = LastFaults[I];
+      const unsigned Entries =
+          std::clamp<unsigned>(F.FaultEntriesPerPage, 1, kDenseFaultEntries);
+      uint32_t Left = F.PageMask & ~Split;
       uint32_t Take = 0;
-      for (uint32_t M = Left; M && InBatch < Device.FaultBatchSize; M &= M - 1, ++InBatch)
+      for (uint32_t M = Left; M && InBatch < Device.FaultBatchSize; M &= M - 1) {
         Take |= M & -M;
-      FaultScratch.push_back({LastFaults[I].Block, Take, LastFaults[I].Mode});
-      Throttled |= (Flags[LastFaults[I].Block] & FlThrottled) != 0;
-      if ((Split | Take) == LastFaults[I].PageMask) {
+        InBatch += Entries;
+      }
+      FaultScratch.push_back({F.Block, Take, F.Mode, F.FaultEntriesPerPage});
+      ++Blocks;
+      Throttled |= (Flags[F.Block] & FlThrottled) != 0;
+      if ((Split | Take) == F.PageMask) {
         ++I;
         Split = 0;
       } else {
         Split |= Take;
       }
     }
-    T += static_cast<uint64_t>(std::llround(Device.FaultBatchLatencyUs * 1e3));
+    Stats.FaultEntries += InBatch;
+    T += static_cast<uint64_t>(
+        std::llround((Device.FaultBatchLatencyUs + Blocks * Device.FaultBlockServiceUs) * 1e3));
     if (Throttled) {
       T += static_cast<uint64_t>(std::llround(Device.ThrottleNapUs * 1e3));
       ++Stats.ThrottledBatches;
@@ -413,7 +432,8 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
     ++Stats.FaultBatches;
     if (Timeline)
       Timeline->span(Pid, TidFaults, "fault batch", "fault", BatchStart, BatchDone - BatchStart,
-                     llvm::json::Object{{"pages", static_cast<int64_t>(InBatch)}});
+                     llvm::json::Object{{"entries", static_cast<int64_t>(InBatch)},
+                                        {"blocks", static_cast<int64_t>(Blocks)}});
     T = BatchDone;
   }
   StartNs = std::max(StartNs, T);
@@ -435,7 +455,7 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
   if (Timeline)
     Timeline->span(Pid, TidCompute, Name, "compute", StartNs, DurationNs,
                    llvm::json::Object{{"index", static_cast<int64_t>(Stats.Kernels)}});
-  Stats.StallNs += StartNs - ReadyNs;
+  Stats.StallNs += StartNs - ComputeEndNs; // idle, waiting for the host or for pages
   ++Stats.Kernels;
   IssueNs = StartNs; // the host observes the next launch while this kernel runs
   ComputeEndNs = EndNs;
@@ -492,17 +512,64 @@ template <typename Fn> void forPages(uint64_t Address, uint64_t Bytes, bool Whol
 }
 } // namespace
 
+uint64_t Engine::hostCallNs(unsigned Ranges) const {
+  double Us = Device.TransferCallUs + (Ranges > 1 ? (Ranges - 1) * Device.TransferRangeUs : 0.0);
+  return Us > 0 ? static_cast<uint64_t>(std::llround(Us * 1e3)) : 0;
+}
+
+void Engine::hostCall(unsigned Ranges) {
+  ++Stats.HostCalls;
+  const uint64_t Ns = hostCallNs(Ranges);
+  if (!Ns)
+    return;
+  if (Timeline)
+    Timeline->span(Pid, TidHost, "api call", "host", IssueNs, Ns,
+                   llvm::json::Object{{"ranges", static_cast<int64_t>(Ranges)}});
+  IssueNs += Ns;
+  Stats.HostCallNs += Ns;
+}
+
+void Engine::prefetchBatchToDevice(llvm::ArrayRef<Range> Ranges) {
+  if (Ranges.empty())
+    return;
+  hostCall(static_cast<unsigned>(Ranges.size()));
+  for (const Range &R : Ranges)
+    forPages(R.Address, R.Bytes, false,
+             [&](uint64_t Block, uint32_t Mask) { prefetchPages(blockId(Block), Mask); });
+}
+
+void Engine::evictBatchToHost(llvm::ArrayRef<Range> Ranges) {
+  if (Ranges.empty())
+    return;
+  hostCall(static_cast<unsigned>(Ranges.size()));
+  for (const Range &R : Ranges)
+    forPages(R.Address, R.Bytes, true,
+             [&](uint64_t Block, uint32_t Mask) { evictPages(blockId(Block), Mask); });
+}
+
+void Engine::discardBatch(llvm::ArrayRef<Range> Ranges) {
+  if (Ranges.empty())
+    return;
+  hostCall(static_cast<unsigned>(Ranges.size()));
+  for (const Range &R : Ranges)
+    forPages(R.Address, R.Bytes, true,
+             [&](uint64_t Block, uint32_t Mask) { discardPages(blockId(Block), Mask); });
+}
+
 void Engine::prefetchToDevice(uint64_t Address, uint64_t Bytes) {
+  hostCall(1);
   forPages(Address, Bytes, false,
            [&](uint64_t Block, uint32_t Mask) { prefetchPages(blockId(Block), Mask); });
 }
 
 void Engine::evictToHost(uint64_t Address, uint64_t Bytes) {
+  hostCall(1);
   forPages(Address, Bytes, true,
            [&](uint64_t Block, uint32_t Mask) { evictPages(blockId(Block), Mask); });
 }
 
 void Engine::discard(uint64_t Address, uint64_t Bytes) {
+  hostCall(1);
   forPages(Address, Bytes, true,
            [&](uint64_t Block, uint32_t Mask) { discardPages(blockId(Block), Mask); });
 }
@@ -534,6 +601,7 @@ llvm::Error Engine::launchByAddress(llvm::ArrayRef<AddressUse> Uses, uint64_t Du
   std::vector<BlockUse> Dense;
   Dense.reserve(Uses.size());
   for (const AddressUse &U : Uses)
-    Dense.push_back({blockId(U.UmBlock), U.PageMask ? U.PageMask : AllPages, U.Mode});
+    Dense.push_back(
+        {blockId(U.UmBlock), U.PageMask ? U.PageMask : AllPages, U.Mode, U.FaultEntriesPerPage});
   return launch(Dense, DurationNs);
 }

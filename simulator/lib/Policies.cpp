@@ -264,7 +264,9 @@ llvm::Expected<Schedule> detail::planSchedule(const deepum::v1::Plan &Plan, Work
       }
     }
   }
-  return makeSchedule(W.Kernels, std::move(Items));
+  Schedule S = makeSchedule(W.Kernels, std::move(Items));
+  S.Batched = true;
+  return S;
 }
 
 // --- deepum ----------------------------------------------------------------------------

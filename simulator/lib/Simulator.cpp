@@ -31,6 +31,38 @@ void nameLanes(deepum::format::TraceWriter &T, const SimResult &R) {
   T.nameThread(1, 2, "copy engine HtoD");
   T.nameThread(1, 3, "copy engine DtoH");
   T.nameThread(1, 4, "fault batches");
+  T.nameThread(1, 5, "host API calls");
+}
+
+/// Ranges a run of block commands makes: runs of consecutive blocks.
+unsigned rangesOf(llvm::ArrayRef<Command> Cmds) {
+  unsigned Ranges = 0;
+  for (size_t I = 0; I < Cmds.size(); ++I)
+    Ranges += I == 0 || Cmds[I].Block != Cmds[I - 1].Block + 1;
+  return Ranges;
+}
+
+/// Charges the host API calls of one position's commands. A plan's actions
+/// are one batch call per kind (the executor issues its releases and its
+/// prefetches as cudaMemPrefetchBatchAsync / cudaMemDiscardBatchAsync); the
+/// swapping systems call cudaMemPrefetchAsync once per range.
+/// cudaMemAdvise is set once per block and is not charged.
+void chargeCalls(Engine &E, llvm::ArrayRef<Command> Cmds, bool Batched) {
+  for (CmdKind Kind : {CmdKind::Evict, CmdKind::Discard, CmdKind::Prefetch}) {
+    llvm::SmallVector<Command, 16> Of;
+    for (const Command &C : Cmds)
+      if (C.Kind == Kind)
+        Of.push_back(C);
+    if (Of.empty())
+      continue;
+    unsigned Ranges = rangesOf(Of);
+    if (Batched) {
+      E.hostCall(Ranges);
+      continue;
+    }
+    for (unsigned I = 0; I < Ranges; ++I)
+      E.hostCall(1);
+  }
 }
 
 /// Recomputes durations with the device's roofline, exactly as the CPU
@@ -258,6 +290,8 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
           E.discardPages(B, ~0u);
       for (const BlockUse &H : W.hostWrites(K))
         E.hostWritePages(H.Block, H.PageMask);
+      if (Sched)
+        chargeCalls(E, Sched->at(K), Sched->Batched);
       if (Sched)
         for (const Command &C : Sched->at(K)) {
           switch (C.Kind) {

@@ -122,6 +122,9 @@ struct Command {
 struct Schedule {
   std::vector<uint32_t> Begin; // size Kernels + 1
   std::vector<Command> Cmds;
+  /// Whether a position's commands of one kind are one batch API call (a
+  /// plan) rather than one call per range (the swapping systems).
+  bool Batched = false;
   llvm::ArrayRef<Command> at(uint32_t P) const {
     return llvm::ArrayRef<Command>(Cmds).slice(Begin[P], Begin[P + 1] - Begin[P]);
   }

@@ -25,7 +25,10 @@ TEST(SimDevice, BuiltinModelsAllLoad) {
   }
   DeviceModel V = takeOk(loadDeviceModel("v100-pcie-16gb"));
   EXPECT_EQ(V.MemoryBytes, uint64_t{16} << 30);
-  EXPECT_EQ(V.FaultBatchLatencyUs, 45);
+  EXPECT_EQ(V.FaultBatchLatencyUs, 20);
+  EXPECT_EQ(V.FaultBlockServiceUs, 25);
+  EXPECT_EQ(V.TransferCallUs, 20);
+  EXPECT_TRUE(V.EvictionCopiesClean); // stock UVM copies every evicted page
 }
 
 TEST(SimDevice, OverrideFileReplacesFieldsAndAddsModels) {

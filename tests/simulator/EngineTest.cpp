@@ -5,6 +5,7 @@
 #include "deepum/sim/Engine.h"
 
 #include "gtest/gtest.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace deepum;
 using namespace deepum::sim;
@@ -113,4 +114,106 @@ TEST(SimEngine, ReadMostlyKeepsTheHostDuplicateWhenCleanPagesWouldBeCopied) {
     EXPECT_EQ(E.stats().BytesDtoH, ReadMostly ? 0u : 2 * MiB) << ReadMostly;
     EXPECT_EQ(E.residentBytes(), 0u);
   }
+}
+
+// --- The driver's fault batches, API-call costs, clean evictions ------------
+
+namespace {
+/// handDevice with the driver's batch as it is: 256 entries of 4 KiB, 10 us
+/// per batch and 5 us per 2 MiB VA block in it.
+DeviceModel driverBatches() {
+  DeviceModel D = handDevice();
+  D.FaultBatchSize = 256;
+  D.FaultBlockServiceUs = 5;
+  return D;
+}
+} // namespace
+
+TEST(SimEngine, DenseFaultsFillABatchWith16PagesOf16Entries) {
+  // One dense 2 MiB block: 32 pages x 16 entries = 512 entries = 2 batches
+  // of 16 pages. The density prefetcher does not fire in the first (16 of 32
+  // pages is not more than 51%; each 1 MiB half it fills is all faulted).
+  Engine E(driverBatches(), 8 * MiB);
+  ASSERT_FALSE(E.launchByAddress({{Base / (2 * MiB), 0, Access::Read}}, 0));
+  EXPECT_EQ(E.stats().FaultBatches, 2u);
+  EXPECT_EQ(E.stats().FaultEntries, 512u);
+  EXPECT_EQ(E.stats().Faults, 32u);
+  // Each batch: 10 us + 1 block x 5 us, then 1 MiB over the link.
+  EXPECT_EQ(E.computeEndNs(), 2 * (15'000u + 1'048'576u));
+}
+
+TEST(SimEngine, StridedFaultsFillABatchWith256PagesAcrossEightBlocks) {
+  // One 4 KiB access per 64 KiB page (a 64 KiB-strided pattern) over 8
+  // blocks: 256 pages raise 256 entries, one batch touching 8 VA blocks.
+  Engine E(driverBatches(), 32 * MiB);
+  std::vector<Engine::AddressUse> Uses;
+  for (uint64_t K = 0; K < 8; ++K)
+    Uses.push_back({Base / (2 * MiB) + K, 0, Access::Read, 1});
+  ASSERT_FALSE(E.launchByAddress(Uses, 0));
+  EXPECT_EQ(E.stats().FaultBatches, 1u);
+  EXPECT_EQ(E.stats().FaultEntries, 256u);
+  EXPECT_EQ(E.stats().Faults, 256u);
+  // 10 us + 8 blocks x 5 us, then 16 MiB over the link.
+  EXPECT_EQ(E.computeEndNs(), 50'000u + 8 * 2'097'152u);
+  // The same pages touched densely take 16 batches.
+  Engine Dense(driverBatches(), 32 * MiB);
+  for (Engine::AddressUse &U : Uses)
+    U.FaultEntriesPerPage = kDenseFaultEntries;
+  ASSERT_FALSE(Dense.launchByAddress(Uses, 0));
+  EXPECT_EQ(Dense.stats().FaultBatches, 16u);
+}
+
+TEST(SimEngine, EachTransferCallCostsTheHostAndABatchCallCostsOnce) {
+  DeviceModel D = handDevice();
+  D.TransferCallUs = 20;
+  D.TransferRangeUs = 1;
+  // Three single calls: 60 us of host time before the kernel can start.
+  Engine E(D, 64 * MiB);
+  for (uint64_t K = 0; K < 3; ++K)
+    E.prefetchToDevice(Base + K * 2 * MiB, 2 * MiB);
+  EXPECT_EQ(E.stats().HostCalls, 3u);
+  EXPECT_EQ(E.stats().HostCallNs, 60'000u);
+  EXPECT_EQ(E.issueNs(), 60'000u);
+  ASSERT_FALSE(E.launchByAddress({}, 1'000));
+  EXPECT_EQ(E.computeEndNs(), 61'000u); // the kernel waited for the host
+  EXPECT_EQ(E.stats().StallNs, 60'000u);
+  // The first transfer starts after its call: 20 us + 3 blocks over the link.
+  ASSERT_FALSE(E.launchByAddress({{Base / (2 * MiB) + 2, 0, Access::Read}}, 0));
+  EXPECT_EQ(E.computeEndNs(), 20'000u + 3 * 2'097'152u);
+  // One batch call of three ranges: 20 + 2 x 1 us.
+  Engine B(D, 64 * MiB);
+  std::vector<Engine::Range> Ranges;
+  for (uint64_t K = 0; K < 3; ++K)
+    Ranges.push_back({Base + K * 2 * MiB, 2 * MiB});
+  B.prefetchBatchToDevice(Ranges);
+  EXPECT_EQ(B.stats().HostCalls, 1u);
+  EXPECT_EQ(B.issueNs(), 22'000u);
+  EXPECT_EQ(B.residentBytes(), 6 * MiB);
+  B.discardBatch(Ranges);
+  EXPECT_EQ(B.stats().HostCalls, 2u);
+  EXPECT_EQ(B.issueNs(), 44'000u);
+}
+
+TEST(SimEngine, HostCallsShowOnTheTimeline) {
+  DeviceModel D = handDevice();
+  D.TransferCallUs = 20;
+  format::TraceWriter W;
+  Engine E(D, 8 * MiB);
+  E.setTimeline(&W);
+  E.prefetchToDevice(Base, 2 * MiB);
+  std::string Json = llvm::formatv("{0}", W.finish()).str();
+  EXPECT_NE(Json.find("\"api call\""), std::string::npos) << Json;
+  EXPECT_NE(Json.find("\"host\""), std::string::npos) << Json;
+}
+
+TEST(SimEngine, CleanEvictionsAreCopiedByDefault) {
+  // Stock UVM migrates every resident page of an evicted chunk to the host;
+  // only read-mostly advice keeps a host duplicate.
+  DeviceModel D; // the default model
+  EXPECT_TRUE(D.EvictionCopiesClean);
+  D.TransferCallUs = 0;
+  Engine E(D, 8 * MiB);
+  E.prefetchToDevice(Base, 2 * MiB); // clean: the host copy is current
+  E.evictToHost(Base, 2 * MiB);
+  EXPECT_EQ(E.stats().BytesDtoH, 2 * MiB);
 }

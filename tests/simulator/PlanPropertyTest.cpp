@@ -111,7 +111,11 @@ std::string copiesCleanDeviceFile(const std::string &Dir) {
       llvm::json::Object Copy = *M.getAsObject();
       Copy["name"] = "v100-copies-clean";
       Copy["eviction_copies_clean"] = true;
+      llvm::json::Object Drops = Copy;
+      Drops["name"] = "v100-drops-clean";
+      Drops["eviction_copies_clean"] = false;
       Out.push_back(std::move(Copy));
+      Out.push_back(std::move(Drops));
     }
   std::string Path = Dir + "/copies-clean.json";
   std::string Text;
@@ -138,8 +142,9 @@ TEST(SimPlanAdvice, ReadMostlyOnlyWhereTheSimulatorShowsItPays) {
   // the schedule evicts saves their copies: in the forward pass the
   // device-to-host engine also carries the activations' write-backs. The
   // planner keeps the advice only when its replay says it is faster; the
-  // simulator must agree. With the shipped models (clean evictions cost
-  // nothing) no advice is emitted at all.
+  // simulator must agree. Where clean evictions cost nothing (a driver that
+  // knew the host copy is current; the shipped models copy them, as stock
+  // UVM does) no advice is emitted at all.
   std::string Dir = scratchDir("SimPlanAdvice");
   std::string File = copiesCleanDeviceFile(Dir);
   SyntheticOptions SO;
@@ -152,7 +157,8 @@ TEST(SimPlanAdvice, ReadMostlyOnlyWhereTheSimulatorShowsItPays) {
 
   planner::PlanOptions PO;
   PO.GpuMemoryBytes = Capacity;
-  PO.DeviceModel = "v100-pcie-16gb";
+  PO.DeviceModel = "v100-drops-clean";
+  PO.DeviceFile = File;
   EXPECT_EQ(advised(takeOk(planner::compilePlan(P, PO)).Plan), 0u);
 
   PO.DeviceModel = "v100-copies-clean";

@@ -66,18 +66,24 @@ BackendStatus SimBackend::createEvent(int, EventHandle *Out) {
 
 BackendStatus SimBackend::prefetchBatch(int, std::span<const MemRange> Ranges, int Location,
                                         StreamHandle) {
-  for (const MemRange &R : Ranges) {
-    if (Location == kHostLocation)
-      Eng.evictToHost(R.Address, R.Bytes);
-    else
-      Eng.prefetchToDevice(R.Address, R.Bytes);
-  }
+  // One batch call for all ranges: the engine charges the call once.
+  std::vector<deepum::sim::Engine::Range> Batch;
+  Batch.reserve(Ranges.size());
+  for (const MemRange &R : Ranges)
+    Batch.push_back({R.Address, R.Bytes});
+  if (Location == kHostLocation)
+    Eng.evictBatchToHost(Batch);
+  else
+    Eng.prefetchBatchToDevice(Batch);
   return BackendStatus::success();
 }
 
 BackendStatus SimBackend::discardBatch(int, std::span<const MemRange> Ranges, StreamHandle) {
+  std::vector<deepum::sim::Engine::Range> Batch;
+  Batch.reserve(Ranges.size());
   for (const MemRange &R : Ranges)
-    Eng.discard(R.Address, R.Bytes);
+    Batch.push_back({R.Address, R.Bytes});
+  Eng.discardBatch(Batch);
   return BackendStatus::success();
 }
 

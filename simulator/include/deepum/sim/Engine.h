@@ -31,6 +31,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <queue>
 #include <unordered_map>
@@ -41,11 +42,20 @@ namespace deepum::sim {
 /// How a kernel uses a block's pages.
 enum class Access : uint8_t { Read, Write, ReadWrite };
 
+/// 4 KiB pages per 64 KiB page: a dense access raises this many fault-buffer
+/// entries for each missing 64 KiB page.
+inline constexpr uint8_t kDenseFaultEntries = 16;
+
 /// One kernel's use of one block (dense id), pages as a 32-bit mask.
 struct BlockUse {
   uint32_t Block;
   uint32_t PageMask;
   Access Mode;
+  /// 4 KiB pages the kernel touches in each touched 64 KiB page (1..16): the
+  /// GPU writes one fault-buffer entry per faulting 4 KiB page, and a batch
+  /// holds FaultBatchSize entries. 16 = dense (training tensors); 1 = one
+  /// access per 64 KiB (a 64 KiB-strided pattern).
+  uint8_t FaultEntriesPerPage = kDenseFaultEntries;
 };
 
 /// Counters since construction; Simulator takes differences at iteration bounds.
@@ -67,6 +77,9 @@ struct EngineStats {
   uint64_t LostReads = 0; // pages read with no valid copy anywhere
   uint64_t InvariantViolations = 0;
   uint64_t StallNs = 0;           // compute lane idle between kernels
+  uint64_t FaultEntries = 0;      // 4 KiB fault-buffer entries serviced
+  uint64_t HostCalls = 0;         // transfer API calls (a batch call is one)
+  uint64_t HostCallNs = 0;        // host time spent in them
   uint64_t PeakResidentBytes = 0; // resident + being evicted
 };
 
@@ -107,13 +120,27 @@ public:
   uint32_t blockCount() const { return static_cast<uint32_t>(Resident.size()); }
 
   // --- Commands, by address (the executor backend) ---------------------------
+  // Each single-range command is one API call; the Batch forms are one call
+  // for many ranges (cudaMemPrefetchBatchAsync, cudaMemDiscardBatchAsync).
+  // A call costs the host hostCallNs(ranges) before its transfers are issued
+  // (see hostCall).
   /// cudaMemPrefetchAsync to the GPU: every 64 KiB page overlapping the range.
   void prefetchToDevice(uint64_t Address, uint64_t Bytes);
   /// cudaMemPrefetchAsync to the host: pages wholly inside the range leave the
-  /// GPU; dirty ones are written back, clean ones dropped.
+  /// GPU; dirty ones are written back, clean ones dropped unless the device
+  /// model copies clean evictions (stock UVM does, read-mostly pages aside).
   void evictToHost(uint64_t Address, uint64_t Bytes);
-  /// cudaMemDiscardBatchAsync: pages wholly inside the range lose their contents.
+  /// cudaMemDiscardAsync: pages wholly inside the range lose their contents.
   void discard(uint64_t Address, uint64_t Bytes);
+  struct Range {
+    uint64_t Address;
+    uint64_t Bytes;
+  };
+  /// cudaMemPrefetchBatchAsync to the GPU / to the host, and
+  /// cudaMemDiscardBatchAsync: one call, many ranges.
+  void prefetchBatchToDevice(llvm::ArrayRef<Range> Ranges);
+  void evictBatchToHost(llvm::ArrayRef<Range> Ranges);
+  void discardBatch(llvm::ArrayRef<Range> Ranges);
   /// cudaMemAdvise: read-mostly (the host duplicate of unwritten pages is
   /// kept: never copied back, even with eviction_copies_clean) and
   /// preferred-location device (evicted only when nothing else is left);
@@ -124,10 +151,18 @@ public:
     uint64_t UmBlock;
     uint32_t PageMask;
     Access Mode;
+    uint8_t FaultEntriesPerPage = kDenseFaultEntries;
   };
   llvm::Error launchByAddress(llvm::ArrayRef<AddressUse> Uses, uint64_t DurationNs);
 
   // --- Commands, dense -----------------------------------------------------------
+  /// One host API call issuing `Ranges` ranges: the host is busy
+  /// transfer_call_us + (Ranges - 1) x transfer_range_us, so the commands that
+  /// follow are issued that much later, and the next kernel cannot start
+  /// before the host has launched it. The dense commands below charge
+  /// nothing themselves: a policy that issues API calls charges them here.
+  void hostCall(unsigned Ranges = 1);
+  uint64_t hostCallNs(unsigned Ranges) const;
   /// Fetches the missing pages of `Mask`. With `RespectProtection`, blocks
   /// protected since the last beginProtection() with a rank no greater than
   /// this block's (needed no later) are not evicted for room; then the
@@ -159,6 +194,14 @@ public:
   uint64_t issueNs() const { return IssueNs; }
   /// End of the last kernel, ns.
   uint64_t computeEndNs() const { return ComputeEndNs; }
+  /// When the last transfer queued in that direction ends, ns.
+  uint64_t copyEndNs(bool ToDevice) const {
+    const std::vector<uint64_t> &Lane = ToDevice ? HtoDFree : DtoHFree;
+    uint64_t End = 0;
+    for (uint64_t T : Lane)
+      End = std::max(End, T);
+    return End;
+  }
   const EngineStats &stats() const { return Stats; }
   /// Blocks (and pages) the last launched kernel demand-faulted on, in fault order.
   llvm::ArrayRef<BlockUse> lastFaults() const { return LastFaults; }

@@ -42,14 +42,21 @@ struct DeviceModel {
   std::string Link;
   /// Achieved host<->device bandwidth per direction, bytes per second.
   double LinkBytesPerSecond = 12e9;
-  /// Fixed cost of servicing one fault batch (fetch, dedup, map, replay), us.
-  double FaultBatchLatencyUs = 45;
-  /// Faults the driver services per batch.
+  /// Fixed cost of servicing one fault batch (fetch, sort, replay), us.
+  double FaultBatchLatencyUs = 20;
+  /// Cost per 2 MiB VA block a batch touches (populate: host unmap, GPU
+  /// chunk, map), us: the driver services a batch block by block.
+  double FaultBlockServiceUs = 25;
+  /// Fault-buffer entries (one per faulting 4 KiB page) per batch.
   unsigned FaultBatchSize = 256;
   /// Copy engines per direction shared by prefetches, faults and evictions.
   unsigned CopyEnginesPerDirection = 1;
-  /// Fixed cost of one explicit transfer command (cudaMemPrefetchAsync), us.
+  /// Fixed copy-engine cost of one explicit transfer (per block), us.
   double TransferSetupUs = 0;
+  /// Host time of one transfer API call (cudaMemPrefetchAsync, a batch call,
+  /// cudaMemDiscardAsync), us, and of each range after the first in a batch call.
+  double TransferCallUs = 20;
+  double TransferRangeUs = 1;
   /// Density prefetcher: a region is fetched whole once more than this
   /// fraction of it is resident or faulting (uvm_perf_prefetch_threshold).
   double PrefetchThreshold = 0.51;
@@ -60,7 +67,7 @@ struct DeviceModel {
   /// Delay added to a fault batch touching a throttled block, us.
   double ThrottleNapUs = 500;
   /// Whether evicting a page whose host copy is still valid copies it anyway.
-  bool EvictionCopiesClean = false;
+  bool EvictionCopiesClean = true;
   /// Roofline, as the CPU tracer uses it: derived profiles carry each
   /// kernel's FLOPs and DRAM bytes, so their durations can be recomputed for
   /// another device (see SimOptions::Durations).

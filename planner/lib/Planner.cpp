@@ -184,13 +184,30 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
     M = *Loaded;
   }
 
+  // A plan from a profile that recorded nothing to plan would be empty and
+  // look like success: refuse it, saying what to record instead.
+  if (P.allocations_size() == 0)
+    return planError("the profile records no allocations: deepum plans memory allocated "
+                     "through its allocator; profile with deepum-profile, which installs it "
+                     "(deepum-run does the same), or call deepum.enable() before the first "
+                     "CUDA allocation");
   auto A = analyzeIterations(P);
   if (!A)
     return A.takeError();
+  if (!A->FromMarks && A->Iterations.size() < 2)
+    return planError("the profile holds no complete iteration: it has no iteration marks and "
+                     "its kernel sequence does not repeat; profile at least two iterations "
+                     "(deepum-profile --iterations 3) or mark them (deepum.step(), NVTX, "
+                     "cudaProfilerStart/Stop)");
   Progress.stage("iterations found");
   auto T = buildTrace(P, *A);
   if (!T)
     return T.takeError();
+  if (std::all_of(T->Uses.begin(), T->Uses.end(), [](const auto &U) { return U.empty(); }))
+    return planError("the profile records no memory accesses of its kernels (no Unified Memory "
+                     "faults or access sets inside its allocations): profile with "
+                     "deepum-profile --mode access-set, or check that CUPTI's Unified Memory "
+                     "counters are available on this GPU");
   Progress.stage("trace and pool layout built");
   applyRoofline(P, M, *T);
   Schedule S = Opts.Strat == Strategy::Prefetch ? schedulePrefetch(*T, M, Opts.GpuMemoryBytes)

@@ -409,6 +409,41 @@ TEST(PlannerErrors, OneLineErrors) {
   EXPECT_NE(E.find("missing.pb"), std::string::npos) << E;
 }
 
+// A profile with nothing to plan gives one line saying why and what to do,
+// never an empty plan (a profile of PyTorch's own caching allocator records
+// no managed allocations; one without UM counters records no accesses).
+TEST(PlannerErrors, NothingToPlanIsRefused) {
+  PlanOptions O;
+  O.GpuMemoryBytes = 64 * MiB;
+  Profile NoAllocations = syntheticTraining();
+  NoAllocations.clear_allocations();
+  std::string E = errorText(compilePlan(NoAllocations, O));
+  EXPECT_NE(E.find("records no allocations"), std::string::npos) << E;
+  EXPECT_NE(E.find("deepum-profile"), std::string::npos) << E;
+
+  SyntheticOptions One;
+  One.Iterations = 1;
+  One.Marks = false;
+  E = errorText(compilePlan(syntheticTraining(One), O));
+  EXPECT_NE(E.find("no complete iteration"), std::string::npos) << E;
+  EXPECT_NE(E.find("--iterations"), std::string::npos) << E;
+  One.Marks = true; // one marked iteration is a complete one
+  EXPECT_TRUE(static_cast<bool>(compilePlan(syntheticTraining(One), O)));
+
+  Profile NoAccesses = syntheticTraining();
+  for (Kernel &K : *NoAccesses.mutable_kernels()) {
+    K.clear_blocks();
+    K.clear_tensors();
+  }
+  NoAccesses.clear_faults();
+  NoAccesses.clear_migrations();
+  NoAccesses.clear_um_events();
+  E = errorText(compilePlan(NoAccesses, O));
+  EXPECT_NE(E.find("records no memory accesses"), std::string::npos) << E;
+  EXPECT_NE(E.find("--mode access-set"), std::string::npos) << E;
+  EXPECT_EQ(E.find('\n'), std::string::npos) << E;
+}
+
 TEST(PlannerTool, WritesAPlanInspectCanRead) {
   std::string Dir = scratchDir("PlannerTool");
   Profile P = syntheticTraining();

@@ -40,6 +40,19 @@ if(NOT TARGET CUDA::cupti)
   message(FATAL_ERROR "the CUDA toolkit at ${CUDAToolkit_LIBRARY_ROOT} has no CUPTI library")
 endif()
 
+# How libdeepum and the CUDA tests link the CUDA runtime: static (libcudart_static,
+# hidden inside libdeepum.so) or shared (libcudart.so.13, so that the stand-in
+# in standin/ can replace NVIDIA's through LD_LIBRARY_PATH).
+set(DEEPUM_CUDA_RUNTIME "static" CACHE STRING "How to link the CUDA runtime: static or shared")
+set_property(CACHE DEEPUM_CUDA_RUNTIME PROPERTY STRINGS static shared)
+if(DEEPUM_CUDA_RUNTIME STREQUAL "static")
+  set(DEEPUM_CUDART CUDA::cudart_static)
+elseif(DEEPUM_CUDA_RUNTIME STREQUAL "shared")
+  set(DEEPUM_CUDART CUDA::cudart)
+else()
+  message(FATAL_ERROR "DEEPUM_CUDA_RUNTIME is '${DEEPUM_CUDA_RUNTIME}': use static or shared")
+endif()
+
 if(DEEPUM_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

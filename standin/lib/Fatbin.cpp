@@ -1,0 +1,130 @@
+//===- Fatbin.cpp - Kernel parameter layouts from an nvcc fat binary -------===//
+//
+// Layouts as nvcc 13 writes them (read from `cuobjdump`-able binaries here):
+//  - wrapper {magic 0x466243b1, version, data, ...} (fatbinary_section.h);
+//  - data: header {u32 magic 0xba55ed50, u16 version, u16 header size,
+//    u64 size of the entries}, then entries {u16 kind (2: cubin),
+//    u16 version, u32 header size, u64 payload size, ..., u64 flags at +0x28
+//    (0x2000: compressed)}, each payload following its header;
+//  - cubin: ELF64; `.nv.info.<kernel>` holds records {u8 format, u8 attribute,
+//    value}: format 4 carries a u16 size and that many bytes, formats 1-3 fit
+//    in the 4-byte record. Attribute 0x17 (KPARAM_INFO) is {u32 index,
+//    u16 ordinal, u16 offset, u32 bits (size in bytes at bit 18)}.
+//
+//===----------------------------------------------------------------------===//
+#include "Fatbin.h"
+
+#include <fatbinary_section.h>
+
+#include <cstring>
+#include <elf.h>
+
+namespace deepum::standin {
+
+namespace {
+
+constexpr uint32_t kFatbinMagic = 0xba55ed50;
+constexpr uint16_t kKindCubin = 2;
+constexpr uint64_t kFlagCompressed = 0x2000;
+constexpr uint8_t kFormatSval = 4;
+constexpr uint8_t kAttrKparamInfo = 0x17;
+// Entries are bounded by the header's size; this caps a corrupt one.
+constexpr uint64_t kMaxFatbinBytes = uint64_t{1} << 34;
+
+template <typename T> T load(const uint8_t *P) {
+  T V;
+  std::memcpy(&V, P, sizeof(T));
+  return V;
+}
+
+void readNvInfo(const uint8_t *P, uint64_t Size, ParamLayout &Out) {
+  uint64_t I = 0;
+  while (I + 4 <= Size) {
+    const uint8_t Format = P[I];
+    const uint8_t Attr = P[I + 1];
+    if (Format != kFormatSval) {
+      I += 4;
+      continue;
+    }
+    const uint16_t Len = load<uint16_t>(P + I + 2);
+    if (I + 4 + Len > Size)
+      return;
+    if (Attr == kAttrKparamInfo && Len >= 12) {
+      const uint16_t Ordinal = load<uint16_t>(P + I + 4 + 4);
+      const uint32_t Bits = load<uint32_t>(P + I + 4 + 8);
+      const uint32_t Bytes = (Bits >> 18) & 0x3fff;
+      if (Ordinal < 4096) {
+        if (Out.Sizes.size() <= Ordinal)
+          Out.Sizes.resize(Ordinal + 1, 0);
+        Out.Sizes[Ordinal] = Bytes;
+      }
+    }
+    I += 4 + Len;
+  }
+}
+
+void readCubin(const uint8_t *P, uint64_t Size,
+               std::unordered_map<std::string, ParamLayout> &Out) {
+  if (Size < sizeof(Elf64_Ehdr) || std::memcmp(P, ELFMAG, SELFMAG) != 0 ||
+      P[EI_CLASS] != ELFCLASS64)
+    return;
+  const auto H = load<Elf64_Ehdr>(P);
+  if (H.e_shentsize != sizeof(Elf64_Shdr) || H.e_shoff > Size ||
+      uint64_t{H.e_shnum} * sizeof(Elf64_Shdr) > Size - H.e_shoff || H.e_shstrndx >= H.e_shnum)
+    return;
+  auto section = [&](unsigned I) { return load<Elf64_Shdr>(P + H.e_shoff + I * sizeof(Elf64_Shdr)); };
+  const Elf64_Shdr Names = section(H.e_shstrndx);
+  if (Names.sh_offset > Size || Names.sh_size > Size - Names.sh_offset)
+    return;
+  static constexpr char Prefix[] = ".nv.info.";
+  for (unsigned I = 0; I < H.e_shnum; ++I) {
+    const Elf64_Shdr S = section(I);
+    if (S.sh_name >= Names.sh_size || S.sh_offset > Size || S.sh_size > Size - S.sh_offset)
+      continue;
+    const char *Name = reinterpret_cast<const char *>(P + Names.sh_offset + S.sh_name);
+    const size_t MaxLen = Names.sh_size - S.sh_name;
+    const size_t Len = strnlen(Name, MaxLen);
+    if (Len == MaxLen || Len <= sizeof(Prefix) - 1 ||
+        std::strncmp(Name, Prefix, sizeof(Prefix) - 1) != 0)
+      continue;
+    std::string Kernel(Name + sizeof(Prefix) - 1, Len - (sizeof(Prefix) - 1));
+    if (Out.count(Kernel))
+      continue; // another architecture's cubin said the same
+    ParamLayout L;
+    readNvInfo(P + S.sh_offset, S.sh_size, L);
+    Out.emplace(std::move(Kernel), std::move(L));
+  }
+}
+
+} // namespace
+
+std::unordered_map<std::string, ParamLayout> readParamLayouts(const void *FatbinWrapper) {
+  std::unordered_map<std::string, ParamLayout> Out;
+  const auto *W = static_cast<const __fatBinC_Wrapper_t *>(FatbinWrapper);
+  if (!W || static_cast<uint32_t>(W->magic) != FATBINC_MAGIC || !W->data)
+    return Out;
+  const auto *D = reinterpret_cast<const uint8_t *>(W->data);
+  if (load<uint32_t>(D) != kFatbinMagic)
+    return Out;
+  const uint16_t HeaderSize = load<uint16_t>(D + 6);
+  const uint64_t Total = load<uint64_t>(D + 8);
+  if (HeaderSize < 16 || Total > kMaxFatbinBytes)
+    return Out;
+  const uint8_t *E = D + HeaderSize;
+  const uint8_t *End = E + Total;
+  while (E + 0x40 <= End) {
+    const uint16_t Kind = load<uint16_t>(E);
+    const uint32_t EntryHeader = load<uint32_t>(E + 4);
+    const uint64_t Payload = load<uint64_t>(E + 8);
+    const uint64_t Flags = load<uint64_t>(E + 0x28);
+    if (EntryHeader < 0x40 || EntryHeader > static_cast<uint64_t>(End - E) ||
+        Payload > static_cast<uint64_t>(End - E) - EntryHeader)
+      break;
+    if (Kind == kKindCubin && !(Flags & kFlagCompressed))
+      readCubin(E + EntryHeader, Payload, Out);
+    E += EntryHeader + Payload;
+  }
+  return Out;
+}
+
+} // namespace deepum::standin

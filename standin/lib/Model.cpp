@@ -1,0 +1,408 @@
+//===- Model.cpp - The stand-in's state: one GPU under Unified Memory ------===//
+#include "Model.h"
+
+#include "deepum/format/Units.h"
+#include "deepum/sim/Simulator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace deepum::standin {
+
+namespace {
+
+constexpr uint64_t kBlockBytes = uint64_t{2} << 20;
+constexpr uint64_t kPageBytes = deepum::sim::Engine::PageBytes;
+// Kernel records kept for the counters' readers (the later CUPTI layer);
+// beyond this, launches are still counted but not recorded.
+constexpr size_t kMaxRecords = size_t{1} << 20;
+
+/// What NVIDIA's device query reports for the GPUs the device models name
+/// (datasheets; deviceQuery output): marketing name, compute capability, SMs.
+struct Identity {
+  const char *Model;
+  const char *Name;
+  int Major, Minor, Sms;
+};
+constexpr Identity kIdentities[] = {
+    {"v100-pcie-16gb", "Tesla V100-PCIE-16GB", 7, 0, 80},
+    {"v100-pcie-32gb", "Tesla V100-PCIE-32GB", 7, 0, 80},
+    {"a100-40gb", "NVIDIA A100-PCIE-40GB", 8, 0, 108},
+    {"h100-pcie", "NVIDIA H100 PCIe", 9, 0, 114},
+    {"h100-sxm", "NVIDIA H100 80GB HBM3", 9, 0, 132},
+    {"h200", "NVIDIA H200", 9, 0, 132},
+};
+
+deepum::sim::Access accessOf(int A) {
+  switch (A) {
+  case DEEPUM_STANDIN_READ:
+    return deepum::sim::Access::Read;
+  case DEEPUM_STANDIN_WRITE:
+    return deepum::sim::Access::Write;
+  default:
+    return deepum::sim::Access::ReadWrite;
+  }
+}
+
+struct Range {
+  uint64_t Address, Bytes;
+  deepum::sim::Access Mode;
+  MemoryKind Kind;
+};
+
+/// Behind deepum_standin_launch::internal while a twin runs.
+struct LaunchState {
+  Model *M = nullptr;
+  std::vector<Range> Ranges;
+  bool Declared = false;
+  double Flops = 0;
+  cudaError_t Error = cudaSuccess;
+};
+
+} // namespace
+
+Model &Model::get() {
+  // Never destroyed: CUDA calls may come from other libraries' destructors.
+  static Model *M = new Model();
+  return *M;
+}
+
+Model::Model() {
+  const char *Name = std::getenv("DEEPUM_STANDIN_DEVICE");
+  DeviceModelName = Name && *Name ? Name : "h100-pcie";
+  auto D = deepum::sim::loadDeviceModel(DeviceModelName);
+  if (!D) {
+    ConfigError = "DEEPUM_STANDIN_DEVICE: " + llvm::toString(D.takeError());
+    Dev.Name = DeviceModelName;
+    Dev.MemoryBytes = uint64_t{80} << 30;
+  } else {
+    Dev = *D;
+  }
+  CapacityBytes = Dev.MemoryBytes;
+  if (const char *C = std::getenv("DEEPUM_STANDIN_GPU_MEMORY"); C && *C) {
+    auto Bytes = deepum::format::parseByteSize(C);
+    if (!Bytes)
+      ConfigError = "DEEPUM_STANDIN_GPU_MEMORY: " + llvm::toString(Bytes.takeError());
+    else if (*Bytes < kBlockBytes)
+      ConfigError = "DEEPUM_STANDIN_GPU_MEMORY: less than one 2 MiB UM block";
+    else
+      CapacityBytes = *Bytes;
+  }
+  if (const char *C = std::getenv("DEEPUM_STANDIN_CONCURRENT_MANAGED_ACCESS"))
+    ConcurrentManagedAccess = std::strcmp(C, "0") != 0;
+  if (!ConfigError.empty())
+    std::fprintf(stderr, "deepum stand-in: %s\n", ConfigError.c_str());
+  Eng = std::make_unique<deepum::sim::Engine>(Dev, CapacityBytes);
+
+  const Identity *Id = nullptr;
+  for (const Identity &I : kIdentities)
+    if (DeviceModelName == I.Model)
+      Id = &I;
+  cudaDeviceProp &P = Prop;
+  std::snprintf(P.name, sizeof(P.name), "%s",
+                Id ? Id->Name : ("deepum stand-in " + DeviceModelName).c_str());
+  P.totalGlobalMem = CapacityBytes;
+  P.sharedMemPerBlock = 48 << 10;
+  P.regsPerBlock = 65536;
+  P.warpSize = 32;
+  P.memPitch = 2147483647;
+  P.maxThreadsPerBlock = 1024;
+  P.maxThreadsDim[0] = 1024;
+  P.maxThreadsDim[1] = 1024;
+  P.maxThreadsDim[2] = 64;
+  P.maxGridSize[0] = 2147483647;
+  P.maxGridSize[1] = 65535;
+  P.maxGridSize[2] = 65535;
+  P.totalConstMem = 64 << 10;
+  P.major = Id ? Id->Major : 9;
+  P.minor = Id ? Id->Minor : 0;
+  P.textureAlignment = 512;
+  P.texturePitchAlignment = 32;
+  P.multiProcessorCount = Id ? Id->Sms : 114;
+  P.integrated = 0;
+  P.canMapHostMemory = 1;
+  P.concurrentKernels = 1;
+  P.pciBusID = 1;
+  P.asyncEngineCount = static_cast<int>(Dev.CopyEnginesPerDirection) * 2;
+  P.unifiedAddressing = 1;
+  P.memoryBusWidth = 5120;
+  P.l2CacheSize = 50 << 20;
+  P.maxThreadsPerMultiProcessor = 2048;
+  P.streamPrioritiesSupported = 1;
+  P.globalL1CacheSupported = 1;
+  P.localL1CacheSupported = 1;
+  P.sharedMemPerMultiprocessor = 228 << 10;
+  P.regsPerMultiprocessor = 65536;
+  P.managedMemory = 1;
+  P.isMultiGpuBoard = 0;
+  P.pageableMemoryAccess = 0;
+  P.concurrentManagedAccess = ConcurrentManagedAccess ? 1 : 0;
+  P.computePreemptionSupported = 1;
+  P.cooperativeLaunch = 1;
+  P.sharedMemPerBlockOptin = 227 << 10;
+  P.maxBlocksPerMultiProcessor = 32;
+  P.reservedSharedMemPerBlock = 1 << 10;
+  P.hostRegisterSupported = 1;
+  P.memoryPoolsSupported = 1;
+  P.gpuDirectRDMASupported = 0;
+  P.unifiedFunctionPointers = 1;
+}
+
+const Allocation *Model::find(const void *P) const {
+  const auto A = reinterpret_cast<uint64_t>(P);
+  auto It = Allocs.upper_bound(A);
+  if (It == Allocs.begin())
+    return nullptr;
+  --It;
+  const Allocation &Al = It->second;
+  return A - Al.Base < std::max<uint64_t>(Al.Bytes, 1) ? &Al : nullptr;
+}
+
+const Allocation *Model::findRange(const void *P, uint64_t Bytes) const {
+  const Allocation *A = find(P);
+  if (!A)
+    return nullptr;
+  const uint64_t Off = reinterpret_cast<uint64_t>(P) - A->Base;
+  return Bytes <= A->Bytes - Off ? A : nullptr;
+}
+
+const Twin *Model::twinOf(const CUkern_st &K) const {
+  if (auto It = TwinsByHost.find(K.HostFun); It != TwinsByHost.end())
+    return &It->second;
+  if (auto It = TwinsByName.find(K.Name); It != TwinsByName.end())
+    return &It->second;
+  return nullptr;
+}
+
+CUstream_st *Model::stream(cudaStream_t S) {
+  if (S == nullptr || S == cudaStreamLegacy || S == cudaStreamPerThread)
+    return &Legacy; // eager execution: the per-thread stream needs no state of its own
+  return Streams.count(S) ? S : nullptr;
+}
+
+uint64_t Model::nowNs() const { return std::max(Eng->computeEndNs(), Eng->issueNs()); }
+
+void Model::prefetch(uint64_t Address, uint64_t Bytes, bool ToDevice, CUstream_st &S) {
+  if (ToDevice)
+    Eng->prefetchToDevice(Address, Bytes);
+  else
+    Eng->evictToHost(Address, Bytes);
+  S.LastNs = std::max(S.LastNs, nowNs());
+}
+
+void Model::discard(uint64_t Address, uint64_t Bytes, CUstream_st &S) {
+  Eng->discard(Address, Bytes);
+  S.LastNs = std::max(S.LastNs, nowNs());
+}
+
+cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,
+                          cudaStream_t Stream, uint64_t GraphExec) {
+  CUstream_st *S = stream(Stream);
+  LaunchState St;
+  St.M = this;
+  deepum_standin_launch L{};
+  L.name = K.Name.c_str();
+  L.grid[0] = Grid.x;
+  L.grid[1] = Grid.y;
+  L.grid[2] = Grid.z;
+  L.block[0] = Block.x;
+  L.block[1] = Block.y;
+  L.block[2] = Block.z;
+  L.shared_mem_bytes = SharedMem;
+  L.stream = Stream;
+  L.internal = &St;
+
+  if (const Twin *T = twinOf(K)) {
+    T->Fn(&L, Args, T->User);
+  }
+  if (!St.Declared && K.HaveLayout && Args) {
+    // No declaration: every argument of pointer size that points into live
+    // CUDA memory touches it from there to the allocation's end.
+    for (size_t I = 0; I < K.Layout.Sizes.size(); ++I) {
+      if (K.Layout.Sizes[I] != sizeof(void *) || !Args[I])
+        continue;
+      void *P = nullptr;
+      std::memcpy(&P, Args[I], sizeof(P));
+      if (const Allocation *A = find(P); A && A->Kind != MemoryKind::PinnedHost) {
+        const uint64_t Off = reinterpret_cast<uint64_t>(P) - A->Base;
+        St.Ranges.push_back({reinterpret_cast<uint64_t>(P), A->Bytes - Off,
+                             deepum::sim::Access::ReadWrite, A->Kind});
+      }
+    }
+  }
+  if (St.Error != cudaSuccess && Sticky == cudaSuccess)
+    Sticky = St.Error;
+
+  // The model: managed pages by 2 MiB block, and the kernel's cost.
+  std::map<uint64_t, deepum::sim::Engine::AddressUse> Uses;
+  uint64_t Bytes = 0;
+  for (const Range &R : St.Ranges) {
+    Bytes += R.Bytes;
+    if (R.Kind != MemoryKind::Managed || R.Bytes == 0)
+      continue;
+    const uint64_t End = R.Address + R.Bytes;
+    for (uint64_t B = R.Address / kBlockBytes; B <= (End - 1) / kBlockBytes; ++B) {
+      const uint64_t Lo = std::max(R.Address, B * kBlockBytes) - B * kBlockBytes;
+      const uint64_t Hi = std::min(End, (B + 1) * kBlockBytes) - 1 - B * kBlockBytes;
+      uint32_t Mask = 0;
+      for (uint64_t Pg = Lo / kPageBytes; Pg <= Hi / kPageBytes; ++Pg)
+        Mask |= uint32_t{1} << Pg;
+      auto [It, New] = Uses.try_emplace(B, deepum::sim::Engine::AddressUse{B, Mask, R.Mode});
+      if (!New) {
+        It->second.PageMask |= Mask;
+        if (It->second.Mode != R.Mode)
+          It->second.Mode = deepum::sim::Access::ReadWrite;
+      }
+    }
+  }
+  std::vector<deepum::sim::Engine::AddressUse> UseList;
+  UseList.reserve(Uses.size());
+  for (auto &KV : Uses)
+    UseList.push_back(KV.second);
+  double Ns = Dev.KernelMinUs * 1e3;
+  if (Dev.DramBytesPerSecond > 0)
+    Ns = std::max(Ns, static_cast<double>(Bytes) /
+                          (Dev.DramBytesPerSecond * std::max(Dev.MemoryEfficiency, 0.01)) * 1e9);
+  if (Dev.VectorFlopsPerSecond > 0)
+    Ns = std::max(Ns, St.Flops / Dev.VectorFlopsPerSecond * 1e9);
+  const uint64_t DurationNs = std::max<uint64_t>(1, static_cast<uint64_t>(Ns));
+  const uint64_t FaultsBefore = Eng->stats().Faults;
+  if (llvm::Error E = Eng->launchByAddress(UseList, DurationNs)) {
+    llvm::consumeError(std::move(E));
+    ++Count.ModelRefused;
+  }
+  const uint64_t EndNs = Eng->computeEndNs();
+  if (S)
+    S->LastNs = std::max(S->LastNs, EndNs);
+  if (Records.size() < kMaxRecords) {
+    deepum_standin_kernel_record R{};
+    R.name = K.Name.c_str();
+    R.correlation_id = NextCorrelation;
+    R.stream = Stream;
+    std::memcpy(R.grid, L.grid, sizeof(R.grid));
+    std::memcpy(R.block, L.block, sizeof(R.block));
+    R.end_ns = EndNs;
+    R.start_ns = EndNs >= DurationNs ? EndNs - DurationNs : 0;
+    R.faults = Eng->stats().Faults - FaultsBefore;
+    R.graph_exec = GraphExec;
+    Records.push_back(R);
+  }
+  ++NextCorrelation;
+  return cudaSuccess;
+}
+
+} // namespace deepum::standin
+
+using deepum::standin::Model;
+
+extern "C" {
+
+int deepum_standin_register_twin(const void *HostFun, const char *Name, deepum_standin_twin_fn Fn,
+                                 void *User, const uint32_t *ParamSizes, uint32_t ParamCount) {
+  if (!Fn || (!HostFun && (!Name || !*Name)) || (ParamCount && !ParamSizes))
+    return cudaErrorInvalidValue;
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::Twin T;
+  T.Fn = Fn;
+  T.User = User;
+  if (ParamSizes) {
+    T.ParamSizes.assign(ParamSizes, ParamSizes + ParamCount);
+    T.HaveSizes = true;
+  }
+  if (HostFun) {
+    // The twin's declared parameters give the layout when the fat binary did not.
+    if (auto It = M.Kernels.find(HostFun); It != M.Kernels.end() && !It->second->HaveLayout &&
+                                           T.HaveSizes) {
+      It->second->Layout.Sizes = T.ParamSizes;
+      It->second->HaveLayout = true;
+    }
+    M.TwinsByHost[HostFun] = std::move(T);
+  } else {
+    M.TwinsByName[Name] = std::move(T);
+  }
+  return cudaSuccess;
+}
+
+int deepum_standin_access(deepum_standin_launch *L, const void *P, size_t Bytes, int Access) {
+  if (!L || !L->internal)
+    return 0;
+  auto *St = static_cast<deepum::standin::LaunchState *>(L->internal);
+  if (!St->Declared) {
+    St->Declared = true;
+    St->Ranges.clear();
+  }
+  if (St->Error != cudaSuccess)
+    return 0;
+  if (Bytes == 0)
+    return 1;
+  const deepum::standin::Allocation *A = St->M->findRange(P, Bytes);
+  if (!A) {
+    St->Error = cudaErrorIllegalAddress;
+    return 0;
+  }
+  St->Ranges.push_back({reinterpret_cast<uint64_t>(P), Bytes,
+                        deepum::standin::accessOf(Access), A->Kind});
+  return 1;
+}
+
+void deepum_standin_add_flops(deepum_standin_launch *L, double Flops) {
+  if (L && L->internal && Flops > 0)
+    static_cast<deepum::standin::LaunchState *>(L->internal)->Flops += Flops;
+}
+
+int deepum_standin_get_stats(deepum_standin_stats *Out, size_t OutSize) {
+  if (!Out || OutSize == 0)
+    return cudaErrorInvalidValue;
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  const deepum::sim::EngineStats &S = M.Eng->stats();
+  const deepum::sim::EngineStats &B = M.Base;
+  deepum_standin_stats R{};
+  R.kernels = S.Kernels - B.Kernels;
+  R.faults = S.Faults - B.Faults;
+  R.fault_batches = S.FaultBatches - B.FaultBatches;
+  R.bytes_htod = S.BytesHtoD - B.BytesHtoD;
+  R.bytes_dtoh = S.BytesDtoH - B.BytesDtoH;
+  R.bytes_prefetched = S.BytesPrefetched - B.BytesPrefetched;
+  R.bytes_driver_prefetched = S.BytesDriverPrefetched - B.BytesDriverPrefetched;
+  R.bytes_demand = S.BytesDemand - B.BytesDemand;
+  R.evictions = S.Evictions - B.Evictions;
+  R.bytes_discarded = S.BytesDiscarded - B.BytesDiscarded - (M.Count.FreeDiscardBytes - M.FreeDiscardBase);
+  R.thrashing_events = S.ThrashingEvents - B.ThrashingEvents;
+  R.model_refused_launches = M.Count.ModelRefused;
+  R.memcpy_bytes = M.Count.MemcpyBytes;
+  R.resident_bytes = M.Eng->residentBytes();
+  R.capacity_bytes = M.CapacityBytes;
+  R.device_allocated_bytes = M.DeviceBytes;
+  R.managed_allocated_bytes = M.ManagedBytes;
+  R.model_time_ns = M.Eng->computeEndNs();
+  std::memcpy(Out, &R, std::min(OutSize, sizeof(R)));
+  return cudaSuccess;
+}
+
+size_t deepum_standin_kernel_records(deepum_standin_kernel_record *Out, size_t Capacity,
+                                     size_t First) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  if (!Out)
+    return M.Records.size();
+  size_t N = 0;
+  for (size_t I = First; I < M.Records.size() && N < Capacity; ++I)
+    Out[N++] = M.Records[I];
+  return N;
+}
+
+void deepum_standin_reset_stats(void) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  M.Base = M.Eng->stats();
+  M.FreeDiscardBase = M.Count.FreeDiscardBytes;
+  M.Count.ModelRefused = 0;
+  M.Count.MemcpyBytes = 0;
+  M.Records.clear();
+}
+
+} // extern "C"

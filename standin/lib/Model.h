@@ -1,0 +1,162 @@
+//===- Model.h - The stand-in's state: one GPU under Unified Memory --------===//
+//
+// Everything the CUDA entry points act on, behind one lock: the device, the
+// UM model (deepum::sim::Engine at the configured capacity), allocations,
+// streams, events, graphs, registered kernels and twins, and the counters.
+//
+// Execution is eager: work is done when it is issued, in issue order, on the
+// calling thread. That is one valid schedule of any stream program (streams
+// may run in any interleaving their dependencies allow), so results are
+// those of a real GPU for programs free of races; times are the model's.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_STANDIN_MODEL_H
+#define DEEPUM_STANDIN_MODEL_H
+
+#include "Fatbin.h"
+#include "deepum/sim/Engine.h"
+#include "deepum/standin/StandIn.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+// Handle types the CUDA headers leave incomplete.
+struct CUkern_st {
+  const void *HostFun = nullptr;
+  std::string Name;
+  bool HaveLayout = false;
+  deepum::standin::ParamLayout Layout;
+};
+struct CUstream_st {
+  unsigned Flags = 0;
+  int Priority = 0;
+  uint64_t LastNs = 0; // model time of the stream's last work
+  CUgraph_st *Capture = nullptr;
+  cudaStreamCaptureMode CaptureMode = cudaStreamCaptureModeGlobal;
+  bool CaptureInvalidated = false;
+  unsigned long long CaptureId = 0;
+};
+struct CUevent_st {
+  unsigned Flags = 0;
+  bool Recorded = false;
+  uint64_t Ns = 0;
+};
+struct CUgraphNode_st {
+  CUgraph_st *Graph = nullptr;
+  cudaGraphNodeType Type = cudaGraphNodeTypeEmpty;
+  // Kernel nodes: the kernel, its configuration and its arguments' bytes.
+  CUkern_st *Kernel = nullptr;
+  dim3 Grid, Block;
+  size_t SharedMem = 0;
+  std::vector<std::vector<unsigned char>> Args;
+  std::vector<void *> ArgPtrs;
+  std::function<cudaError_t(cudaStream_t)> Run; // memcpy and memset nodes
+};
+struct CUgraph_st {
+  std::vector<std::unique_ptr<CUgraphNode_st>> Nodes; // in capture order
+};
+struct CUgraphExec_st {
+  CUgraph_st *Graph = nullptr; // a private copy
+};
+
+namespace deepum::standin {
+
+enum class MemoryKind { Managed, Device, PinnedHost };
+
+struct Allocation {
+  uint64_t Base = 0;
+  uint64_t Bytes = 0;  // as requested
+  uint64_t Mapped = 0; // mmap length
+  MemoryKind Kind = MemoryKind::Managed;
+};
+
+struct Twin {
+  deepum_standin_twin_fn Fn = nullptr;
+  void *User = nullptr;
+  std::vector<uint32_t> ParamSizes;
+  bool HaveSizes = false;
+};
+
+/// The state behind every entry point. Methods expect the lock held.
+class Model {
+public:
+  static Model &get();
+  std::recursive_mutex Mu;
+
+  // Device.
+  cudaDeviceProp Prop{};
+  std::string DeviceModelName;
+  uint64_t CapacityBytes = 0;
+  bool ConcurrentManagedAccess = true;
+  std::unique_ptr<deepum::sim::Engine> Eng;
+  deepum::sim::DeviceModel Dev;
+  std::string ConfigError; // non-empty: cudaErrorInitializationError
+
+  // Errors: the first sticky error, returned by every later call.
+  cudaError_t Sticky = cudaSuccess;
+
+  // Memory.
+  std::map<uint64_t, Allocation> Allocs; // by base
+  uint64_t DeviceBytes = 0, ManagedBytes = 0;
+  const Allocation *find(const void *P) const;
+  /// The allocation holding all of [P, P+Bytes), or null.
+  const Allocation *findRange(const void *P, uint64_t Bytes) const;
+
+  // Modules and kernels.
+  std::unordered_map<const void *, std::unique_ptr<CUkern_st>> Kernels; // by host function
+  std::unordered_map<void **, std::vector<const void *>> Modules;       // handle -> host functions
+  std::unordered_map<void **, std::unordered_map<std::string, ParamLayout>> ModuleLayouts;
+  std::unordered_map<const void *, Twin> TwinsByHost;
+  std::unordered_map<std::string, Twin> TwinsByName;
+  const Twin *twinOf(const CUkern_st &K) const;
+
+  // Handles.
+  std::unordered_set<CUstream_st *> Streams;
+  std::unordered_set<CUevent_st *> Events;
+  std::unordered_set<CUgraph_st *> Graphs;
+  std::unordered_set<CUgraphExec_st *> Execs;
+  CUstream_st Legacy;                    // the NULL / cudaStreamLegacy stream
+  unsigned long long NextCaptureId = 1;
+  /// The stream behind a handle (legacy and per-thread included), or null.
+  CUstream_st *stream(cudaStream_t S);
+  static bool isLegacy(cudaStream_t S) { return S == nullptr || S == cudaStreamLegacy; }
+
+  // Work.
+  cudaError_t launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,
+                     cudaStream_t S, uint64_t GraphExec = 0);
+  void prefetch(uint64_t Address, uint64_t Bytes, bool ToDevice, CUstream_st &S);
+  void discard(uint64_t Address, uint64_t Bytes, CUstream_st &S);
+  uint64_t nowNs() const;
+
+  // Counters.
+  struct Counters {
+    uint64_t ModelRefused = 0, MemcpyBytes = 0, FreeDiscardBytes = 0;
+  } Count;
+  deepum::sim::EngineStats Base; // engine stats at the last reset
+  uint64_t FreeDiscardBase = 0;
+  std::vector<deepum_standin_kernel_record> Records;
+  uint64_t NextCorrelation = 1;
+
+private:
+  Model();
+};
+
+/// The call configuration pushed by <<<>>> (per thread, a stack).
+struct CallConfig {
+  dim3 Grid, Block;
+  size_t SharedMem;
+  cudaStream_t Stream;
+};
+
+} // namespace deepum::standin
+
+#endif // DEEPUM_STANDIN_MODEL_H

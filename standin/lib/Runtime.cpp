@@ -1,0 +1,1176 @@
+//===- Runtime.cpp - The CUDA 13 runtime API of the stand-in ---------------===//
+//
+// Each entry point checks its arguments against the contract documented in
+// the CUDA Runtime API reference (cuda_runtime_api.h carries the same text),
+// returns the documented error code, and records it for cudaGetLastError.
+// A sticky error (one the documentation says leaves the process in an
+// inconsistent state: cudaErrorIllegalAddress, cudaErrorLaunchFailure, ...)
+// is returned by every later call.
+//
+//===----------------------------------------------------------------------===//
+#include "Model.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+using deepum::standin::Allocation;
+using deepum::standin::CallConfig;
+using deepum::standin::MemoryKind;
+using deepum::standin::Model;
+
+namespace {
+
+constexpr uint64_t kBlockBytes = uint64_t{2} << 20;
+
+struct ErrorText {
+  cudaError_t Code;
+  const char *Name;
+  const char *Text;
+};
+// Generated from driver_types.h (standin/tools/error_table.py): every
+// cudaError enumerator with the first sentence of its documentation.
+const ErrorText kErrors[] = {
+#include "ErrorTable.inc"
+};
+
+thread_local cudaError_t LastError = cudaSuccess;
+thread_local std::vector<CallConfig> Configs;
+thread_local int CurrentDevice = 0;
+
+cudaError_t ret(cudaError_t E) {
+  if (E != cudaSuccess)
+    LastError = E;
+  return E;
+}
+
+/// Entry of every call that does work: the model's lock, and a sticky error
+/// or a configuration error returned before anything else.
+#define ENTER()                                                                                    \
+  Model &M = Model::get();                                                                         \
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);                                                \
+  if (M.Sticky != cudaSuccess)                                                                     \
+    return ret(M.Sticky);                                                                          \
+  if (!M.ConfigError.empty())                                                                      \
+  return ret(cudaErrorInitializationError)
+
+/// A capture sequence on `S` meets an operation it cannot capture: the
+/// operation fails and the capture is invalidated (cudaStreamEndCapture then
+/// returns cudaErrorStreamCaptureInvalidated).
+cudaError_t refuseInCapture(CUstream_st &S) {
+  S.CaptureInvalidated = true;
+  return cudaErrorStreamCaptureUnsupported;
+}
+
+/// Any stream capturing in global or thread-local mode forbids "unsafe"
+/// calls (synchronisation, cudaMalloc) elsewhere (cudaStreamBeginCapture).
+bool unsafeDuringCapture(Model &M) {
+  for (CUstream_st *S : M.Streams)
+    if (S->Capture && S->CaptureMode != cudaStreamCaptureModeRelaxed) {
+      S->CaptureInvalidated = true;
+      return true;
+    }
+  return false;
+}
+
+void *mapBytes(uint64_t Bytes, uint64_t &Mapped) {
+  // 2 MiB-aligned so no two allocations share a UM block of the model.
+  Mapped = (std::max<uint64_t>(Bytes, 1) + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
+  const uint64_t Reserve = Mapped + kBlockBytes;
+  void *P = mmap(nullptr, Reserve, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (P == MAP_FAILED)
+    return nullptr;
+  const auto A = reinterpret_cast<uint64_t>(P);
+  const uint64_t Aligned = (A + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
+  if (Aligned > A)
+    munmap(P, Aligned - A);
+  const uint64_t Tail = A + Reserve - (Aligned + Mapped);
+  if (Tail)
+    munmap(reinterpret_cast<void *>(Aligned + Mapped), Tail);
+  return reinterpret_cast<void *>(Aligned);
+}
+
+cudaError_t allocate(Model &M, void **Ptr, size_t Bytes, MemoryKind Kind) {
+  uint64_t Mapped = 0;
+  void *P = mapBytes(Bytes, Mapped);
+  if (!P)
+    return cudaErrorMemoryAllocation;
+  Allocation A;
+  A.Base = reinterpret_cast<uint64_t>(P);
+  A.Bytes = Bytes;
+  A.Mapped = Mapped;
+  A.Kind = Kind;
+  M.Allocs[A.Base] = A;
+  if (Kind == MemoryKind::Device)
+    M.DeviceBytes += Bytes;
+  if (Kind == MemoryKind::Managed)
+    M.ManagedBytes += Bytes;
+  *Ptr = P;
+  return cudaSuccess;
+}
+
+cudaError_t release(Model &M, void *Ptr, bool Host) {
+  auto It = M.Allocs.find(reinterpret_cast<uint64_t>(Ptr));
+  if (It == M.Allocs.end() || (It->second.Kind == MemoryKind::PinnedHost) != Host)
+    return cudaErrorInvalidValue;
+  const Allocation A = It->second;
+  if (A.Kind == MemoryKind::Managed) {
+    // Freed pages leave the GPU without a copy (not a user discard).
+    const uint64_t Before = M.Eng->stats().BytesDiscarded;
+    M.Eng->discard(A.Base, A.Mapped);
+    M.Count.FreeDiscardBytes += M.Eng->stats().BytesDiscarded - Before;
+    M.ManagedBytes -= A.Bytes;
+  }
+  if (A.Kind == MemoryKind::Device)
+    M.DeviceBytes -= A.Bytes;
+  M.Allocs.erase(It);
+  munmap(Ptr, A.Mapped);
+  return cudaSuccess;
+}
+
+bool validLocation(const cudaMemLocation &L, bool AllowHost) {
+  if (L.type == cudaMemLocationTypeDevice)
+    return L.id == 0;
+  return AllowHost && (L.type == cudaMemLocationTypeHost ||
+                       L.type == cudaMemLocationTypeHostNuma ||
+                       L.type == cudaMemLocationTypeHostNumaCurrent);
+}
+
+/// The checks every batch call shares (cudaMemPrefetchBatchAsync,
+/// cudaMemDiscardBatchAsync, cudaMemDiscardAndPrefetchBatchAsync).
+cudaError_t checkBatch(Model &M, void **Ptrs, size_t *Sizes, size_t Count,
+                       unsigned long long Flags, cudaStream_t Stream, CUstream_st *&S) {
+  if (!M.ConcurrentManagedAccess)
+    return cudaErrorNotSupported;
+  if (Model::isLegacy(Stream) || Flags != 0 || Count == 0 || !Ptrs || !Sizes)
+    return cudaErrorInvalidValue;
+  S = M.stream(Stream);
+  if (!S)
+    return cudaErrorInvalidResourceHandle;
+  if (S->Capture)
+    return refuseInCapture(*S);
+  for (size_t I = 0; I < Count; ++I) {
+    const Allocation *A = M.findRange(Ptrs[I], Sizes[I]);
+    if (Sizes[I] == 0 || !A || A->Kind != MemoryKind::Managed)
+      return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t checkLocations(size_t Count, const cudaMemLocation *Locs, const size_t *Idxs,
+                           size_t NumLocs) {
+  if (!Locs || !Idxs || NumLocs == 0 || NumLocs > Count || Idxs[0] != 0)
+    return cudaErrorInvalidValue;
+  for (size_t I = 0; I < NumLocs; ++I) {
+    if ((I > 0 && Idxs[I] <= Idxs[I - 1]) || Idxs[I] >= Count)
+      return cudaErrorInvalidValue;
+    if (!validLocation(Locs[I], true))
+      return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+
+void prefetchBatch(Model &M, void **Ptrs, size_t *Sizes, size_t Count,
+                   const cudaMemLocation *Locs, const size_t *Idxs, size_t NumLocs,
+                   CUstream_st &S) {
+  size_t Loc = 0;
+  for (size_t I = 0; I < Count; ++I) {
+    while (Loc + 1 < NumLocs && Idxs[Loc + 1] <= I)
+      ++Loc;
+    M.prefetch(reinterpret_cast<uint64_t>(Ptrs[I]), Sizes[I],
+               Locs[Loc].type == cudaMemLocationTypeDevice, S);
+  }
+}
+
+bool validDims(const dim3 &G, const dim3 &B, const cudaDeviceProp &P) {
+  if (!G.x || !G.y || !G.z || !B.x || !B.y || !B.z)
+    return false;
+  if (B.x > static_cast<unsigned>(P.maxThreadsDim[0]) ||
+      B.y > static_cast<unsigned>(P.maxThreadsDim[1]) ||
+      B.z > static_cast<unsigned>(P.maxThreadsDim[2]) ||
+      uint64_t{B.x} * B.y * B.z > static_cast<uint64_t>(P.maxThreadsPerBlock))
+    return false;
+  return G.x <= static_cast<unsigned>(P.maxGridSize[0]) &&
+         G.y <= static_cast<unsigned>(P.maxGridSize[1]) &&
+         G.z <= static_cast<unsigned>(P.maxGridSize[2]);
+}
+
+CUgraphNode_st &addNode(CUgraph_st &G, cudaGraphNodeType T) {
+  G.Nodes.push_back(std::make_unique<CUgraphNode_st>());
+  CUgraphNode_st &N = *G.Nodes.back();
+  N.Graph = &G;
+  N.Type = T;
+  return N;
+}
+
+void fixArgPtrs(CUgraphNode_st &N) {
+  N.ArgPtrs.clear();
+  for (auto &A : N.Args)
+    N.ArgPtrs.push_back(A.data());
+}
+
+cudaError_t launchKernel(CUkern_st *K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,
+                         cudaStream_t Stream) {
+  ENTER();
+  if (!K)
+    return ret(cudaErrorInvalidDeviceFunction);
+  CUstream_st *S = M.stream(Stream);
+  if (!S)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (!validDims(Grid, Block, M.Prop) ||
+      SharedMem > static_cast<size_t>(M.Prop.sharedMemPerBlockOptin))
+    return ret(cudaErrorInvalidConfiguration);
+  if (S->Capture) {
+    if (S->CaptureInvalidated)
+      return ret(cudaErrorStreamCaptureInvalidated);
+    CUgraphNode_st &N = addNode(*S->Capture, cudaGraphNodeTypeKernel);
+    N.Kernel = K;
+    N.Grid = Grid;
+    N.Block = Block;
+    N.SharedMem = SharedMem;
+    // The arguments are copied now, as the driver does; a kernel whose layout
+    // is unknown (see Fatbin.h) is captured without arguments.
+    if (K->HaveLayout && Args)
+      for (size_t I = 0; I < K->Layout.Sizes.size(); ++I) {
+        const auto *P = static_cast<const unsigned char *>(Args[I]);
+        N.Args.emplace_back(P, P + K->Layout.Sizes[I]);
+      }
+    fixArgPtrs(N);
+    return cudaSuccess;
+  }
+  return ret(M.launch(*K, Grid, Block, Args, SharedMem, Stream));
+}
+
+} // namespace
+
+extern "C" {
+
+// --- Errors ---------------------------------------------------------------
+
+cudaError_t cudaGetLastError(void) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  if (M.Sticky != cudaSuccess)
+    return M.Sticky;
+  const cudaError_t E = LastError;
+  LastError = cudaSuccess;
+  return E;
+}
+
+cudaError_t cudaPeekAtLastError(void) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  return M.Sticky != cudaSuccess ? M.Sticky : LastError;
+}
+
+const char *cudaGetErrorName(cudaError_t E) {
+  for (const ErrorText &T : kErrors)
+    if (T.Code == E)
+      return T.Name;
+  return "unrecognized error code";
+}
+
+const char *cudaGetErrorString(cudaError_t E) {
+  for (const ErrorText &T : kErrors)
+    if (T.Code == E)
+      return T.Text;
+  return "unrecognized error code";
+}
+
+// --- Device ---------------------------------------------------------------
+
+cudaError_t cudaGetDeviceCount(int *Count) {
+  if (!Count)
+    return ret(cudaErrorInvalidValue);
+  ENTER();
+  *Count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *Device) {
+  if (!Device)
+    return ret(cudaErrorInvalidValue);
+  ENTER();
+  *Device = CurrentDevice;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int Device) {
+  ENTER();
+  if (Device != 0)
+    return ret(cudaErrorInvalidDevice);
+  CurrentDevice = Device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaInitDevice(int Device, unsigned int, unsigned int) {
+  ENTER();
+  return Device == 0 ? cudaSuccess : ret(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaSetDeviceFlags(unsigned int) {
+  ENTER();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *Prop, int Device) {
+  if (!Prop)
+    return ret(cudaErrorInvalidValue);
+  ENTER();
+  if (Device != 0)
+    return ret(cudaErrorInvalidDevice);
+  *Prop = M.Prop;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *Value, cudaDeviceAttr Attr, int Device) {
+  if (!Value)
+    return ret(cudaErrorInvalidValue);
+  ENTER();
+  if (Device != 0)
+    return ret(cudaErrorInvalidDevice);
+  const cudaDeviceProp &P = M.Prop;
+  switch (Attr) {
+  case cudaDevAttrMaxThreadsPerBlock: *Value = P.maxThreadsPerBlock; break;
+  case cudaDevAttrMaxBlockDimX: *Value = P.maxThreadsDim[0]; break;
+  case cudaDevAttrMaxBlockDimY: *Value = P.maxThreadsDim[1]; break;
+  case cudaDevAttrMaxBlockDimZ: *Value = P.maxThreadsDim[2]; break;
+  case cudaDevAttrMaxGridDimX: *Value = P.maxGridSize[0]; break;
+  case cudaDevAttrMaxGridDimY: *Value = P.maxGridSize[1]; break;
+  case cudaDevAttrMaxGridDimZ: *Value = P.maxGridSize[2]; break;
+  case cudaDevAttrMaxSharedMemoryPerBlock: *Value = static_cast<int>(P.sharedMemPerBlock); break;
+  case cudaDevAttrTotalConstantMemory: *Value = static_cast<int>(P.totalConstMem); break;
+  case cudaDevAttrWarpSize: *Value = P.warpSize; break;
+  case cudaDevAttrMaxRegistersPerBlock: *Value = P.regsPerBlock; break;
+  case cudaDevAttrMultiProcessorCount: *Value = P.multiProcessorCount; break;
+  case cudaDevAttrComputeCapabilityMajor: *Value = P.major; break;
+  case cudaDevAttrComputeCapabilityMinor: *Value = P.minor; break;
+  case cudaDevAttrL2CacheSize: *Value = P.l2CacheSize; break;
+  case cudaDevAttrMaxThreadsPerMultiProcessor: *Value = P.maxThreadsPerMultiProcessor; break;
+  case cudaDevAttrUnifiedAddressing: *Value = P.unifiedAddressing; break;
+  case cudaDevAttrManagedMemory: *Value = P.managedMemory; break;
+  case cudaDevAttrConcurrentManagedAccess: *Value = P.concurrentManagedAccess; break;
+  case cudaDevAttrPageableMemoryAccess: *Value = P.pageableMemoryAccess; break;
+  case cudaDevAttrConcurrentKernels: *Value = P.concurrentKernels; break;
+  case cudaDevAttrAsyncEngineCount: *Value = P.asyncEngineCount; break;
+  case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+    *Value = static_cast<int>(P.sharedMemPerMultiprocessor);
+    break;
+  case cudaDevAttrMaxSharedMemoryPerBlockOptin: *Value = static_cast<int>(P.sharedMemPerBlockOptin); break;
+  case cudaDevAttrMaxBlocksPerMultiprocessor: *Value = P.maxBlocksPerMultiProcessor; break;
+  case cudaDevAttrCooperativeLaunch: *Value = P.cooperativeLaunch; break;
+  case cudaDevAttrMemoryPoolsSupported: *Value = P.memoryPoolsSupported; break;
+  case cudaDevAttrGlobalMemoryBusWidth: *Value = P.memoryBusWidth; break;
+  case cudaDevAttrPciBusId: *Value = P.pciBusID; break;
+  case cudaDevAttrIntegrated: *Value = P.integrated; break;
+  case cudaDevAttrCanMapHostMemory: *Value = P.canMapHostMemory; break;
+  default:
+    if (Attr <= 0 || Attr >= cudaDevAttrMax)
+      return ret(cudaErrorInvalidValue);
+    *Value = 0; // not modelled
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int *Least, int *Greatest) {
+  ENTER();
+  if (Least)
+    *Least = 0;
+  if (Greatest)
+    *Greatest = -5;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int *Version) {
+  if (!Version)
+    return ret(cudaErrorInvalidValue);
+  *Version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *Version) {
+  if (!Version)
+    return ret(cudaErrorInvalidValue);
+  *Version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void) {
+  ENTER();
+  if (unsafeDuringCapture(M))
+    return ret(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceReset(void) {
+  // A sticky error survives: the documentation says the process must be
+  // terminated. Otherwise the context has no state worth resetting here.
+  ENTER();
+  LastError = cudaSuccess;
+  return cudaSuccess;
+}
+
+// --- Memory ---------------------------------------------------------------
+
+cudaError_t cudaMallocManaged(void **Ptr, size_t Bytes, unsigned int Flags) {
+  ENTER();
+  if (!Ptr || Bytes == 0 || (Flags != cudaMemAttachGlobal && Flags != cudaMemAttachHost))
+    return ret(cudaErrorInvalidValue);
+  if (unsafeDuringCapture(M))
+    return ret(cudaErrorStreamCaptureUnsupported);
+  return ret(allocate(M, Ptr, Bytes, MemoryKind::Managed));
+}
+
+cudaError_t cudaMalloc(void **Ptr, size_t Bytes) {
+  ENTER();
+  if (!Ptr)
+    return ret(cudaErrorInvalidValue);
+  if (Bytes == 0) {
+    *Ptr = nullptr;
+    return cudaSuccess;
+  }
+  if (unsafeDuringCapture(M))
+    return ret(cudaErrorStreamCaptureUnsupported);
+  // Device memory is not pageable: it must fit beside what cudaMalloc holds.
+  if (Bytes > M.CapacityBytes - std::min(M.CapacityBytes, M.DeviceBytes))
+    return ret(cudaErrorMemoryAllocation);
+  return ret(allocate(M, Ptr, Bytes, MemoryKind::Device));
+}
+
+cudaError_t cudaMallocHost(void **Ptr, size_t Bytes) {
+  ENTER();
+  if (!Ptr)
+    return ret(cudaErrorInvalidValue);
+  return ret(allocate(M, Ptr, Bytes, MemoryKind::PinnedHost));
+}
+
+cudaError_t cudaHostAlloc(void **Ptr, size_t Bytes, unsigned int) {
+  return cudaMallocHost(Ptr, Bytes);
+}
+
+cudaError_t cudaFree(void *Ptr) {
+  ENTER();
+  if (!Ptr)
+    return cudaSuccess;
+  return ret(release(M, Ptr, false));
+}
+
+cudaError_t cudaFreeHost(void *Ptr) {
+  ENTER();
+  if (!Ptr)
+    return cudaSuccess;
+  return ret(release(M, Ptr, true));
+}
+
+cudaError_t cudaMemGetInfo(size_t *Free, size_t *Total) {
+  ENTER();
+  if (!Free || !Total)
+    return ret(cudaErrorInvalidValue);
+  const uint64_t Used = M.Eng->residentBytes() + M.DeviceBytes;
+  *Total = M.CapacityBytes;
+  *Free = Used >= M.CapacityBytes ? 0 : M.CapacityBytes - Used;
+  return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *Attr, const void *Ptr) {
+  ENTER();
+  if (!Attr)
+    return ret(cudaErrorInvalidValue);
+  *Attr = cudaPointerAttributes{};
+  const Allocation *A = M.find(Ptr);
+  if (!A) {
+    Attr->type = cudaMemoryTypeUnregistered;
+    Attr->device = -2;
+    Attr->hostPointer = const_cast<void *>(Ptr);
+    return cudaSuccess;
+  }
+  Attr->device = 0;
+  switch (A->Kind) {
+  case MemoryKind::Managed:
+    Attr->type = cudaMemoryTypeManaged;
+    Attr->devicePointer = Attr->hostPointer = const_cast<void *>(Ptr);
+    break;
+  case MemoryKind::Device:
+    Attr->type = cudaMemoryTypeDevice;
+    Attr->devicePointer = const_cast<void *>(Ptr);
+    break;
+  case MemoryKind::PinnedHost:
+    Attr->type = cudaMemoryTypeHost;
+    Attr->devicePointer = Attr->hostPointer = const_cast<void *>(Ptr);
+    break;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *Dst, const void *Src, size_t Bytes, cudaMemcpyKind Kind,
+                            cudaStream_t Stream) {
+  ENTER();
+  CUstream_st *S = M.stream(Stream);
+  if (!S)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (Kind < cudaMemcpyHostToHost || Kind > cudaMemcpyDefault)
+    return ret(cudaErrorInvalidMemcpyDirection);
+  if (Bytes == 0)
+    return cudaSuccess;
+  if (!Dst || !Src)
+    return ret(cudaErrorInvalidValue);
+  // Device-side pointers must lie in live CUDA memory.
+  const bool DstDev = Kind == cudaMemcpyHostToDevice || Kind == cudaMemcpyDeviceToDevice;
+  const bool SrcDev = Kind == cudaMemcpyDeviceToHost || Kind == cudaMemcpyDeviceToDevice;
+  if ((DstDev && !M.findRange(Dst, Bytes)) || (SrcDev && !M.findRange(Src, Bytes)))
+    return ret(cudaErrorInvalidValue);
+  if (S->Capture) {
+    CUgraphNode_st &N = addNode(*S->Capture, cudaGraphNodeTypeMemcpy);
+    N.Run = [=](cudaStream_t St) { return cudaMemcpyAsync(Dst, Src, Bytes, Kind, St); };
+    return cudaSuccess;
+  }
+  std::memmove(Dst, Src, Bytes);
+  M.Count.MemcpyBytes += Bytes;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *Dst, const void *Src, size_t Bytes, cudaMemcpyKind Kind) {
+  {
+    ENTER();
+    if (unsafeDuringCapture(M))
+      return ret(cudaErrorStreamCaptureUnsupported);
+  }
+  return cudaMemcpyAsync(Dst, Src, Bytes, Kind, nullptr);
+}
+
+cudaError_t cudaMemsetAsync(void *Ptr, int Value, size_t Bytes, cudaStream_t Stream) {
+  ENTER();
+  CUstream_st *S = M.stream(Stream);
+  if (!S)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (Bytes == 0)
+    return cudaSuccess;
+  if (!M.findRange(Ptr, Bytes))
+    return ret(cudaErrorInvalidValue);
+  if (S->Capture) {
+    CUgraphNode_st &N = addNode(*S->Capture, cudaGraphNodeTypeMemset);
+    N.Run = [=](cudaStream_t St) { return cudaMemsetAsync(Ptr, Value, Bytes, St); };
+    return cudaSuccess;
+  }
+  std::memset(Ptr, Value, Bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *Ptr, int Value, size_t Bytes) {
+  return cudaMemsetAsync(Ptr, Value, Bytes, nullptr);
+}
+
+cudaError_t cudaMemPrefetchAsync(const void *Ptr, size_t Bytes, cudaMemLocation Location,
+                                 unsigned int Flags, cudaStream_t Stream) {
+  ENTER();
+  CUstream_st *S = M.stream(Stream);
+  if (!S)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (S->Capture)
+    return ret(refuseInCapture(*S));
+  if (Flags != 0)
+    return ret(cudaErrorInvalidValue);
+  if (Location.type == cudaMemLocationTypeDevice && Location.id != 0)
+    return ret(cudaErrorInvalidDevice);
+  if (!validLocation(Location, true))
+    return ret(cudaErrorInvalidValue);
+  if (Location.type == cudaMemLocationTypeDevice && !M.ConcurrentManagedAccess)
+    return ret(cudaErrorInvalidDevice);
+  const Allocation *A = M.findRange(Ptr, Bytes);
+  if (Bytes == 0 || !A || A->Kind != MemoryKind::Managed)
+    return ret(cudaErrorInvalidValue);
+  M.prefetch(reinterpret_cast<uint64_t>(Ptr), Bytes, Location.type == cudaMemLocationTypeDevice,
+             *S);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPrefetchBatchAsync(void **Ptrs, size_t *Sizes, size_t Count,
+                                      cudaMemLocation *Locs, size_t *Idxs, size_t NumLocs,
+                                      unsigned long long Flags, cudaStream_t Stream) {
+  ENTER();
+  CUstream_st *S = nullptr;
+  if (cudaError_t E = checkBatch(M, Ptrs, Sizes, Count, Flags, Stream, S))
+    return ret(E);
+  if (cudaError_t E = checkLocations(Count, Locs, Idxs, NumLocs))
+    return ret(E);
+  prefetchBatch(M, Ptrs, Sizes, Count, Locs, Idxs, NumLocs, *S);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemDiscardBatchAsync(void **Ptrs, size_t *Sizes, size_t Count,
+                                     unsigned long long Flags, cudaStream_t Stream) {
+  ENTER();
+  CUstream_st *S = nullptr;
+  if (cudaError_t E = checkBatch(M, Ptrs, Sizes, Count, Flags, Stream, S))
+    return ret(E);
+  for (size_t I = 0; I < Count; ++I)
+    M.discard(reinterpret_cast<uint64_t>(Ptrs[I]), Sizes[I], *S);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void **Ptrs, size_t *Sizes, size_t Count,
+                                                cudaMemLocation *Locs, size_t *Idxs,
+                                                size_t NumLocs, unsigned long long Flags,
+                                                cudaStream_t Stream) {
+  ENTER();
+  CUstream_st *S = nullptr;
+  if (cudaError_t E = checkBatch(M, Ptrs, Sizes, Count, Flags, Stream, S))
+    return ret(E);
+  if (cudaError_t E = checkLocations(Count, Locs, Idxs, NumLocs))
+    return ret(E);
+  for (size_t I = 0; I < Count; ++I)
+    M.discard(reinterpret_cast<uint64_t>(Ptrs[I]), Sizes[I], *S);
+  prefetchBatch(M, Ptrs, Sizes, Count, Locs, Idxs, NumLocs, *S);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemAdvise(const void *Ptr, size_t Bytes, cudaMemoryAdvise Advice,
+                          cudaMemLocation Location) {
+  ENTER();
+  const Allocation *A = M.findRange(Ptr, Bytes);
+  if (Bytes == 0 || !A || A->Kind != MemoryKind::Managed)
+    return ret(cudaErrorInvalidValue);
+  const bool NeedsLocation = Advice == cudaMemAdviseSetPreferredLocation ||
+                             Advice == cudaMemAdviseSetAccessedBy ||
+                             Advice == cudaMemAdviseUnsetAccessedBy;
+  if (NeedsLocation) {
+    if (Location.type == cudaMemLocationTypeDevice && Location.id != 0)
+      return ret(cudaErrorInvalidDevice);
+    if (!validLocation(Location, true))
+      return ret(cudaErrorInvalidValue);
+  }
+  const bool Host = Location.type != cudaMemLocationTypeDevice;
+  deepum::v1::Advice V = deepum::v1::ADVICE_UNSPECIFIED;
+  switch (Advice) {
+  case cudaMemAdviseSetReadMostly: V = deepum::v1::ADVICE_SET_READ_MOSTLY; break;
+  case cudaMemAdviseUnsetReadMostly: V = deepum::v1::ADVICE_UNSET_READ_MOSTLY; break;
+  case cudaMemAdviseSetPreferredLocation:
+    V = Host ? deepum::v1::ADVICE_SET_PREFERRED_LOCATION_HOST
+             : deepum::v1::ADVICE_SET_PREFERRED_LOCATION_DEVICE;
+    break;
+  case cudaMemAdviseUnsetPreferredLocation: V = deepum::v1::ADVICE_UNSET_PREFERRED_LOCATION; break;
+  case cudaMemAdviseSetAccessedBy: V = deepum::v1::ADVICE_SET_ACCESSED_BY_DEVICE; break;
+  case cudaMemAdviseUnsetAccessedBy: V = deepum::v1::ADVICE_UNSET_ACCESSED_BY_DEVICE; break;
+  default:
+    return ret(cudaErrorInvalidValue);
+  }
+  M.Eng->advise(V, reinterpret_cast<uint64_t>(Ptr), Bytes);
+  return cudaSuccess;
+}
+
+// --- Streams and events ---------------------------------------------------------------
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *Stream, unsigned int Flags, int Priority) {
+  ENTER();
+  if (!Stream || (Flags & ~unsigned{cudaStreamNonBlocking}))
+    return ret(cudaErrorInvalidValue);
+  auto *S = new CUstream_st();
+  S->Flags = Flags;
+  S->Priority = Priority;
+  M.Streams.insert(S);
+  *Stream = S;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *Stream, unsigned int Flags) {
+  return cudaStreamCreateWithPriority(Stream, Flags, 0);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *Stream) {
+  return cudaStreamCreateWithPriority(Stream, cudaStreamDefault, 0);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t Stream) {
+  ENTER();
+  if (Model::isLegacy(Stream) || Stream == cudaStreamPerThread || !M.Streams.count(Stream))
+    return ret(cudaErrorInvalidResourceHandle);
+  M.Streams.erase(Stream);
+  delete Stream;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t Stream) {
+  ENTER();
+  CUstream_st *S = M.stream(Stream);
+  if (!S)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (S->Capture)
+    return ret(refuseInCapture(*S));
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t Stream) {
+  ENTER();
+  CUstream_st *S = M.stream(Stream);
+  if (!S)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (S->Capture)
+    return ret(refuseInCapture(*S));
+  return cudaSuccess; // eager: all work is done
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t Stream, cudaEvent_t Event, unsigned int Flags) {
+  ENTER();
+  CUstream_st *S = M.stream(Stream);
+  if (!S || !M.Events.count(Event))
+    return ret(cudaErrorInvalidResourceHandle);
+  if (Flags & ~unsigned{cudaEventWaitExternal})
+    return ret(cudaErrorInvalidValue);
+  if (Event->Recorded)
+    S->LastNs = std::max(S->LastNs, Event->Ns);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *Event, unsigned int Flags) {
+  ENTER();
+  if (!Event || (Flags & ~unsigned{cudaEventBlockingSync | cudaEventDisableTiming |
+                                    cudaEventInterprocess}))
+    return ret(cudaErrorInvalidValue);
+  if ((Flags & cudaEventInterprocess) && !(Flags & cudaEventDisableTiming))
+    return ret(cudaErrorInvalidValue);
+  auto *E = new CUevent_st();
+  E->Flags = Flags;
+  M.Events.insert(E);
+  *Event = E;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *Event) {
+  return cudaEventCreateWithFlags(Event, cudaEventDefault);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t Event) {
+  ENTER();
+  if (!M.Events.count(Event))
+    return ret(cudaErrorInvalidResourceHandle);
+  M.Events.erase(Event);
+  delete Event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t Event, cudaStream_t Stream) {
+  ENTER();
+  CUstream_st *S = M.stream(Stream);
+  if (!S || !M.Events.count(Event))
+    return ret(cudaErrorInvalidResourceHandle);
+  if (S->Capture)
+    return ret(refuseInCapture(*S)); // event nodes are not modelled
+  Event->Recorded = true;
+  Event->Ns = std::max(S->LastNs, M.Eng->issueNs());
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t Event, cudaStream_t Stream, unsigned int) {
+  return cudaEventRecord(Event, Stream);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t Event) {
+  ENTER();
+  if (!M.Events.count(Event))
+    return ret(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t Event) {
+  ENTER();
+  if (!M.Events.count(Event))
+    return ret(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float *Ms, cudaEvent_t Start, cudaEvent_t End) {
+  ENTER();
+  if (!Ms)
+    return ret(cudaErrorInvalidValue);
+  if (!M.Events.count(Start) || !M.Events.count(End))
+    return ret(cudaErrorInvalidResourceHandle);
+  if ((Start->Flags | End->Flags) & cudaEventDisableTiming)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (!Start->Recorded || !End->Recorded)
+    return ret(cudaErrorInvalidResourceHandle);
+  *Ms = static_cast<float>((static_cast<double>(End->Ns) - static_cast<double>(Start->Ns)) / 1e6);
+  return cudaSuccess;
+}
+
+// --- Stream capture and graphs --------------------------------------------------------
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t Stream, cudaStreamCaptureMode Mode) {
+  ENTER();
+  if (Model::isLegacy(Stream))
+    return ret(cudaErrorStreamCaptureUnsupported);
+  CUstream_st *S = M.stream(Stream);
+  if (!S || Stream == cudaStreamPerThread)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (S->Capture)
+    return ret(cudaErrorIllegalState);
+  if (Mode != cudaStreamCaptureModeGlobal && Mode != cudaStreamCaptureModeThreadLocal &&
+      Mode != cudaStreamCaptureModeRelaxed)
+    return ret(cudaErrorInvalidValue);
+  S->Capture = new CUgraph_st();
+  S->CaptureMode = Mode;
+  S->CaptureInvalidated = false;
+  S->CaptureId = M.NextCaptureId++;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t Stream, cudaGraph_t *Graph) {
+  ENTER();
+  if (!Graph)
+    return ret(cudaErrorInvalidValue);
+  CUstream_st *S = M.stream(Stream);
+  if (!S)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (!S->Capture)
+    return ret(cudaErrorIllegalState);
+  CUgraph_st *G = S->Capture;
+  S->Capture = nullptr;
+  if (S->CaptureInvalidated) {
+    delete G;
+    *Graph = nullptr;
+    return ret(cudaErrorStreamCaptureInvalidated);
+  }
+  M.Graphs.insert(G);
+  *Graph = G;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t Stream, cudaStreamCaptureStatus *Status) {
+  ENTER();
+  if (!Status)
+    return ret(cudaErrorInvalidValue);
+  CUstream_st *S = M.stream(Stream);
+  if (!S)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (!S->Capture)
+    *Status = cudaStreamCaptureStatusNone;
+  else
+    *Status = S->CaptureInvalidated ? cudaStreamCaptureStatusInvalidated
+                                    : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t Stream, cudaStreamCaptureStatus *Status,
+                                     unsigned long long *Id, cudaGraph_t *Graph,
+                                     const cudaGraphNode_t **Deps, const cudaGraphEdgeData **Edges,
+                                     size_t *NumDeps) {
+  ENTER();
+  if (!Status)
+    return ret(cudaErrorInvalidValue);
+  CUstream_st *S = M.stream(Stream);
+  if (!S)
+    return ret(cudaErrorInvalidResourceHandle);
+  *Status = !S->Capture ? cudaStreamCaptureStatusNone
+            : S->CaptureInvalidated ? cudaStreamCaptureStatusInvalidated
+                                    : cudaStreamCaptureStatusActive;
+  if (Id)
+    *Id = S->Capture ? S->CaptureId : 0;
+  if (Graph)
+    *Graph = S->Capture;
+  if (Deps)
+    *Deps = nullptr;
+  if (Edges)
+    *Edges = nullptr;
+  if (NumDeps)
+    *NumDeps = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t Graph, cudaGraphNode_t *Nodes, size_t *Count) {
+  ENTER();
+  if (!Count)
+    return ret(cudaErrorInvalidValue);
+  if (!M.Graphs.count(Graph))
+    return ret(cudaErrorInvalidValue);
+  if (!Nodes) {
+    *Count = Graph->Nodes.size();
+    return cudaSuccess;
+  }
+  const size_t N = std::min(*Count, Graph->Nodes.size());
+  for (size_t I = 0; I < N; ++I)
+    Nodes[I] = Graph->Nodes[I].get();
+  for (size_t I = N; I < *Count; ++I)
+    Nodes[I] = nullptr;
+  *Count = N;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t Graph) {
+  ENTER();
+  if (!M.Graphs.count(Graph))
+    return ret(cudaErrorInvalidValue);
+  M.Graphs.erase(Graph);
+  delete Graph;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *Exec, cudaGraph_t Graph,
+                                 unsigned long long) {
+  ENTER();
+  if (!Exec || !M.Graphs.count(Graph))
+    return ret(cudaErrorInvalidValue);
+  auto *X = new CUgraphExec_st();
+  X->Graph = new CUgraph_st();
+  for (const auto &N : Graph->Nodes) {
+    CUgraphNode_st &C = addNode(*X->Graph, N->Type);
+    C.Kernel = N->Kernel;
+    C.Grid = N->Grid;
+    C.Block = N->Block;
+    C.SharedMem = N->SharedMem;
+    C.Args = N->Args;
+    C.Run = N->Run;
+    fixArgPtrs(C);
+  }
+  M.Execs.insert(X);
+  *Exec = X;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *Exec, cudaGraph_t Graph,
+                                          unsigned long long Flags) {
+  return cudaGraphInstantiate(Exec, Graph, Flags);
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t Exec) {
+  ENTER();
+  if (!M.Execs.count(Exec))
+    return ret(cudaErrorInvalidValue);
+  M.Execs.erase(Exec);
+  delete Exec->Graph;
+  delete Exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t Exec, cudaStream_t Stream) {
+  ENTER();
+  if (!M.Execs.count(Exec))
+    return ret(cudaErrorInvalidValue);
+  CUstream_st *S = M.stream(Stream);
+  if (!S)
+    return ret(cudaErrorInvalidResourceHandle);
+  if (S->Capture)
+    return ret(refuseInCapture(*S)); // child graphs are not modelled
+  for (const auto &N : Exec->Graph->Nodes) {
+    cudaError_t E = cudaSuccess;
+    if (N->Type == cudaGraphNodeTypeKernel)
+      E = M.launch(*N->Kernel, N->Grid, N->Block, N->ArgPtrs.empty() ? nullptr : N->ArgPtrs.data(),
+                   N->SharedMem, Stream, reinterpret_cast<uint64_t>(Exec));
+    else if (N->Run)
+      E = N->Run(Stream);
+    if (E != cudaSuccess)
+      return ret(E);
+    if (M.Sticky != cudaSuccess)
+      return cudaSuccess; // reported by the next call, as an asynchronous fault is
+  }
+  return cudaSuccess;
+}
+
+// --- Modules and launches ---------------------------------------------------------------
+
+void **__cudaRegisterFatBinary(void *FatCubin) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  auto **Handle = new void *(FatCubin);
+  M.Modules[Handle];
+  M.ModuleLayouts[Handle] = deepum::standin::readParamLayouts(FatCubin);
+  return Handle;
+}
+
+void __cudaRegisterFatBinaryEnd(void **) {}
+
+void __cudaUnregisterFatBinary(void **Handle) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  auto It = M.Modules.find(Handle);
+  if (It == M.Modules.end())
+    return;
+  // Kernel records keep their names' pointers: the kernels stay registered
+  // (their host functions may be unloaded; the names are ours).
+  M.Modules.erase(It);
+  M.ModuleLayouts.erase(Handle);
+  delete Handle;
+}
+
+void __cudaRegisterFunction(void **Handle, const char *HostFun, char *, const char *DeviceName,
+                            int, uint3 *, uint3 *, dim3 *, dim3 *, int *) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  auto K = std::make_unique<CUkern_st>();
+  K->HostFun = HostFun;
+  K->Name = DeviceName ? DeviceName : "";
+  if (auto L = M.ModuleLayouts.find(Handle); L != M.ModuleLayouts.end())
+    if (auto P = L->second.find(K->Name); P != L->second.end()) {
+      K->Layout = P->second;
+      K->HaveLayout = true;
+    }
+  if (!K->HaveLayout)
+    if (auto T = M.TwinsByHost.find(HostFun); T != M.TwinsByHost.end() && T->second.HaveSizes) {
+      K->Layout.Sizes = T->second.ParamSizes;
+      K->HaveLayout = true;
+    }
+  M.Modules[Handle].push_back(HostFun);
+  M.Kernels[HostFun] = std::move(K);
+}
+
+void __cudaRegisterVar(void **, char *, char *, const char *, int, size_t, int, int) {}
+void __cudaRegisterManagedVar(void **, void **, char *, const char *, int, size_t, int, int) {}
+
+char __cudaInitModule(void **) { return 1; }
+
+unsigned __cudaPushCallConfiguration(dim3 Grid, dim3 Block, size_t SharedMem,
+                                     struct CUstream_st *Stream) {
+  Configs.push_back({Grid, Block, SharedMem, Stream});
+  return 0;
+}
+
+cudaError_t __cudaPopCallConfiguration(dim3 *Grid, dim3 *Block, size_t *SharedMem,
+                                       void *Stream) {
+  if (Configs.empty())
+    return ret(cudaErrorMissingConfiguration);
+  const CallConfig C = Configs.back();
+  Configs.pop_back();
+  *Grid = C.Grid;
+  *Block = C.Block;
+  *SharedMem = C.SharedMem;
+  *static_cast<cudaStream_t *>(Stream) = C.Stream;
+  return cudaSuccess;
+}
+
+cudaError_t __cudaGetKernel(cudaKernel_t *Kernel, const void *HostFun) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  if (!Kernel)
+    return ret(cudaErrorInvalidValue);
+  auto It = M.Kernels.find(HostFun);
+  if (It == M.Kernels.end())
+    return ret(cudaErrorInvalidDeviceFunction);
+  *Kernel = It->second.get();
+  return cudaSuccess;
+}
+
+cudaError_t __cudaLaunchKernel(cudaKernel_t Kernel, dim3 Grid, dim3 Block, void **Args,
+                               size_t SharedMem, cudaStream_t Stream) {
+  return launchKernel(Kernel, Grid, Block, Args, SharedMem, Stream);
+}
+
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t Kernel, dim3 Grid, dim3 Block, void **Args,
+                                    size_t SharedMem, cudaStream_t Stream) {
+  return launchKernel(Kernel, Grid, Block, Args, SharedMem,
+                      Stream ? Stream : cudaStreamPerThread);
+}
+
+cudaError_t cudaLaunchKernel(const void *Func, dim3 Grid, dim3 Block, void **Args,
+                             size_t SharedMem, cudaStream_t Stream) {
+  CUkern_st *K = nullptr;
+  {
+    Model &M = Model::get();
+    std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+    auto It = M.Kernels.find(Func);
+    if (It != M.Kernels.end())
+      K = It->second.get();
+  }
+  return launchKernel(K, Grid, Block, Args, SharedMem, Stream);
+}
+
+cudaError_t cudaLaunchKernel_ptsz(const void *Func, dim3 Grid, dim3 Block, void **Args,
+                                  size_t SharedMem, cudaStream_t Stream) {
+  return cudaLaunchKernel(Func, Grid, Block, Args, SharedMem,
+                          Stream ? Stream : cudaStreamPerThread);
+}
+
+cudaError_t cudaFuncGetName(const char **Name, const void *Func) {
+  ENTER();
+  if (!Name)
+    return ret(cudaErrorInvalidValue);
+  auto It = M.Kernels.find(Func);
+  if (It == M.Kernels.end())
+    return ret(cudaErrorInvalidDeviceFunction);
+  *Name = It->second->Name.c_str();
+  return cudaSuccess;
+}
+
+} // extern "C"
+
+// --- Driver entry points reached through cudaGetDriverEntryPointByVersion ---------------
+// The graph inspection deepum's CUDA backend does at GRAPHEXEC_CREATED.
+
+namespace {
+
+CUresult graphGetNodes(CUgraph G, CUgraphNode *Nodes, size_t *Count) {
+  return static_cast<CUresult>(cudaGraphGetNodes(G, Nodes, Count));
+}
+
+CUresult graphNodeGetType(CUgraphNode N, CUgraphNodeType *Type) {
+  if (!N || !Type)
+    return CUDA_ERROR_INVALID_VALUE;
+  *Type = static_cast<CUgraphNodeType>(N->Type);
+  return CUDA_SUCCESS;
+}
+
+CUresult graphKernelNodeGetParams(CUgraphNode N, CUDA_KERNEL_NODE_PARAMS *P) {
+  if (!N || !P || N->Type != cudaGraphNodeTypeKernel)
+    return CUDA_ERROR_INVALID_VALUE;
+  *P = CUDA_KERNEL_NODE_PARAMS{};
+  P->func = reinterpret_cast<CUfunction>(N->Kernel);
+  P->gridDimX = N->Grid.x;
+  P->gridDimY = N->Grid.y;
+  P->gridDimZ = N->Grid.z;
+  P->blockDimX = N->Block.x;
+  P->blockDimY = N->Block.y;
+  P->blockDimZ = N->Block.z;
+  P->sharedMemBytes = static_cast<unsigned>(N->SharedMem);
+  P->kernelParams = N->ArgPtrs.empty() ? nullptr : N->ArgPtrs.data();
+  return CUDA_SUCCESS;
+}
+
+CUresult graphChildGraphNodeGetGraph(CUgraphNode, CUgraph *) {
+  return CUDA_ERROR_INVALID_VALUE; // captures here make no child-graph nodes
+}
+
+CUresult funcGetName(const char **Name, CUfunction F) {
+  if (!Name || !F)
+    return CUDA_ERROR_INVALID_VALUE;
+  *Name = reinterpret_cast<CUkern_st *>(F)->Name.c_str();
+  return CUDA_SUCCESS;
+}
+
+struct DriverEntry {
+  const char *Name;
+  void *Fn;
+};
+
+} // namespace
+
+extern "C" cudaError_t cudaGetDriverEntryPointByVersion(const char *Symbol, void **Fn,
+                                                        unsigned int, unsigned long long Flags,
+                                                        cudaDriverEntryPointQueryResult *Status) {
+  if (!Symbol || !Fn || (Flags & ~0x3ull))
+    return ret(cudaErrorInvalidValue);
+  const DriverEntry Entries[] = {
+      {"cuGraphGetNodes", reinterpret_cast<void *>(&graphGetNodes)},
+      {"cuGraphNodeGetType", reinterpret_cast<void *>(&graphNodeGetType)},
+      {"cuGraphKernelNodeGetParams", reinterpret_cast<void *>(&graphKernelNodeGetParams)},
+      {"cuGraphChildGraphNodeGetGraph", reinterpret_cast<void *>(&graphChildGraphNodeGetGraph)},
+      {"cuFuncGetName", reinterpret_cast<void *>(&funcGetName)},
+  };
+  for (const DriverEntry &E : Entries)
+    if (std::strcmp(E.Name, Symbol) == 0) {
+      *Fn = E.Fn;
+      if (Status)
+        *Status = cudaDriverEntryPointSuccess;
+      return cudaSuccess;
+    }
+  *Fn = nullptr;
+  if (Status)
+    *Status = cudaDriverEntryPointSymbolNotFound;
+  return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGetDriverEntryPoint(const char *Symbol, void **Fn,
+                                               unsigned long long Flags,
+                                               cudaDriverEntryPointQueryResult *Status) {
+  return cudaGetDriverEntryPointByVersion(Symbol, Fn, CUDART_VERSION, Flags, Status);
+}

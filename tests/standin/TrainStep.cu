@@ -1,0 +1,387 @@
+// A small CUDA program run on the stand-in: saxpy, then a two-layer MLP
+// trained with SGD (MSE loss), every kernel with a host twin so the numbers
+// are real. Modes (argv[1]):
+//   numbers   results equal a CPU reference; loss falls
+//   fit       everything fits: the first step faults, later steps do not
+//   prefetch  everything prefetched before the first step: no faults at all
+//   small     GPU memory (DEEPUM_STANDIN_GPU_MEMORY) below the working set:
+//             every step faults and evicts; prefetching each kernel's
+//             operands on its stream just before it cuts the demand faults
+// Prints one line per measure; exits 1 on a failed check.
+#include "deepum/standin/Twin.h"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace su = deepum::standin;
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    cudaError_t E_ = (call);                                                                       \
+    if (E_ != cudaSuccess) {                                                                       \
+      std::printf("FAIL %s: %s\n", #call, cudaGetErrorName(E_));                                   \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+static int Failures = 0;
+static void expect(bool Ok, const char *What) {
+  std::printf("%s %s\n", Ok ? "ok" : "FAIL", What);
+  Failures += !Ok;
+}
+
+// --- Kernels and their twins ------------------------------------------------
+
+__global__ void saxpy(int n, float a, const float *x, float *y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    y[i] = a * x[i] + y[i];
+}
+static void saxpyTwin(su::Launch &L, int n, float a, const float *x, float *y) {
+  if (!L.access(x, n * sizeof(float), su::Access::Read) ||
+      !L.access(y, n * sizeof(float), su::Access::ReadWrite))
+    return;
+  for (int i = 0; i < n; ++i)
+    y[i] = a * x[i] + y[i];
+  L.flops(2.0 * n);
+}
+
+// C[m x n] = op(A) op(B), op(A) is m x k; ta/tb: the operand is stored transposed.
+__global__ void matmul(const float *A, const float *B, float *C, int m, int k, int n, int ta,
+                       int tb) {
+  int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= m || c >= n)
+    return;
+  float s = 0;
+  for (int i = 0; i < k; ++i)
+    s += (ta ? A[i * m + r] : A[r * k + i]) * (tb ? B[c * k + i] : B[i * n + c]);
+  C[r * n + c] = s;
+}
+static void matmulRef(const float *A, const float *B, float *C, int m, int k, int n, int ta,
+                      int tb) {
+  for (int r = 0; r < m; ++r)
+    for (int c = 0; c < n; ++c) {
+      float s = 0;
+      for (int i = 0; i < k; ++i)
+        s += (ta ? A[i * m + r] : A[r * k + i]) * (tb ? B[c * k + i] : B[i * n + c]);
+      C[r * n + c] = s;
+    }
+}
+static void matmulTwin(su::Launch &L, const float *A, const float *B, float *C, int m, int k,
+                       int n, int ta, int tb) {
+  if (!L.access(A, size_t(m) * k * 4, su::Access::Read) ||
+      !L.access(B, size_t(k) * n * 4, su::Access::Read) ||
+      !L.access(C, size_t(m) * n * 4, su::Access::Write))
+    return;
+  matmulRef(A, B, C, m, k, n, ta, tb);
+  L.flops(2.0 * m * k * n);
+}
+
+__global__ void reluForward(float *h, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && h[i] < 0)
+    h[i] = 0;
+}
+static void reluRef(float *h, int n) {
+  for (int i = 0; i < n; ++i)
+    if (h[i] < 0)
+      h[i] = 0;
+}
+static void reluTwin(su::Launch &L, float *h, int n) {
+  if (L.access(h, n * 4, su::Access::ReadWrite))
+    reluRef(h, n);
+}
+
+// dh *= (h > 0)
+__global__ void reluBackward(float *dh, const float *h, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && h[i] <= 0)
+    dh[i] = 0;
+}
+static void reluBackRef(float *dh, const float *h, int n) {
+  for (int i = 0; i < n; ++i)
+    if (h[i] <= 0)
+      dh[i] = 0;
+}
+static void reluBackTwin(su::Launch &L, float *dh, const float *h, int n) {
+  if (L.access(dh, n * 4, su::Access::ReadWrite) && L.access(h, n * 4, su::Access::Read))
+    reluBackRef(dh, h, n);
+}
+
+// dy = 2 (y - t) / n; loss[0] = mean (y - t)^2 (one thread: small n)
+__global__ void mseGrad(const float *y, const float *t, float *dy, float *loss, int n) {
+  if (blockIdx.x != 0 || threadIdx.x != 0)
+    return;
+  float s = 0;
+  for (int i = 0; i < n; ++i) {
+    float d = y[i] - t[i];
+    s += d * d;
+    dy[i] = 2 * d / n;
+  }
+  loss[0] = s / n;
+}
+static void mseRef(const float *y, const float *t, float *dy, float *loss, int n) {
+  float s = 0;
+  for (int i = 0; i < n; ++i) {
+    float d = y[i] - t[i];
+    s += d * d;
+    dy[i] = 2 * d / n;
+  }
+  loss[0] = s / n;
+}
+static void mseTwin(su::Launch &L, const float *y, const float *t, float *dy, float *loss, int n) {
+  if (L.access(y, n * 4, su::Access::Read) && L.access(t, n * 4, su::Access::Read) &&
+      L.access(dy, n * 4, su::Access::Write) && L.access(loss, 4, su::Access::Write))
+    mseRef(y, t, dy, loss, n);
+}
+
+__global__ void sgd(float *w, const float *g, float lr, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    w[i] -= lr * g[i];
+}
+static void sgdRef(float *w, const float *g, float lr, int n) {
+  for (int i = 0; i < n; ++i)
+    w[i] -= lr * g[i];
+}
+static void sgdTwin(su::Launch &L, float *w, const float *g, float lr, int n) {
+  if (L.access(w, n * 4, su::Access::ReadWrite) && L.access(g, n * 4, su::Access::Read))
+    sgdRef(w, g, lr, n);
+}
+
+// No twin: the stand-in finds its parameters in the fat binary and touches
+// the managed allocation its pointer argument points into.
+__global__ void untwinned(float *p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    p[i] += 1;
+}
+
+static const bool Twins = su::registerTwin(saxpy, saxpyTwin) &&
+                          su::registerTwin(matmul, matmulTwin) &&
+                          su::registerTwin(reluForward, reluTwin) &&
+                          su::registerTwin(reluBackward, reluBackTwin) &&
+                          su::registerTwin(mseGrad, mseTwin) && su::registerTwin(sgd, sgdTwin);
+
+// --- The MLP ----------------------------------------------------------------
+
+constexpr int B = 128, D = 512, H = 1024, C = 64; // ~7 MiB of tensors
+constexpr float Lr = 0.05f;
+
+struct Net {
+  float *x, *t, *w1, *w2, *h, *y, *dy, *dw2, *dh, *dw1, *loss;
+};
+
+static dim3 grid2(int m, int n) { return dim3((n + 15) / 16, (m + 15) / 16); }
+static dim3 grid1(int n) { return dim3((n + 255) / 256); }
+
+struct Range {
+  const void *p;
+  size_t bytes;
+};
+
+/// One training step on `s`; with `prefetch`, each kernel's operands are
+/// prefetched to the GPU on the same stream just before it.
+static void step(Net &N, cudaStream_t s, bool prefetch) {
+  auto pre = [&](std::initializer_list<Range> rs) {
+    if (!prefetch)
+      return;
+    cudaMemLocation dev{};
+    dev.type = cudaMemLocationTypeDevice;
+    dev.id = 0;
+    for (const Range &r : rs)
+      CHECK(cudaMemPrefetchAsync(r.p, r.bytes, dev, 0, s));
+  };
+  const size_t F = sizeof(float);
+  pre({{N.x, B * D * F}, {N.w1, D * H * F}, {N.h, B * H * F}});
+  matmul<<<grid2(B, H), dim3(16, 16), 0, s>>>(N.x, N.w1, N.h, B, D, H, 0, 0);
+  pre({{N.h, B * H * F}});
+  reluForward<<<grid1(B * H), 256, 0, s>>>(N.h, B * H);
+  pre({{N.h, B * H * F}, {N.w2, H * C * F}, {N.y, B * C * F}});
+  matmul<<<grid2(B, C), dim3(16, 16), 0, s>>>(N.h, N.w2, N.y, B, H, C, 0, 0);
+  pre({{N.y, B * C * F}, {N.t, B * C * F}, {N.dy, B * C * F}, {N.loss, F}});
+  mseGrad<<<1, 1, 0, s>>>(N.y, N.t, N.dy, N.loss, B * C);
+  pre({{N.h, B * H * F}, {N.dy, B * C * F}, {N.dw2, H * C * F}});
+  matmul<<<grid2(H, C), dim3(16, 16), 0, s>>>(N.h, N.dy, N.dw2, H, B, C, 1, 0);
+  pre({{N.dy, B * C * F}, {N.w2, H * C * F}, {N.dh, B * H * F}});
+  matmul<<<grid2(B, H), dim3(16, 16), 0, s>>>(N.dy, N.w2, N.dh, B, C, H, 0, 1);
+  pre({{N.dh, B * H * F}, {N.h, B * H * F}});
+  reluBackward<<<grid1(B * H), 256, 0, s>>>(N.dh, N.h, B * H);
+  pre({{N.x, B * D * F}, {N.dh, B * H * F}, {N.dw1, D * H * F}});
+  matmul<<<grid2(D, H), dim3(16, 16), 0, s>>>(N.x, N.dh, N.dw1, D, B, H, 1, 0);
+  pre({{N.w1, D * H * F}, {N.dw1, D * H * F}});
+  sgd<<<grid1(D * H), 256, 0, s>>>(N.w1, N.dw1, Lr, D * H);
+  pre({{N.w2, H * C * F}, {N.dw2, H * C * F}});
+  sgd<<<grid1(H * C), 256, 0, s>>>(N.w2, N.dw2, Lr, H * C);
+  CHECK(cudaGetLastError());
+}
+
+/// The same step on the CPU.
+static void stepRef(std::vector<float> *V) {
+  float *x = V[0].data(), *t = V[1].data(), *w1 = V[2].data(), *w2 = V[3].data(),
+        *h = V[4].data(), *y = V[5].data(), *dy = V[6].data(), *dw2 = V[7].data(),
+        *dh = V[8].data(), *dw1 = V[9].data(), *loss = V[10].data();
+  matmulRef(x, w1, h, B, D, H, 0, 0);
+  reluRef(h, B * H);
+  matmulRef(h, w2, y, B, H, C, 0, 0);
+  mseRef(y, t, dy, loss, B * C);
+  matmulRef(h, dy, dw2, H, B, C, 1, 0);
+  matmulRef(dy, w2, dh, B, C, H, 0, 1);
+  reluBackRef(dh, h, B * H);
+  matmulRef(x, dh, dw1, D, B, H, 1, 0);
+  sgdRef(w1, dw1, Lr, D * H);
+  sgdRef(w2, dw2, Lr, H * C);
+}
+
+static deepum_standin_stats stats() {
+  deepum_standin_stats S{};
+  if (!su::stats(S)) {
+    std::printf("not on the stand-in: no model counters\n");
+    std::exit(Failures ? 1 : 0);
+  }
+  return S;
+}
+
+int main(int argc, char **argv) {
+  const char *Mode = argc > 1 ? argv[1] : "numbers";
+  if (!Twins) {
+    std::printf("no host twins: not running on the stand-in\n");
+    return 0;
+  }
+  // saxpy
+  {
+    const int n = 1 << 20;
+    float *x, *y;
+    CHECK(cudaMallocManaged(&x, n * sizeof(float)));
+    CHECK(cudaMallocManaged(&y, n * sizeof(float)));
+    for (int i = 0; i < n; ++i) {
+      x[i] = float(i % 1000);
+      y[i] = 1.0f;
+    }
+    saxpy<<<(n + 255) / 256, 256>>>(n, 2.0f, x, y);
+    CHECK(cudaDeviceSynchronize());
+    bool Ok = true;
+    for (int i = 0; i < n; ++i)
+      Ok &= y[i] == 2.0f * float(i % 1000) + 1.0f;
+    expect(Ok, "saxpy y = 2x + y");
+    CHECK(cudaFree(x));
+    CHECK(cudaFree(y));
+  }
+
+  const int Sizes[] = {B * D, B * C, D * H, H * C, B * H, B * C, B * C, H * C, B * H, D * H, 1};
+  Net N;
+  float **Ptrs[] = {&N.x, &N.t, &N.w1, &N.w2, &N.h, &N.y, &N.dy, &N.dw2, &N.dh, &N.dw1, &N.loss};
+  std::vector<float> Ref[11];
+  uint64_t Footprint = 0;
+  srand(7);
+  for (int i = 0; i < 11; ++i) {
+    CHECK(cudaMallocManaged(reinterpret_cast<void **>(Ptrs[i]), Sizes[i] * sizeof(float)));
+    Ref[i].resize(Sizes[i]);
+    for (int j = 0; j < Sizes[i]; ++j)
+      Ref[i][j] = i < 4 ? (float(rand() % 2001) / 1000.0f - 1.0f) * (i >= 2 ? 0.05f : 1.0f) : 0;
+    std::memcpy(*Ptrs[i], Ref[i].data(), Sizes[i] * sizeof(float));
+    Footprint += (Sizes[i] * sizeof(float) + (64 << 10) - 1) / (64 << 10) * (64 << 10);
+  }
+  std::printf("footprint %llu bytes\n", (unsigned long long)Footprint);
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+  if (!std::strcmp(Mode, "numbers")) {
+    float First = 0, Last = 0;
+    bool Same = true;
+    for (int it = 0; it < 3; ++it) {
+      step(N, s, false);
+      CHECK(cudaStreamSynchronize(s));
+      stepRef(Ref);
+      Same &= std::fabs(N.loss[0] - Ref[10][0]) <= 1e-6f * std::fabs(Ref[10][0]);
+      for (int j = 0; j < D * H; j += 997)
+        Same &= N.w1[j] == Ref[2][j];
+      (it == 0 ? First : Last) = N.loss[0];
+      std::printf("step %d loss %.6f (cpu %.6f)\n", it, N.loss[0], Ref[10][0]);
+    }
+    expect(Same, "losses and weights equal the CPU reference");
+    expect(Last < First, "loss falls");
+    return Failures ? 1 : 0;
+  }
+
+  if (!std::strcmp(Mode, "fit") || !std::strcmp(Mode, "prefetch")) {
+    const bool Pre = !std::strcmp(Mode, "prefetch");
+    if (Pre) {
+      cudaMemLocation dev{};
+      dev.type = cudaMemLocationTypeDevice;
+      for (int i = 0; i < 11; ++i)
+        CHECK(cudaMemPrefetchAsync(*Ptrs[i], Sizes[i] * sizeof(float), dev, 0, s));
+    }
+    deepum_standin_stats S0 = stats();
+    step(N, s, false);
+    CHECK(cudaStreamSynchronize(s));
+    deepum_standin_stats S1 = stats();
+    step(N, s, false);
+    step(N, s, false);
+    CHECK(cudaStreamSynchronize(s));
+    deepum_standin_stats S2 = stats();
+    std::printf("first step faults %llu, next two steps faults %llu, evictions %llu\n",
+                (unsigned long long)(S1.faults - S0.faults),
+                (unsigned long long)(S2.faults - S1.faults),
+                (unsigned long long)(S2.evictions - S0.evictions));
+    if (Pre)
+      expect(S2.faults == S0.faults, "no faults after prefetching everything");
+    else
+      expect(S1.faults > S0.faults, "the first step faults (cold)");
+    expect(S2.faults == S1.faults, "steps with everything resident do not fault");
+    expect(S2.evictions == S0.evictions, "nothing is evicted when everything fits");
+    // A kernel without a twin faults on what its pointer argument points into.
+    float *u;
+    const int un = 1 << 18; // 1 MiB: 16 pages of 64 KiB
+    CHECK(cudaMallocManaged(&u, un * sizeof(float)));
+    untwinned<<<grid1(un), 256, 0, s>>>(u, un);
+    CHECK(cudaStreamSynchronize(s));
+    deepum_standin_stats S3 = stats();
+    std::printf("kernel without a twin: %llu faults\n", (unsigned long long)(S3.faults - S2.faults));
+    expect(S3.faults - S2.faults == 16, "a kernel without a twin faults on its pointer argument's allocation");
+    size_t Free = 0, Total = 0;
+    CHECK(cudaMemGetInfo(&Free, &Total));
+    expect(Total - Free == S3.resident_bytes, "cudaMemGetInfo: used = resident bytes");
+    return Failures ? 1 : 0;
+  }
+
+  if (!std::strcmp(Mode, "small")) {
+    deepum_standin_stats S0 = stats();
+    expect(S0.capacity_bytes < Footprint, "capacity below the working set");
+    step(N, s, false); // cold
+    CHECK(cudaStreamSynchronize(s));
+    deepum_standin_stats S1 = stats();
+    for (int it = 0; it < 2; ++it)
+      step(N, s, false);
+    CHECK(cudaStreamSynchronize(s));
+    deepum_standin_stats S2 = stats();
+    for (int it = 0; it < 2; ++it)
+      step(N, s, true);
+    CHECK(cudaStreamSynchronize(s));
+    deepum_standin_stats S3 = stats();
+    const double Plain = double(S2.faults - S1.faults) / 2, Pre = double(S3.faults - S2.faults) / 2;
+    std::printf("capacity %llu of %llu bytes: faults per step %.1f demand-paged, %.1f with "
+                "prefetch; evictions per step %.1f, %.1f; model time per step %.1f us, %.1f us\n",
+                (unsigned long long)S0.capacity_bytes, (unsigned long long)Footprint, Plain, Pre,
+                double(S2.evictions - S1.evictions) / 2, double(S3.evictions - S2.evictions) / 2,
+                double(S2.model_time_ns - S1.model_time_ns) / 2e3,
+                double(S3.model_time_ns - S2.model_time_ns) / 2e3);
+    expect(Plain > 0, "steady steps demand-fault when the working set does not fit");
+    expect(S2.evictions > S1.evictions, "and evict");
+    expect(Pre < Plain, "prefetching each kernel's operands cuts the demand faults");
+    expect(S3.resident_bytes <= S3.capacity_bytes, "residency stays within capacity");
+    // The numbers are still right.
+    for (int it = 0; it < 5; ++it)
+      stepRef(Ref);
+    bool Same = std::fabs(N.loss[0] - Ref[10][0]) <= 1e-6f * std::fabs(Ref[10][0]);
+    expect(Same, "the loss equals the CPU reference after 5 steps");
+    return Failures ? 1 : 0;
+  }
+  std::printf("unknown mode %s\n", Mode);
+  return 2;
+}

@@ -71,6 +71,8 @@ TEXT
   cat "$work/speed-uses.md"
   tail -n +3 "$work/speed-kernels.md"
   tail -n +3 "$work/speed-small.md"
-} >"$out/plan.md"
+} | awk -v notes=bench/plan/model-change.md \
+  'NR == 1 { print; print ""; while ((getline l < notes) > 0) print l; next } { print }' \
+  >"$out/plan.md"
 /usr/bin/python3 bench/plan/plot.py "$out/plan.csv" "$out/plan.png"
 echo "wrote $out/plan.md, $out/plan.csv, $out/plan.png"

@@ -32,3 +32,8 @@ done
 /usr/bin/python3 "$root/bench/sim/baselines.py" --runs "$work" --out "$root/docs/results" \
   --iterations "$iterations" --warmup "$warmup" \
   --models "${models[@]}" --devices "${devices[@]}" --ratios "${ratios[@]}"
+# The note on the last device-model change goes after the title.
+awk -v notes="$root/bench/sim/model-change.md" \
+  'NR == 1 { print; print ""; while ((getline l < notes) > 0) print l; next } { print }' \
+  "$root/docs/results/baselines.md" >"$work/baselines.md"
+cp "$work/baselines.md" "$root/docs/results/baselines.md"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Regenerates docs/results/sensitivity.md: deepum-plan against every baseline at 2x
+# oversubscription as the per-call API cost (transfer_call_us: 0 / 5 / 20 us) and the
+# link rate (0.5x / 1x of link_bytes_per_second) vary, on v100-pcie-16gb and h100-pcie,
+# for every shipped model but resnet50-b32 (the planner-speed profile).
+#
+# Each variant is a full copy of the built-in model (simulator/devices/device-models.json)
+# with the two fields changed, written to a device file that both deepum-plan and
+# deepum-sim read (--device-file): the plan is compiled for the device it is judged on.
+# transfer_range_us and every other field keep their defaults.
+#
+#   bash bench/sim/sensitivity.sh [BUILD_DIR]      (default: build)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${1:-$root/build}"
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+cmake --build "$build" --target deepum-sim deepum-plan >/dev/null
+sim="$build/tools/deepum-sim"
+plan="$build/tools/deepum-plan"
+models=(resnet50 vgg16 vit_b_16 bert-large gpt2-medium)
+devices=(v100-pcie-16gb h100-pcie)
+calls=(0 5 20)
+links=(0.5 1)
+ratio=2
+iterations=10
+warmup=2
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+for device in "${devices[@]}"; do
+  for call in "${calls[@]}"; do
+    for link in "${links[@]}"; do
+      /usr/bin/python3 - "$root/simulator/devices/device-models.json" "$device" "$call" "$link" \
+        >"$work/$device@$call@$link.device.json" <<'PY'
+import json, sys
+src, name, call, link = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+doc = json.load(open(src))
+model = next(m for m in doc["models"] if m["name"] == name)
+model["transfer_call_us"] = call
+model["link_bytes_per_second"] = model["link_bytes_per_second"] * link
+json.dump({"format": doc["format"], "models": [model]}, sys.stdout, indent=1)
+PY
+    done
+  done
+done
+
+for model in "${models[@]}"; do
+  profile="$root/tests/data/$model.profile.pb.gz"
+  if [[ ! -f "$profile" ]]; then
+    echo "sensitivity: $profile is missing" >&2
+    exit 1
+  fi
+  for device in "${devices[@]}"; do
+    # Capacity = footprint / ratio as deepum-sim --oversubscription computes it (bytes, not
+    # rounded to whole 2 MiB blocks as deepum-plan-results does); the same bytes go to deepum-plan.
+    capacity="$("$sim" "$profile" --device "$device" --oversubscription "$ratio" --policy ideal \
+      --iterations 1 --warmup 0 --json |
+      /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["gpu_memory_bytes"])')"
+    for call in "${calls[@]}"; do
+      for link in "${links[@]}"; do
+        key="$model@$device@$call@$link"
+        dev="$work/$device@$call@$link.device.json"
+        echo "sensitivity: $key" >&2
+        "$plan" "$profile" --gpu-memory "$capacity" --device-model "$device" --device-file "$dev" \
+          --quiet -o "$work/$key.plan"
+        "$sim" "$profile" --device "$device" --device-file "$dev" --gpu-memory "$capacity" \
+          --plan "$work/$key.plan" --compare --json --iterations "$iterations" \
+          --warmup "$warmup" >"$work/$key.json"
+      done
+    done
+  done
+done
+/usr/bin/python3 "$root/bench/sim/sensitivity.py" --runs "$work" --out "$root/docs/results/sensitivity.md" \
+  --iterations "$iterations" --warmup "$warmup" --ratio "$ratio" \
+  --models "${models[@]}" --devices "${devices[@]}" --calls "${calls[@]}" --links "${links[@]}"

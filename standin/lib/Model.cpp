@@ -287,6 +287,7 @@ cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size
     R.start_ns = EndNs >= DurationNs ? EndNs - DurationNs : 0;
     R.faults = Eng->stats().Faults - FaultsBefore;
     R.graph_exec = GraphExec;
+    R.shared_mem_bytes = static_cast<uint32_t>(SharedMem);
     Records.push_back(R);
   }
   ++NextCorrelation;

@@ -8,11 +8,15 @@
 // is returned by every later call.
 //
 //===----------------------------------------------------------------------===//
+#include "ApiHook.h"
 #include "Model.h"
+
+#include <cupti.h> // with the parameter structs of generated_cuda_*meta.h
 
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -74,6 +78,51 @@ bool unsafeDuringCapture(Model &M) {
       return true;
     }
   return false;
+}
+
+// --- CUPTI callbacks (ApiHook.h) ------------------------------------------------------------
+
+std::atomic<deepum_standin_api_hook_fn> HookFn{nullptr};
+std::atomic<void *> HookUser{nullptr};
+
+/// One API call as CUPTI reports it: the enter site now, the exit site at
+/// done(). The hook seen at entry is the one used at exit.
+class ApiCall {
+public:
+  ApiCall(CUpti_CallbackDomain D, uint32_t Id, const char *Function, const void *P,
+          const char *Sym, uint64_t Correlation)
+      : Fn(HookFn.load(std::memory_order_acquire)), User(HookUser.load()),
+        C{D, Id, CUPTI_API_ENTER, Function, P, nullptr, Sym, static_cast<uint32_t>(Correlation),
+          &Data} {
+    if (Fn)
+      Fn(&C, User);
+  }
+  template <class T> T done(T Result) {
+    if (Fn) {
+      deepum_standin_api_call Exit = C;
+      Exit.site = CUPTI_API_EXIT;
+      Exit.return_value = &Result;
+      Fn(&Exit, User);
+    }
+    return Result;
+  }
+
+private:
+  deepum_standin_api_hook_fn Fn;
+  void *User;
+  uint64_t Data = 0;
+  deepum_standin_api_call C;
+};
+
+bool hooked() { return HookFn.load(std::memory_order_acquire) != nullptr; }
+
+/// A resource event (CUpti_ResourceData's descriptor is `Descriptor`).
+void resourceEvent(uint32_t Cbid, const void *Descriptor) {
+  if (deepum_standin_api_hook_fn Fn = HookFn.load(std::memory_order_acquire)) {
+    const deepum_standin_api_call C{CUPTI_CB_DOMAIN_RESOURCE, Cbid, 0, nullptr, Descriptor,
+                                    nullptr, nullptr, 0, nullptr};
+    Fn(&C, HookUser.load());
+  }
 }
 
 void *mapBytes(uint64_t Bytes, uint64_t &Mapped) {
@@ -243,6 +292,47 @@ cudaError_t launchKernel(CUkern_st *K, dim3 Grid, dim3 Block, void **Args, size_
     return cudaSuccess;
   }
   return ret(M.launch(*K, Grid, Block, Args, SharedMem, Stream));
+}
+
+/// A launch with its callbacks: the runtime entry point's (`RtCbid`, with
+/// `RtParams`), and nested in it the driver's cuLaunchKernel, as the runtime
+/// launches through the driver. The correlation id is the kernel record's.
+cudaError_t tracedLaunch(uint32_t RtCbid, const char *RtName, const void *RtParams, bool PerThread,
+                         CUkern_st *K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,
+                         cudaStream_t Stream) {
+  if (!hooked())
+    return launchKernel(K, Grid, Block, Args, SharedMem, Stream);
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu); // keeps the correlation id ours
+  const char *Symbol = K ? K->Name.c_str() : nullptr;
+  ApiCall Rt(CUPTI_CB_DOMAIN_RUNTIME_API, RtCbid, RtName, RtParams, Symbol, M.NextCorrelation);
+  if (!K)
+    return Rt.done(launchKernel(K, Grid, Block, Args, SharedMem, Stream));
+  const cuLaunchKernel_params P{reinterpret_cast<CUfunction>(K),
+                                Grid.x,
+                                Grid.y,
+                                Grid.z,
+                                Block.x,
+                                Block.y,
+                                Block.z,
+                                static_cast<unsigned>(SharedMem),
+                                Stream,
+                                Args,
+                                nullptr};
+  ApiCall Dr(CUPTI_CB_DOMAIN_DRIVER_API,
+             PerThread ? CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz
+                       : CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+             PerThread ? "cuLaunchKernel_ptsz" : "cuLaunchKernel", &P, Symbol, M.NextCorrelation);
+  const cudaError_t E = launchKernel(K, Grid, Block, Args, SharedMem, Stream);
+  (void)Dr.done(static_cast<CUresult>(E));
+  return Rt.done(E);
+}
+
+CUkern_st *kernelOf(const void *Func) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  auto It = M.Kernels.find(Func);
+  return It == M.Kernels.end() ? nullptr : It->second.get();
 }
 
 } // namespace
@@ -926,6 +1016,10 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *Exec, cudaGraph_t Graph,
   }
   M.Execs.insert(X);
   *Exec = X;
+  CUpti_GraphData G{};
+  G.graph = Graph;
+  G.graphExec = X;
+  resourceEvent(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, &G);
   return cudaSuccess;
 }
 
@@ -938,13 +1032,17 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t Exec) {
   ENTER();
   if (!M.Execs.count(Exec))
     return ret(cudaErrorInvalidValue);
+  CUpti_GraphData G{};
+  G.graphExec = Exec;
+  resourceEvent(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, &G);
   M.Execs.erase(Exec);
   delete Exec->Graph;
   delete Exec;
   return cudaSuccess;
 }
 
-cudaError_t cudaGraphLaunch(cudaGraphExec_t Exec, cudaStream_t Stream) {
+namespace {
+cudaError_t graphLaunch(cudaGraphExec_t Exec, cudaStream_t Stream) {
   ENTER();
   if (!M.Execs.count(Exec))
     return ret(cudaErrorInvalidValue);
@@ -966,6 +1064,23 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t Exec, cudaStream_t Stream) {
       return cudaSuccess; // reported by the next call, as an asynchronous fault is
   }
   return cudaSuccess;
+}
+} // namespace
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t Exec, cudaStream_t Stream) {
+  if (!hooked())
+    return graphLaunch(Exec, Stream);
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  const cudaGraphLaunch_v10000_params P{Exec, Stream};
+  ApiCall Rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+             "cudaGraphLaunch", &P, nullptr, M.NextCorrelation);
+  const cuGraphLaunch_params D{Exec, Stream};
+  ApiCall Dr(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch",
+             &D, nullptr, M.NextCorrelation);
+  const cudaError_t E = graphLaunch(Exec, Stream);
+  (void)Dr.done(static_cast<CUresult>(E));
+  return Rt.done(E);
 }
 
 // --- Modules and launches ---------------------------------------------------------------
@@ -1051,34 +1166,34 @@ cudaError_t __cudaGetKernel(cudaKernel_t *Kernel, const void *HostFun) {
   return cudaSuccess;
 }
 
+// __cudaLaunchKernel has a CUPTI callback id but no parameter struct
+// (generated_cuda_runtime_api_meta.h): its callbacks carry none.
 cudaError_t __cudaLaunchKernel(cudaKernel_t Kernel, dim3 Grid, dim3 Block, void **Args,
                                size_t SharedMem, cudaStream_t Stream) {
-  return launchKernel(Kernel, Grid, Block, Args, SharedMem, Stream);
+  return tracedLaunch(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, "__cudaLaunchKernel",
+                      nullptr, false, Kernel, Grid, Block, Args, SharedMem, Stream);
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t Kernel, dim3 Grid, dim3 Block, void **Args,
                                     size_t SharedMem, cudaStream_t Stream) {
-  return launchKernel(Kernel, Grid, Block, Args, SharedMem,
-                      Stream ? Stream : cudaStreamPerThread);
+  return tracedLaunch(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+                      "__cudaLaunchKernel_ptsz", nullptr, true, Kernel, Grid, Block, Args,
+                      SharedMem, Stream ? Stream : cudaStreamPerThread);
 }
 
 cudaError_t cudaLaunchKernel(const void *Func, dim3 Grid, dim3 Block, void **Args,
                              size_t SharedMem, cudaStream_t Stream) {
-  CUkern_st *K = nullptr;
-  {
-    Model &M = Model::get();
-    std::lock_guard<std::recursive_mutex> Lock(M.Mu);
-    auto It = M.Kernels.find(Func);
-    if (It != M.Kernels.end())
-      K = It->second.get();
-  }
-  return launchKernel(K, Grid, Block, Args, SharedMem, Stream);
+  const cudaLaunchKernel_v7000_params P{Func, Grid, Block, Args, SharedMem, Stream};
+  return tracedLaunch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel", &P,
+                      false, kernelOf(Func), Grid, Block, Args, SharedMem, Stream);
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void *Func, dim3 Grid, dim3 Block, void **Args,
                                   size_t SharedMem, cudaStream_t Stream) {
-  return cudaLaunchKernel(Func, Grid, Block, Args, SharedMem,
-                          Stream ? Stream : cudaStreamPerThread);
+  const cudaLaunchKernel_ptsz_v7000_params P{Func, Grid, Block, Args, SharedMem, Stream};
+  return tracedLaunch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                      "cudaLaunchKernel_ptsz", &P, true, kernelOf(Func), Grid, Block, Args,
+                      SharedMem, Stream ? Stream : cudaStreamPerThread);
 }
 
 cudaError_t cudaFuncGetName(const char **Name, const void *Func) {
@@ -1173,4 +1288,23 @@ extern "C" cudaError_t cudaGetDriverEntryPoint(const char *Symbol, void **Fn,
                                                unsigned long long Flags,
                                                cudaDriverEntryPointQueryResult *Status) {
   return cudaGetDriverEntryPointByVersion(Symbol, Fn, CUDART_VERSION, Flags, Status);
+}
+
+// --- The table the stand-in's libcupti.so.13 reads (ApiHook.h) ------------------------------
+
+extern "C" const deepum_standin_cupti_table *deepum_standin_cupti_v1(void) {
+  static const deepum_standin_cupti_table Table = {
+      sizeof(deepum_standin_cupti_table),
+      [](deepum_standin_api_hook_fn Fn, void *User) {
+        HookUser.store(User);
+        HookFn.store(Fn, std::memory_order_release);
+      },
+      [] {
+        Model &M = Model::get();
+        std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+        return M.nowNs();
+      },
+      &deepum_standin_kernel_records,
+  };
+  return &Table;
 }

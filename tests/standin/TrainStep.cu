@@ -247,7 +247,12 @@ static deepum_standin_stats stats() {
   return S;
 }
 
-int main(int argc, char **argv) {
+// Built as a library (tests/standin/CMakeLists.txt), the program's entry is
+// named DEEPUM_TRAIN_STEP_MAIN so that a test can run it in its own process.
+#ifndef DEEPUM_TRAIN_STEP_MAIN
+#define DEEPUM_TRAIN_STEP_MAIN main
+#endif
+int DEEPUM_TRAIN_STEP_MAIN(int argc, char **argv) {
   const char *Mode = argc > 1 ? argv[1] : "numbers";
   if (!Twins) {
     std::printf("no host twins: not running on the stand-in\n");

@@ -96,7 +96,7 @@ int deepum_standin_get_stats(struct deepum_standin_stats *out, size_t out_size);
 /** One kernel execution, in launch order. */
 struct deepum_standin_kernel_record {
   const char *name;  /* valid while the module stays registered */
-  uint64_t correlation_id; /* 1, 2, ... per launch */
+  uint64_t correlation_id; /* 1, 2, ... per launch; CUPTI's correlation id of the launch call */
   void *stream;
   uint32_t grid[3];
   uint32_t block[3];
@@ -104,6 +104,7 @@ struct deepum_standin_kernel_record {
   uint64_t end_ns;
   uint64_t faults;   /* pages this kernel demand-faulted */
   uint64_t graph_exec; /* 0, or the cudaGraphExec_t that launched it */
+  uint32_t shared_mem_bytes; /* dynamic shared memory of the launch */
 };
 typedef size_t (*deepum_standin_kernel_records_fn)(struct deepum_standin_kernel_record *out,
                                                    size_t capacity, size_t first);

@@ -1,0 +1,109 @@
+//===- LaunchTrackingTest.cpp - deepum's launch tracking on the stand-in ---===//
+//
+// libdeepum's CUDA backend (executor/cuda) observes launches through CUPTI
+// callbacks: the runtime's launch entry points and, nested in them, the
+// driver's cuLaunchKernel, whose cuLaunchKernel_params it decodes. Here it
+// runs, unchanged, on the stand-in's libcudart.so.13 and libcupti.so.13 while
+// tests/standin/TrainStep.cu (nvcc, -cudart shared, built as a library)
+// trains: every <<<>>> launch must reach the observer once, in order, with the
+// execution ID of its kernel's name and configuration.
+//
+// CUPTI API reference, CUDA 13 (cupti_callbacks.h, "CUPTI Callback API"):
+// "the callback function is invoked twice for each API call: once at entry
+// (CUPTI_API_ENTER) and once at exit (CUPTI_API_EXIT)"; symbolName is "the
+// name of the symbol operated on by the runtime or driver API function which
+// is the source of this callback ... for example the kernel name for a launch
+// call". __cudaLaunchKernel (CUDA 13's <<<>>>) has a callback id but no
+// parameter struct in generated_cuda_runtime_api_meta.h: the launch is decoded
+// from the driver callback nested in it.
+//
+//===----------------------------------------------------------------------===//
+#include "deepum/executor/cuda/CudaBackend.h"
+#include "deepum/executor/cuda/Cupti.h"
+#include "deepum/executor/cuda/LaunchDecoding.h"
+#include "deepum/format/Signature.h"
+#include "deepum/standin/StandIn.h"
+
+#include "gtest/gtest.h"
+
+#include <dlfcn.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+// TrainStep.cu's entry, built with -DDEEPUM_TRAIN_STEP_MAIN=deepum_train_step_main.
+int deepum_train_step_main(int argc, char **argv);
+
+namespace {
+
+using namespace deepum::executor;
+
+struct Recorder : LaunchObserver {
+  void launchBegin(int Device, StreamHandle Stream, const uint64_t *Seen, size_t Count) override {
+    for (size_t I = 0; I < Count; ++I) {
+      Ids.push_back(Seen[I]);
+      Streams.push_back(Stream);
+      Devices.push_back(Device);
+    }
+    ++Open;
+  }
+  void launchEnd(int, StreamHandle) override {
+    ++Ends;
+    --Open;
+  }
+  std::vector<uint64_t> Ids;
+  std::vector<StreamHandle> Streams;
+  std::vector<int> Devices;
+  int Open = 0;
+  size_t Ends = 0;
+};
+
+std::vector<deepum_standin_kernel_record> kernelRecords(size_t First) {
+  auto Fn = reinterpret_cast<deepum_standin_kernel_records_fn>(
+      dlsym(RTLD_DEFAULT, "deepum_standin_kernel_records"));
+  if (!Fn)
+    return {};
+  std::vector<deepum_standin_kernel_record> R(Fn(nullptr, 0, 0) - First);
+  R.resize(Fn(R.data(), R.size(), First));
+  return R;
+}
+
+TEST(LaunchTracking, EveryTripleChevronLaunchOfTrainStepIsDecodedWithItsKernelName) {
+  auto Back = cuda::createCudaBackend();
+  ASSERT_TRUE(dlsym(RTLD_DEFAULT, "deepum_standin_kernel_records")) << "not on the stand-in";
+  Recorder R;
+  std::string Why;
+  ASSERT_TRUE(Back->startLaunchTracking(&R, Why)) << Why;
+  EXPECT_TRUE(cuda::CuptiSubscriber::instance().holdsSubscriber());
+  const size_t Before = kernelRecords(0).size();
+  const uint64_t UndecodedBefore = cuda::detail::undecodedLaunches();
+
+  char Prog[] = "train-step", Mode[] = "numbers";
+  char *Argv[] = {Prog, Mode, nullptr};
+  ASSERT_EQ(deepum_train_step_main(2, Argv), 0);
+  Back->stopLaunchTracking();
+
+  const std::vector<deepum_standin_kernel_record> K = kernelRecords(Before);
+  ASSERT_GE(K.size(), 4u); // saxpy and three MLP steps
+  ASSERT_EQ(R.Ids.size(), K.size()) << "every launch seen once";
+  EXPECT_EQ(R.Ends, K.size());
+  EXPECT_EQ(R.Open, 0);
+  std::set<std::string> Names;
+  for (size_t I = 0; I < K.size(); ++I) {
+    const deepum::format::LaunchConfig C{K[I].grid[0],  K[I].grid[1],  K[I].grid[2],
+                                         K[I].block[0], K[I].block[1], K[I].block[2],
+                                         K[I].shared_mem_bytes};
+    EXPECT_EQ(R.Ids[I], deepum::format::executionId(K[I].name, C))
+        << "launch " << I << " of " << K[I].name;
+    EXPECT_EQ(R.Streams[I], reinterpret_cast<StreamHandle>(K[I].stream)) << K[I].name;
+    EXPECT_EQ(R.Devices[I], 0);
+    Names.insert(K[I].name);
+  }
+  EXPECT_TRUE(Names.count("_Z5saxpyifPKfPf")) << "saxpy's mangled name";
+  EXPECT_GE(Names.size(), 4u);
+  EXPECT_EQ(cuda::detail::undecodedLaunches(), UndecodedBefore)
+      << "every __cudaLaunchKernel decoded from its nested driver callback";
+}
+
+} // namespace

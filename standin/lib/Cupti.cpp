@@ -361,7 +361,8 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {
     if (Held < S.KernelCursor)
       S.KernelCursor = 0; // the runtime's records were reset
     std::vector<deepum_standin_kernel_record> New(Held - S.KernelCursor);
-    New.resize(Rt->kernel_records(New.data(), New.size(), S.KernelCursor));
+    if (!New.empty()) // a NULL `out` asks for the count
+      New.resize(Rt->kernel_records(New.data(), New.size(), S.KernelCursor));
     S.KernelCursor += New.size();
     if (!Request || !Complete) {
       S.Dropped += New.size();

@@ -65,7 +65,8 @@ std::vector<deepum_standin_kernel_record> kernelRecords(size_t First) {
   if (!Fn)
     return {};
   std::vector<deepum_standin_kernel_record> R(Fn(nullptr, 0, 0) - First);
-  R.resize(Fn(R.data(), R.size(), First));
+  if (!R.empty()) // a NULL `out` asks for the count
+    R.resize(Fn(R.data(), R.size(), First));
   return R;
 }
 

@@ -182,6 +182,16 @@ Expected<Msg> parseMessage(StringRef Bytes, StringRef Name, Encoding Enc, String
     break;
   }
   }
+  if (Enc != Encoding::Binary) {
+    // The text and JSON parsers accept strings that are not UTF-8, which the
+    // binary reader (protobuf's and libdeepum's) refuses: a message read here
+    // must read again once converted, so it goes through the binary form.
+    std::string Wire;
+    Msg Again;
+    if (!M.SerializeToString(&Wire) || !Again.ParseFromString(Wire))
+      return fileError(Name, Twine("not a deepum ") + What +
+                                 " (a string field is not valid UTF-8)");
+  }
   return M;
 }
 

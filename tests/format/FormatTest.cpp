@@ -266,6 +266,28 @@ TEST(FormatMessages, LibprotobufLogsNothingByItself) {
   EXPECT_EQ(JsonErr.find('\n'), std::string::npos) << JsonErr;
 }
 
+// Found by fuzz_profile_read / fuzz_plan_read: the text and JSON parsers
+// accepted strings that are not UTF-8, which the binary readers refuse, so
+// `deepum-inspect --convert x.txtpb y.pb` wrote a file nothing could read.
+TEST(FormatMessages, TextAndJsonStringsMustBeUtf8) {
+  testing::internal::CaptureStderr();
+  std::string Text = errorText(format::parsePlan(
+      "format_version: 1\nmetadata { model: \"r\\377x\" um_block_bytes: 2097152 }\n"
+      "position_ids: 1\nexecution_ids { execution_id: 1 positions: 0 }\n",
+      "u.plan.txtpb", format::Encoding::Text));
+  std::string Json = errorText(format::parseProfile(
+      "{\"format_version\": 1, \"workload\": {\"model\": \"\\ud800\"}}", "u.profile.json",
+      format::Encoding::Json));
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_THAT(Text, HasSubstr("u.plan.txtpb: not a deepum plan (a string field is not valid UTF-8)"));
+  EXPECT_THAT(Json, StartsWith("u.profile.json: not a deepum profile"));
+  // The same plan with a valid string reads.
+  EXPECT_TRUE(static_cast<bool>(format::parsePlan(
+      "format_version: 1\nmetadata { model: \"r\\303\\251\" um_block_bytes: 2097152 }\n"
+      "position_ids: 1\nexecution_ids { execution_id: 1 positions: 0 }\n",
+      "v.plan.txtpb", format::Encoding::Text)));
+}
+
 // Devices take the same path as FIFOs (opened and written in place). No test
 // writes to /dev/null itself: run as root against a writer that renames, it
 // would replace the machine's /dev/null.

@@ -42,6 +42,7 @@ Engine::Engine(const DeviceModel &D, uint64_t CapacityBytes)
 uint32_t Engine::blockId(uint64_t UmBlock) {
   auto [It, New] = Ids.try_emplace(UmBlock, static_cast<uint32_t>(Resident.size()));
   if (New) {
+    UmBlockOf.push_back(UmBlock);
     Resident.push_back(0);
     // Everything starts on the host with valid contents: the state after the
     // model was built and its first iteration touched every tensor.
@@ -102,7 +103,25 @@ void Engine::counterEvent(uint64_t AtNs) {
     Timeline->counter(Pid, "resident bytes", AtNs, static_cast<double>(residentBytes()));
 }
 
-void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs) {
+uint64_t Engine::pageAddress(uint32_t B, uint32_t Page) const {
+  const uint64_t Block = B < UmBlockOf.size() ? UmBlockOf[B] : B;
+  return Block * PagesPerBlock * PageBytes + uint64_t{Page} * PageBytes;
+}
+
+void Engine::logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t B, uint32_t Mask,
+                      uint64_t Bytes, uint64_t StartNs, uint64_t EndNs, Access Mode) {
+  UmEvent E;
+  E.Type = K;
+  E.Why = C;
+  E.Mode = Mode;
+  E.Address = pageAddress(B, Mask ? static_cast<uint32_t>(std::countr_zero(Mask)) : 0);
+  E.Bytes = Bytes;
+  E.StartNs = StartNs;
+  E.EndNs = EndNs;
+  Events->push_back(E);
+}
+
+void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser) {
   uint32_t Out = Mask & Resident[B];
   if (!Out)
     return;
@@ -121,6 +140,10 @@ void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs) {
     uint64_t Bytes = pages(Dirty) * PageBytes;
     uint64_t Start = startOnLane(DtoHFree, Ready, transferNs(Bytes), Done);
     Stats.BytesDtoH += Bytes;
+    if (Events)
+      logEvent(UmEvent::Kind::MigrationDtoH,
+               ByUser ? UmEvent::Cause::User : UmEvent::Cause::Eviction, B, Dirty, Bytes, Start,
+               Done);
     if (Timeline)
       Timeline->span(Pid, TidDtoH, "evict", "dtoh", Start, Done - Start,
                      llvm::json::Object{{"block", static_cast<int64_t>(B)},
@@ -199,6 +222,12 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
         C == Cause::User ? static_cast<uint64_t>(std::llround(Device.TransferSetupUs * 1e3)) : 0;
     uint64_t Start = startOnLane(HtoDFree, Ready, transferNs(Bytes) + Setup, Done);
     Stats.BytesHtoD += Bytes;
+    if (Events)
+      logEvent(UmEvent::Kind::MigrationHtoD,
+               C == Cause::User             ? UmEvent::Cause::User
+               : C == Cause::DriverPrefetch ? UmEvent::Cause::DriverPrefetch
+                                            : UmEvent::Cause::Demand,
+               B, Copy, Bytes, Start, Done);
     if (Timeline)
       Timeline->span(Pid, TidHtoD, C == Cause::User ? "prefetch" : "fault", "htod", Start,
                      Done - Start,
@@ -215,6 +244,9 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
   if (LastEvictNs[B] != Never && Ready >= LastEvictNs[B] &&
       static_cast<double>(Ready - LastEvictNs[B]) < Device.ThrashingLapseUs * 1e3) {
     ++Stats.ThrashingEvents;
+    if (Events)
+      logEvent(UmEvent::Kind::Thrashing, UmEvent::Cause::None, B, 0,
+               PagesPerBlock * PageBytes, Ready, Ready);
     if (++ThrashCount[B] >= Device.ThrashingThreshold)
       Flags[B] |= FlThrottled;
     LastEvictNs[B] = Never;
@@ -279,7 +311,7 @@ bool Engine::prefetchPages(uint32_t B, uint32_t Mask, bool RespectProtection) {
   return true;
 }
 
-void Engine::evictPages(uint32_t B, uint32_t Mask) { evict(B, Mask, IssueNs); }
+void Engine::evictPages(uint32_t B, uint32_t Mask) { evict(B, Mask, IssueNs, /*ByUser=*/true); }
 
 uint32_t Engine::dropPages(uint32_t B, uint32_t Mask) {
   uint32_t Dropped = Mask & Resident[B];
@@ -407,11 +439,15 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
       ++Stats.ThrottledBatches;
     }
     uint64_t BatchDone = T;
+    const size_t FirstEvent = Events ? Events->size() : 0;
     for (const BlockUse &F : FaultScratch) {
       uint32_t Faulted = F.PageMask & ~Resident[F.Block]; // may have come with an earlier batch
       if (!Faulted)
         continue;
       Stats.Faults += pages(Faulted);
+      if (Events)
+        logEvent(UmEvent::Kind::GpuPageFault, UmEvent::Cause::None, F.Block, Faulted,
+                 pages(Faulted) * PageBytes, BatchStart, 0, F.Mode);
       uint32_t All = densityExpand(F.Block, Faulted);
       uint64_t RoomNs = makeRoom(pages(All), T, /*ProtectUpTo=*/-1);
       if (RoomNs == Never) { // no room for the density prefetch: the faulted pages alone
@@ -430,6 +466,10 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
       BatchDone = std::max(BatchDone, Done);
     }
     ++Stats.FaultBatches;
+    if (Events)
+      for (size_t Ev = FirstEvent; Ev < Events->size(); ++Ev)
+        if ((*Events)[Ev].Type == UmEvent::Kind::GpuPageFault)
+          (*Events)[Ev].EndNs = BatchDone;
     if (Timeline)
       Timeline->span(Pid, TidFaults, "fault batch", "fault", BatchStart, BatchDone - BatchStart,
                      llvm::json::Object{{"entries", static_cast<int64_t>(InBatch)},

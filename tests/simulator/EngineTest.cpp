@@ -217,3 +217,65 @@ TEST(SimEngine, CleanEvictionsAreCopiedByDefault) {
   E.evictToHost(Base, 2 * MiB);
   EXPECT_EQ(E.stats().BytesDtoH, 2 * MiB);
 }
+
+TEST(SimEngine, EventLogRecordsFaultGroupsAndMigrationsWithTheirCauses) {
+  Engine E(handDevice(), 4 * MiB); // two blocks fit
+  std::vector<UmEvent> Log;
+  // Off by default.
+  ASSERT_FALSE(E.launchByAddress({{Base / (2 * MiB), 0, Access::Write}}, 1000)); // block 0, dirty
+  E.setEventLog(&Log);
+  EXPECT_TRUE(Log.empty());
+  const EngineStats Before = E.stats();
+
+  E.prefetchToDevice(Base + 2 * MiB, 2 * MiB); // block 1: a user prefetch
+  ASSERT_EQ(Log.size(), 1u);
+  EXPECT_EQ(Log[0].Type, UmEvent::Kind::MigrationHtoD);
+  EXPECT_EQ(Log[0].Why, UmEvent::Cause::User);
+  EXPECT_EQ(Log[0].Address, Base + 2 * MiB);
+  EXPECT_EQ(Log[0].Bytes, 2 * MiB);
+  EXPECT_LT(Log[0].StartNs, Log[0].EndNs);
+
+  // Block 2, read: the GPU is full, so block 0 (least recently migrated,
+  // written) is evicted and copied back, then block 2 is faulted in.
+  ASSERT_FALSE(E.launchByAddress({{Base / (2 * MiB) + 2, 0x6u, Access::Read}}, 1000));
+  std::vector<UmEvent> Faults, In, Out;
+  for (const UmEvent &X : Log)
+    (X.Type == UmEvent::Kind::GpuPageFault    ? Faults
+     : X.Type == UmEvent::Kind::MigrationHtoD ? In
+                                              : Out)
+        .push_back(X);
+  ASSERT_EQ(Faults.size(), 1u);
+  EXPECT_EQ(Faults[0].Address, Base + 4 * MiB + Page); // the first faulted page (page 1)
+  EXPECT_EQ(Faults[0].Bytes, 2 * Page);
+  EXPECT_EQ(Faults[0].Mode, Access::Read);
+  ASSERT_EQ(Out.size(), 1u);
+  EXPECT_EQ(Out[0].Why, UmEvent::Cause::Eviction);
+  EXPECT_EQ(Out[0].Address, Base);
+  EXPECT_EQ(Out[0].Bytes, 2 * MiB);
+  uint64_t Demand = 0, HtoD = 0;
+  for (const UmEvent &X : In) {
+    HtoD += X.Bytes;
+    if (X.Why == UmEvent::Cause::Demand) {
+      Demand += X.Bytes;
+      EXPECT_EQ(X.Address, Base + 4 * MiB + Page);
+      // The fault group spans its service: from the batch until the pages arrived.
+      EXPECT_LE(Faults[0].StartNs, X.StartNs);
+      EXPECT_LE(X.EndNs, Faults[0].EndNs);
+    }
+  }
+  EXPECT_EQ(Demand, 2 * Page);
+  // The log and the counters agree.
+  EXPECT_EQ(HtoD, E.stats().BytesHtoD - Before.BytesHtoD);
+  EXPECT_EQ(Out[0].Bytes, E.stats().BytesDtoH - Before.BytesDtoH);
+
+  // Moving a written block back to the host is the user's migration.
+  ASSERT_FALSE(E.launchByAddress({{Base / (2 * MiB) + 2, 0x6u, Access::Write}}, 1000));
+  Log.clear();
+  E.evictToHost(Base + 4 * MiB, 2 * MiB);
+  ASSERT_FALSE(Log.empty());
+  EXPECT_EQ(Log.back().Type, UmEvent::Kind::MigrationDtoH);
+  EXPECT_EQ(Log.back().Why, UmEvent::Cause::User);
+  E.setEventLog(nullptr);
+  E.prefetchToDevice(Base + 4 * MiB, 2 * MiB);
+  EXPECT_EQ(Log.back().Type, UmEvent::Kind::MigrationDtoH); // off again
+}

@@ -111,6 +111,28 @@ void fillPerIteration(Result &R, const EngineStats &Before, const EngineStats &A
   R.PeakResidentBytes = After.PeakResidentBytes;
 }
 
+/// One Unified Memory event as CUPTI's Unified Memory counters report it
+/// (CUpti_ActivityUnifiedMemoryCounter3), logged while Engine::setEventLog is
+/// on: a demand fault group, a migration with its cause, a thrashing detection.
+struct UmEvent {
+  enum class Kind : uint8_t { GpuPageFault, MigrationHtoD, MigrationDtoH, Thrashing };
+  /// Why a migration happened. Demand: the faulted pages (CUPTI's COHERENCE);
+  /// DriverPrefetch: the density prefetcher (PREFETCH); User: a prefetch or
+  /// evict command (USER); Eviction: room made for other pages (EVICTION).
+  enum class Cause : uint8_t { None, Demand, DriverPrefetch, User, Eviction };
+  Kind Type = Kind::GpuPageFault;
+  Cause Why = Cause::None;
+  Access Mode = Access::Read; ///< GpuPageFault: how the kernel touched the pages
+  /// Virtual address of the first page involved (UM block x 2 MiB + page x 64 KiB;
+  /// for dense blocks never named by address, the dense id stands for the block).
+  uint64_t Address = 0;
+  /// Migrations: bytes moved; faults: bytes of the faulted pages; thrashing: the block.
+  uint64_t Bytes = 0;
+  /// Migrations: on the copy engine; faults: the batch's service, from when
+  /// the driver took it to when the pages arrived; thrashing: detection (both).
+  uint64_t StartNs = 0, EndNs = 0;
+};
+
 class Engine {
 public:
   Engine(const DeviceModel &Device, uint64_t CapacityBytes);
@@ -206,6 +228,10 @@ public:
   /// Blocks (and pages) the last launched kernel demand-faulted on, in fault order.
   llvm::ArrayRef<BlockUse> lastFaults() const { return LastFaults; }
 
+  /// Appends every fault group, migration and thrashing detection to `Log`
+  /// while set (nullptr, the default: nothing is logged, at no cost).
+  void setEventLog(std::vector<UmEvent> *Log) { Events = Log; }
+
   /// Records kernels, transfers, faults and the resident-bytes counter while set.
   void setTimeline(deepum::format::TraceWriter *W) { Timeline = W; }
   /// Checks, on every launch, that touched pages are resident for the whole
@@ -231,7 +257,11 @@ private:
   /// Moves pages `Mask` of `Block` (none resident) to the GPU starting no
   /// earlier than `AtNs`; returns the arrival time.
   uint64_t fetch(uint32_t Block, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C);
-  void evict(uint32_t Block, uint32_t Mask, uint64_t AtNs);
+  void evict(uint32_t Block, uint32_t Mask, uint64_t AtNs, bool ByUser = false);
+  /// Address of page `Page` of dense block `Block` (UmEvent::Address).
+  uint64_t pageAddress(uint32_t Block, uint32_t Page) const;
+  void logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t Block, uint32_t Mask, uint64_t Bytes,
+                uint64_t StartNs, uint64_t EndNs, Access Mode = Access::Read);
   /// Unmaps resident pages of `Mask` without a copy; returns those dropped.
   uint32_t dropPages(uint32_t Block, uint32_t Mask);
   uint32_t densityExpand(uint32_t Block, uint32_t Faulted) const;
@@ -280,6 +310,8 @@ private:
   EngineStats Stats;
   deepum::format::TraceWriter *Timeline = nullptr;
   bool CheckInvariants = false;
+  std::vector<UmEvent> *Events = nullptr;
+  std::vector<uint64_t> UmBlockOf; // dense id -> UM block
 };
 
 } // namespace deepum::sim

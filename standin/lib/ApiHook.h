@@ -35,6 +35,17 @@ struct deepum_standin_api_call {
 /// before the call goes on.
 typedef void (*deepum_standin_api_hook_fn)(const struct deepum_standin_api_call *call, void *user);
 
+/// One Unified Memory event of the model (deepum::sim::UmEvent).
+struct deepum_standin_um_event {
+  int kind;   // 0 GPU page fault group, 1 migration HtoD, 2 migration DtoH, 3 thrashing
+  int cause;  // migrations: 1 demand, 2 driver prefetch, 3 user, 4 eviction; else 0
+  int access; // faults: 0 read, 1 write, 2 read-write
+  uint64_t address;
+  uint64_t bytes;
+  uint64_t start_ns;
+  uint64_t end_ns;
+};
+
 struct deepum_standin_cupti_table {
   size_t size; // sizeof(deepum_standin_cupti_table)
   /// Installs (or, with NULL, removes) the hook.
@@ -44,6 +55,10 @@ struct deepum_standin_cupti_table {
   /// deepum_standin_kernel_records (StandIn.h).
   size_t (*kernel_records)(struct deepum_standin_kernel_record *out, size_t capacity,
                            size_t first);
+  /// Starts (1) or stops (0) the model's Unified Memory event log.
+  void (*set_um_log)(int on);
+  /// Moves up to `capacity` logged events, oldest first, into `out`; returns how many.
+  size_t (*take_um_events)(struct deepum_standin_um_event *out, size_t capacity);
 };
 
 const struct deepum_standin_cupti_table *deepum_standin_cupti_v1(void);

@@ -20,8 +20,10 @@
 #include "deepum/standin/StandIn.h"
 
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -58,6 +60,7 @@ struct State {
   CUpti_BuffersCallbackCompleteFunc Complete = nullptr;
   bool Kinds[CUPTI_ACTIVITY_KIND_COUNT] = {};
   size_t KernelCursor = 0; // next kernel record of the runtime to deliver
+  bool UmKinds[CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_COUNT] = {};
   size_t Dropped = 0;
   std::unordered_map<const void *, uint32_t> StreamIds;
 };
@@ -131,7 +134,56 @@ CUpti_ActivityKernel10 kernelRecord(State &S, const deepum_standin_kernel_record
 size_t recordSize(CUpti_ActivityKind Kind) {
   if (kernelKind(Kind))
     return sizeof(CUpti_ActivityKernel10);
+  if (Kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
+    return sizeof(CUpti_ActivityUnifiedMemoryCounter3);
   return 0;
+}
+
+/// A model event as a Unified Memory counter record; false when its counter
+/// kind is not configured.
+bool umRecord(const State &S, const deepum_standin_um_event &E,
+              CUpti_ActivityUnifiedMemoryCounter3 &R) {
+  R = CUpti_ActivityUnifiedMemoryCounter3{};
+  R.kind = CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
+  R.address = E.address;
+  R.start = E.start_ns;
+  R.end = E.end_ns;
+  R.processId = static_cast<uint32_t>(getpid());
+  switch (E.kind) {
+  case 0:
+    R.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT;
+    R.value = 1; // one fault group per faulted range
+    R.srcId = 0;
+    // A read-write access faults as a write.
+    R.flags = E.access == 0 ? CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ
+                            : CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE;
+    break;
+  case 1:
+  case 2: {
+    const bool ToDevice = E.kind == 1;
+    R.counterKind = ToDevice ? CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD
+                             : CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH;
+    R.value = E.bytes;
+    R.srcId = 0; // the device for DtoH; the host (CPU 0) for HtoD
+    R.dstId = 0;
+    static const CUpti_ActivityUnifiedMemoryMigrationCause Causes[] = {
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_UNKNOWN,
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE, // a demand fault
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH,  // the driver's prefetcher
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER,      // cudaMemPrefetchAsync
+        CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION};
+    R.flags = E.cause >= 0 && E.cause < 5 ? Causes[E.cause]
+                                          : CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_UNKNOWN;
+    break;
+  }
+  default:
+    R.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING;
+    R.value = E.bytes;
+    R.srcId = 1; // device 0's bit
+    R.processors[0] = 1;
+    break;
+  }
+  return S.UmKinds[R.counterKind];
 }
 
 void CUPTIAPI noHook(const deepum_standin_api_call *, void *) {}
@@ -317,11 +369,12 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind Kind) {
   std::lock_guard<std::mutex> Lock(S.Mu);
   if (Kind <= CUPTI_ACTIVITY_KIND_INVALID || Kind >= CUPTI_ACTIVITY_KIND_COUNT)
     return CUPTI_ERROR_INVALID_KIND;
-  if (Kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
-    return CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED; // no UM counter records yet
   const deepum_standin_cupti_table *Rt = runtime(S);
   if (!Rt)
     return CUPTI_ERROR_NOT_INITIALIZED;
+  if (Kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
+    Rt->set_um_log(1); // records only for the counter kinds configured
+
   if (kernelKind(Kind) && !S.Kinds[CUPTI_ACTIVITY_KIND_KERNEL] &&
       !S.Kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL])
     S.KernelCursor = Rt->kernel_records(nullptr, 0, 0); // kernels from now on
@@ -334,6 +387,8 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind Kind) {
   std::lock_guard<std::mutex> Lock(S.Mu);
   if (Kind <= CUPTI_ACTIVITY_KIND_INVALID || Kind >= CUPTI_ACTIVITY_KIND_COUNT)
     return CUPTI_ERROR_INVALID_KIND;
+  if (Kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER && S.Kinds[Kind] && S.Rt)
+    S.Rt->set_um_log(0);
   S.Kinds[Kind] = false;
   return CUPTI_SUCCESS;
 }
@@ -344,53 +399,71 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {
   State &S = state();
   CUpti_BuffersCallbackRequestFunc Request = nullptr;
   CUpti_BuffersCallbackCompleteFunc Complete = nullptr;
-  std::vector<CUpti_ActivityKernel10> Pending;
+  std::vector<uint8_t> Pending; // records, back to back
+  std::vector<size_t> Sizes;
   {
     std::lock_guard<std::mutex> Lock(S.Mu);
     const deepum_standin_cupti_table *Rt = runtime(S);
+    if (!Rt)
+      return CUPTI_SUCCESS;
     Request = S.Request;
     Complete = S.Complete;
-    const bool Kernels =
-        S.Kinds[CUPTI_ACTIVITY_KIND_KERNEL] || S.Kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];
-    if (!Rt || !Kernels)
-      return CUPTI_SUCCESS;
-    const CUpti_ActivityKind Kind = S.Kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]
-                                        ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-                                        : CUPTI_ACTIVITY_KIND_KERNEL;
-    const size_t Held = Rt->kernel_records(nullptr, 0, 0);
-    if (Held < S.KernelCursor)
-      S.KernelCursor = 0; // the runtime's records were reset
-    std::vector<deepum_standin_kernel_record> New(Held - S.KernelCursor);
-    if (!New.empty()) // a NULL `out` asks for the count
-      New.resize(Rt->kernel_records(New.data(), New.size(), S.KernelCursor));
-    S.KernelCursor += New.size();
+    auto Add = [&](const void *R, size_t Size) {
+      const auto *P = static_cast<const uint8_t *>(R);
+      Pending.insert(Pending.end(), P, P + Size);
+      Sizes.push_back(Size);
+    };
+    if (S.Kinds[CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER]) {
+      deepum_standin_um_event E[256];
+      while (size_t N = Rt->take_um_events(E, 256))
+        for (size_t I = 0; I < N; ++I) {
+          CUpti_ActivityUnifiedMemoryCounter3 R;
+          if (umRecord(S, E[I], R))
+            Add(&R, sizeof R);
+        }
+    }
+    if (S.Kinds[CUPTI_ACTIVITY_KIND_KERNEL] || S.Kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
+      const CUpti_ActivityKind Kind = S.Kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]
+                                          ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+                                          : CUPTI_ACTIVITY_KIND_KERNEL;
+      const size_t Held = Rt->kernel_records(nullptr, 0, 0);
+      if (Held < S.KernelCursor)
+        S.KernelCursor = 0; // the runtime's records were reset
+      std::vector<deepum_standin_kernel_record> New(Held - S.KernelCursor);
+      if (!New.empty()) // a NULL `out` asks for the count
+        New.resize(Rt->kernel_records(New.data(), New.size(), S.KernelCursor));
+      S.KernelCursor += New.size();
+      for (const auto &K : New) {
+        const CUpti_ActivityKernel10 R = kernelRecord(S, K, Kind);
+        Add(&R, sizeof R);
+      }
+    }
     if (!Request || !Complete) {
-      S.Dropped += New.size();
+      S.Dropped += Sizes.size();
       return CUPTI_SUCCESS;
     }
-    for (const auto &K : New)
-      Pending.push_back(kernelRecord(S, K, Kind));
   }
-  size_t Next = 0;
-  while (Next < Pending.size()) {
+  size_t Next = 0, Offset = 0;
+  while (Next < Sizes.size()) {
     uint8_t *Buffer = nullptr;
     size_t Size = 0, MaxRecords = 0;
     Request(&Buffer, &Size, &MaxRecords);
-    const size_t Fit = Buffer ? Size / sizeof(CUpti_ActivityKernel10) : 0;
-    size_t N = std::min(Pending.size() - Next, Fit);
-    if (MaxRecords)
-      N = std::min(N, MaxRecords);
+    size_t Used = 0, N = 0;
+    while (Buffer && Next + N < Sizes.size() && Used + Sizes[Next + N] <= Size &&
+           (MaxRecords == 0 || N < MaxRecords))
+      Used += Sizes[Next + N++];
     if (N == 0) {
       // No (usable) buffer: the rest is dropped, as CUPTI drops records.
       std::lock_guard<std::mutex> Lock(S.Mu);
-      S.Dropped += Pending.size() - Next;
+      S.Dropped += Sizes.size() - Next;
       if (Buffer)
         Complete(nullptr, 0, Buffer, Size, 0);
       break;
     }
-    std::memcpy(Buffer, Pending.data() + Next, N * sizeof(CUpti_ActivityKernel10));
+    std::memcpy(Buffer, Pending.data() + Offset, Used);
+    Offset += Used;
     Next += N;
-    Complete(nullptr, 0, Buffer, Size, N * sizeof(CUpti_ActivityKernel10));
+    Complete(nullptr, 0, Buffer, Size, Used);
   }
   return CUPTI_SUCCESS;
 }
@@ -432,7 +505,27 @@ CUptiResult CUPTIAPI cuptiActivityConfigureUnifiedMemoryCounter(
     CUpti_ActivityUnifiedMemoryCounterConfig *Config, uint32_t Count) {
   if (!Config || Count == 0)
     return CUPTI_ERROR_INVALID_PARAMETER;
-  return CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED; // no UM counter records yet
+  for (uint32_t I = 0; I < Count; ++I) {
+    const CUpti_ActivityUnifiedMemoryCounterConfig &C = Config[I];
+    if (C.scope <= CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_UNKNOWN ||
+        C.scope >= CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_COUNT ||
+        C.kind <= CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_UNKNOWN ||
+        C.kind >= CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_COUNT ||
+        (C.scope == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE &&
+         C.deviceId != 0))
+      return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  // A device without concurrentManagedAccess: the stand-in reports it as the
+  // devices where CUPTI cannot profile Unified Memory.
+  int Managed = 1;
+  if (cudaDeviceGetAttribute(&Managed, cudaDevAttrConcurrentManagedAccess, 0) != cudaSuccess ||
+      !Managed)
+    return CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_DEVICE;
+  State &S = state();
+  std::lock_guard<std::mutex> Lock(S.Mu);
+  for (uint32_t I = 0; I < Count; ++I)
+    S.UmKinds[Config[I].kind] = Config[I].enable != 0;
+  return CUPTI_SUCCESS;
 }
 
 } // extern "C"

@@ -144,6 +144,7 @@ public:
   deepum::sim::EngineStats Base; // engine stats at the last reset
   uint64_t FreeDiscardBase = 0;
   std::vector<deepum_standin_kernel_record> Records;
+  std::vector<deepum::sim::UmEvent> UmLog; // while CUPTI records UM counters
   uint64_t NextCorrelation = 1;
 
 private:

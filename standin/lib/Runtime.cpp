@@ -1305,6 +1305,32 @@ extern "C" const deepum_standin_cupti_table *deepum_standin_cupti_v1(void) {
         return M.nowNs();
       },
       &deepum_standin_kernel_records,
+      [](int On) {
+        Model &M = Model::get();
+        std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+        M.Eng->setEventLog(On ? &M.UmLog : nullptr);
+      },
+      [](deepum_standin_um_event *Out, size_t Capacity) -> size_t {
+        Model &M = Model::get();
+        std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+        const size_t N = std::min(Capacity, M.UmLog.size());
+        using K = deepum::sim::UmEvent::Kind;
+        for (size_t I = 0; I < N; ++I) {
+          const deepum::sim::UmEvent &E = M.UmLog[I];
+          Out[I].kind = E.Type == K::GpuPageFault    ? 0
+                        : E.Type == K::MigrationHtoD ? 1
+                        : E.Type == K::MigrationDtoH ? 2
+                                                     : 3;
+          Out[I].cause = static_cast<int>(E.Why);
+          Out[I].access = static_cast<int>(E.Mode);
+          Out[I].address = E.Address;
+          Out[I].bytes = E.Bytes;
+          Out[I].start_ns = E.StartNs;
+          Out[I].end_ns = E.EndNs;
+        }
+        M.UmLog.erase(M.UmLog.begin(), M.UmLog.begin() + static_cast<std::ptrdiff_t>(N));
+        return N;
+      },
   };
   return &Table;
 }

@@ -352,3 +352,113 @@ TEST(CuptiActivity, NextRecordOfNoBufferIsInvalidParameter) {
 }
 
 } // namespace
+
+namespace {
+
+std::vector<CUpti_ActivityUnifiedMemoryCounterConfig> umConfig() {
+  std::vector<CUpti_ActivityUnifiedMemoryCounterConfig> C;
+  for (auto K : {CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+                 CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
+                 CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT}) {
+    CUpti_ActivityUnifiedMemoryCounterConfig X{};
+    X.scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+    X.kind = K;
+    X.deviceId = 0;
+    X.enable = 1;
+    C.push_back(X);
+  }
+  return C;
+}
+
+bool inside(uint64_t Address, const void *P, size_t Bytes) {
+  const auto Base = reinterpret_cast<uint64_t>(P);
+  return Address >= Base && Address < Base + Bytes;
+}
+
+} // namespace
+
+// cuptiActivityConfigureUnifiedMemoryCounter: "\retval
+// CUPTI_ERROR_INVALID_PARAMETER if config is NULL or any parameter in the
+// config structures is not a valid value".
+TEST(CuptiActivity, UnifiedMemoryCounterConfigurationIsChecked) {
+  EXPECT_EQ(cuptiActivityConfigureUnifiedMemoryCounter(nullptr, 1), CUPTI_ERROR_INVALID_PARAMETER);
+  auto C = umConfig();
+  C[0].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_UNKNOWN;
+  EXPECT_EQ(cuptiActivityConfigureUnifiedMemoryCounter(C.data(), 3), CUPTI_ERROR_INVALID_PARAMETER);
+  C = umConfig();
+  C[1].deviceId = 1; // no such device
+  EXPECT_EQ(cuptiActivityConfigureUnifiedMemoryCounter(C.data(), 3), CUPTI_ERROR_INVALID_PARAMETER);
+  C = umConfig();
+  EXPECT_EQ(cuptiActivityConfigureUnifiedMemoryCounter(C.data(), 3), CUPTI_SUCCESS);
+}
+
+// CUpti_ActivityUnifiedMemoryCounter3: for GPU page faults "address" is "the
+// virtual address for the page that faulted" and start is "captured when CUDA
+// driver started processing the fault"; for BYTES_TRANSFER_HTOD/DTOH "value"
+// is "the size of the memory region in bytes", start/end are when the
+// transfer starts and finishes on the GPU, and flags is the
+// CUpti_ActivityUnifiedMemoryMigrationCause (USER: "explicit prefetch",
+// COHERENCE: "to ensure memory coherence, e.g. ... page fault").
+TEST(CuptiActivity, UnifiedMemoryCounterRecordsFromTheModel) {
+  auto C = umConfig();
+  ASSERT_EQ(cuptiActivityConfigureUnifiedMemoryCounter(C.data(), 3), CUPTI_SUCCESS);
+  ASSERT_EQ(cuptiActivityRegisterCallbacks(&requested, &completed), CUPTI_SUCCESS);
+  ASSERT_EQ(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER), CUPTI_SUCCESS);
+  ASSERT_EQ(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL), CUPTI_SUCCESS);
+  deepum_standin_stats S0{}, S1{};
+  ASSERT_EQ(deepum_standin_get_stats(&S0, sizeof S0), 0);
+
+  Buffer Faulted, Prefetched;
+  ASSERT_EQ(launch(Faulted), cudaSuccess); // cold: demand faults
+  cudaMemLocation Dev{};
+  Dev.type = cudaMemLocationTypeDevice;
+  cudaStream_t St = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&St), cudaSuccess);
+  const size_t Bytes = Prefetched.N * sizeof(float);
+  ASSERT_EQ(cudaMemPrefetchAsync(Prefetched.P, Bytes, Dev, 0, St), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(St), cudaSuccess);
+  ASSERT_EQ(deepum_standin_get_stats(&S1, sizeof S1), 0);
+  G.Buffers.clear();
+  ASSERT_EQ(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+
+  std::vector<CUpti_ActivityUnifiedMemoryCounter3> Um;
+  std::vector<CUpti_ActivityKernel10> K;
+  for (auto &Buf : G.Buffers) {
+    CUpti_Activity *R = nullptr;
+    while (cuptiActivityGetNextRecord(Buf.data(), Buf.size(), &R) == CUPTI_SUCCESS) {
+      if (R->kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
+        Um.push_back(*reinterpret_cast<CUpti_ActivityUnifiedMemoryCounter3 *>(R));
+      else if (R->kind == CUPTI_ACTIVITY_KIND_KERNEL)
+        K.push_back(*reinterpret_cast<CUpti_ActivityKernel10 *>(R));
+    }
+  }
+  ASSERT_EQ(K.size(), 1u);
+  uint64_t HtoD = 0;
+  int Faults = 0, Coherence = 0, User = 0;
+  for (const auto &R : Um) {
+    if (R.counterKind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT) {
+      ++Faults;
+      EXPECT_TRUE(inside(R.address, Faulted.P, Bytes));
+      EXPECT_EQ(R.flags, CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE); // read-write twin
+      EXPECT_LE(R.start, R.end);
+      EXPECT_LE(R.end, K[0].start); // the kernel ran once its pages arrived
+    }
+    if (R.counterKind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD) {
+      HtoD += R.value;
+      EXPECT_LE(R.start, R.end);
+      if (R.flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE) {
+        ++Coherence;
+        EXPECT_TRUE(inside(R.address, Faulted.P, Bytes));
+      }
+      if (R.flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER) {
+        ++User;
+        EXPECT_TRUE(inside(R.address, Prefetched.P, Bytes));
+      }
+    }
+  }
+  EXPECT_EQ(Faults, 1);
+  EXPECT_EQ(Coherence, 1);
+  EXPECT_EQ(User, 1);
+  EXPECT_EQ(HtoD, S1.bytes_htod - S0.bytes_htod) << "records and the model's counters agree";
+  (void)cudaStreamDestroy(St);
+}

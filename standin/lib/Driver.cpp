@@ -27,7 +27,10 @@ CUctx_st PrimaryContext;
 extern "C" {
 
 CUresult cuInit(unsigned int Flags) {
-  return Flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (Flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  int Count = 0; // initialises the runtime's model, and CUDA_INJECTION64_PATH with it
+  return result(cudaGetDeviceCount(&Count));
 }
 
 CUresult cuDriverGetVersion(int *Version) { return result(cudaDriverGetVersion(Version)); }

@@ -269,6 +269,10 @@ cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size
     Ns = std::max(Ns, St.Flops / Dev.VectorFlopsPerSecond * 1e9);
   const uint64_t DurationNs = std::max<uint64_t>(1, static_cast<uint64_t>(Ns));
   const uint64_t FaultsBefore = Eng->stats().Faults;
+  // A kernel runs from when the GPU takes it; its demand faults stall it, so
+  // they lie inside [start, end], as on a GPU (CUPTI kernel records include
+  // the stall).
+  const uint64_t ReadyNs = std::max(Eng->computeEndNs(), Eng->issueNs());
   if (llvm::Error E = Eng->launchByAddress(UseList, DurationNs)) {
     llvm::consumeError(std::move(E));
     ++Count.ModelRefused;
@@ -284,7 +288,7 @@ cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size
     std::memcpy(R.grid, L.grid, sizeof(R.grid));
     std::memcpy(R.block, L.block, sizeof(R.block));
     R.end_ns = EndNs;
-    R.start_ns = EndNs >= DurationNs ? EndNs - DurationNs : 0;
+    R.start_ns = std::min(ReadyNs, EndNs >= DurationNs ? EndNs - DurationNs : 0);
     R.faults = Eng->stats().Faults - FaultsBefore;
     R.graph_exec = GraphExec;
     R.shared_mem_bytes = static_cast<uint32_t>(SharedMem);

@@ -13,10 +13,12 @@
 
 #include <cupti.h> // with the parameter structs of generated_cuda_*meta.h
 
+#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -51,9 +53,41 @@ cudaError_t ret(cudaError_t E) {
   return E;
 }
 
+/// CUDA_INJECTION64_PATH: as NVIDIA's driver does during cuInit, the library
+/// it names is loaded and its InitializeInjection() called, once, at the
+/// first call that initialises CUDA. Calls the injection makes meanwhile (on
+/// any thread) go ahead without waiting for it.
+std::atomic<int> InjectionState{0}; // 0 not yet, 1 under way, 2 done
+void resourceEvent(uint32_t Cbid, const void *Descriptor);
+
+void initializeInjection() {
+  if (InjectionState.load(std::memory_order_acquire) != 0)
+    return;
+  int Expected = 0;
+  if (!InjectionState.compare_exchange_strong(Expected, 1))
+    return;
+  const char *Path = std::getenv("CUDA_INJECTION64_PATH");
+  if (Path && *Path) {
+    void *H = dlopen(Path, RTLD_NOW);
+    if (!H) {
+      std::fprintf(stderr, "CUDA stand-in: CUDA_INJECTION64_PATH: %s\n", dlerror());
+    } else if (auto *Init = reinterpret_cast<int (*)()>(dlsym(H, "InitializeInjection"))) {
+      (void)Init();
+    } else {
+      std::fprintf(stderr, "CUDA stand-in: CUDA_INJECTION64_PATH: %s has no InitializeInjection\n",
+                   Path);
+    }
+  }
+  InjectionState.store(2, std::memory_order_release);
+  // The primary context comes to be now: a subscriber that exists (the
+  // injection's, typically) hears of it, as CUPTI reports context creation.
+  resourceEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, nullptr);
+}
+
 /// Entry of every call that does work: the model's lock, and a sticky error
 /// or a configuration error returned before anything else.
 #define ENTER()                                                                                    \
+  initializeInjection();                                                                           \
   Model &M = Model::get();                                                                         \
   std::lock_guard<std::recursive_mutex> Lock(M.Mu);                                                \
   if (M.Sticky != cudaSuccess)                                                                     \
@@ -300,6 +334,7 @@ cudaError_t launchKernel(CUkern_st *K, dim3 Grid, dim3 Block, void **Args, size_
 cudaError_t tracedLaunch(uint32_t RtCbid, const char *RtName, const void *RtParams, bool PerThread,
                          CUkern_st *K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,
                          cudaStream_t Stream) {
+  initializeInjection(); // before the hook is looked at: the injection may subscribe
   if (!hooked())
     return launchKernel(K, Grid, Block, Args, SharedMem, Stream);
   Model &M = Model::get();
@@ -506,13 +541,66 @@ cudaError_t cudaDeviceReset(void) {
 
 // --- Memory ---------------------------------------------------------------
 
-cudaError_t cudaMallocManaged(void **Ptr, size_t Bytes, unsigned int Flags) {
+namespace {
+cudaError_t mallocManaged(void **Ptr, size_t Bytes, unsigned int Flags) {
   ENTER();
   if (!Ptr || Bytes == 0 || (Flags != cudaMemAttachGlobal && Flags != cudaMemAttachHost))
     return ret(cudaErrorInvalidValue);
   if (unsafeDuringCapture(M))
     return ret(cudaErrorStreamCaptureUnsupported);
   return ret(allocate(M, Ptr, Bytes, MemoryKind::Managed));
+}
+
+cudaError_t freeMemory(void *Ptr) {
+  ENTER();
+  if (!Ptr)
+    return cudaSuccess;
+  return ret(release(M, Ptr, false));
+}
+
+/// A correlation id for an API call that launches nothing.
+uint64_t nextCorrelation() {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  return M.NextCorrelation++;
+}
+} // namespace
+
+// Managed allocation and free report their runtime callbacks and, nested,
+// the driver's cuMemAllocManaged / cuMemFree_v2 (what profilers watch).
+cudaError_t cudaMallocManaged(void **Ptr, size_t Bytes, unsigned int Flags) {
+  initializeInjection();
+  if (!hooked())
+    return mallocManaged(Ptr, Bytes, Flags);
+  const uint64_t Corr = nextCorrelation();
+  const cudaMallocManaged_v6000_params P{Ptr, Bytes, Flags};
+  ApiCall Rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
+             "cudaMallocManaged", &P, nullptr, Corr);
+  CUdeviceptr D = 0;
+  const cuMemAllocManaged_params DP{&D, Bytes, Flags};
+  ApiCall Dr(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+             "cuMemAllocManaged", &DP, nullptr, Corr);
+  const cudaError_t E = mallocManaged(Ptr, Bytes, Flags);
+  if (E == cudaSuccess)
+    D = reinterpret_cast<CUdeviceptr>(*Ptr);
+  (void)Dr.done(static_cast<CUresult>(E));
+  return Rt.done(E);
+}
+
+cudaError_t cudaFree(void *Ptr) {
+  initializeInjection();
+  if (!hooked())
+    return freeMemory(Ptr);
+  const uint64_t Corr = nextCorrelation();
+  const cudaFree_v3020_params P{Ptr};
+  ApiCall Rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree", &P,
+             nullptr, Corr);
+  const cuMemFree_v2_params DP{reinterpret_cast<CUdeviceptr>(Ptr)};
+  ApiCall Dr(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", &DP,
+             nullptr, Corr);
+  const cudaError_t E = freeMemory(Ptr);
+  (void)Dr.done(static_cast<CUresult>(E));
+  return Rt.done(E);
 }
 
 cudaError_t cudaMalloc(void **Ptr, size_t Bytes) {
@@ -542,12 +630,6 @@ cudaError_t cudaHostAlloc(void **Ptr, size_t Bytes, unsigned int) {
   return cudaMallocHost(Ptr, Bytes);
 }
 
-cudaError_t cudaFree(void *Ptr) {
-  ENTER();
-  if (!Ptr)
-    return cudaSuccess;
-  return ret(release(M, Ptr, false));
-}
 
 cudaError_t cudaFreeHost(void *Ptr) {
   ENTER();
@@ -1068,6 +1150,7 @@ cudaError_t graphLaunch(cudaGraphExec_t Exec, cudaStream_t Stream) {
 } // namespace
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t Exec, cudaStream_t Stream) {
+  initializeInjection();
   if (!hooked())
     return graphLaunch(Exec, Stream);
   Model &M = Model::get();

@@ -126,10 +126,18 @@ Error validateProfile(const Profile &P) {
     return It != Merged.end() && It->first < End;
   };
 
+  uint64_t KernelNs = 0;
   for (int K = 0; K < P.kernels_size(); ++K) {
     const Kernel &Kn = P.kernels(K);
     if (Kn.end_ns() < Kn.start_ns())
       return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") ends before it starts");
+    // Summed without overflow: each term is checked against what is left.
+    const uint64_t Ns = Kn.end_ns() - Kn.start_ns();
+    if (Ns > kMaxProfileKernelNs - KernelNs)
+      return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") runs " + Twine(Ns) +
+                     " ns: the kernels' durations add up to more than 2^50 ns (13 days), "
+                     "corrupt timestamps");
+    KernelNs += Ns;
     // Roofline inputs: counts, so finite and not negative (NaN fails both).
     if (!(Kn.flops() >= 0) || !std::isfinite(Kn.flops()))
       return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") has flops " +

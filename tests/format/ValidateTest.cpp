@@ -44,6 +44,23 @@ TEST(Validate, KernelEndsBeforeItStarts) {
               HasSubstr("kernel 1 (b) ends before it starts"));
 }
 
+// Found by fuzz_simulator: a kernel ending near 2^64 ns made simulated time
+// wrap, and a plan "beat" the lower bound.
+TEST(Validate, KernelDurationsAreBounded) {
+  Fixture F;
+  v1::Profile P = F.B.build();
+  P.mutable_kernels(1)->set_end_ns(~uint64_t{0} - 125375);
+  EXPECT_THAT(errorText(format::validateProfile(P)),
+              HasSubstr("kernel 1 (b) runs 18446744073709"));
+  P = F.B.build(); // two kernels each just under the cap: the sum is caught
+  for (int K : {0, 1})
+    P.mutable_kernels(K)->set_end_ns(P.kernels(K).start_ns() + format::kMaxProfileKernelNs - 10);
+  EXPECT_THAT(errorText(format::validateProfile(P)), HasSubstr("more than 2^50 ns"));
+  P = F.B.build();
+  P.mutable_kernels(0)->set_end_ns(P.kernels(0).start_ns() + (uint64_t{1} << 40)); // 18 min
+  EXPECT_FALSE(bool(format::validateProfile(P)));
+}
+
 TEST(Validate, AccessOutsideEveryAllocation) {
   Fixture F;
   v1::Profile P = F.B.build();

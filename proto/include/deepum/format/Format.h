@@ -50,6 +50,13 @@ inline constexpr uint64_t kMaxStreamBytes = uint64_t{1} << 30;
 /// buffer grows past it: "FILE: decompresses to more than 1 GiB; refusing to read it".
 inline constexpr uint64_t kMaxDecompressedBytes = uint64_t{1} << 30;
 
+/// The kernels of a profile run for at most this much in all (2^50 ns, 13
+/// days: a few iterations of any training run are far below it). Simulated
+/// time sums durations over iterations in uint64_t ns; this keeps it far from
+/// 2^64. validateProfile: "kernel K (NAME) runs N ns: the kernels' durations
+/// add up to more than 2^50 ns (13 days), corrupt timestamps".
+inline constexpr uint64_t kMaxProfileKernelNs = uint64_t{1} << 50;
+
 /// The caps readFileBytes applies; tests lower them.
 struct ReadLimits {
   uint64_t FileBytes = kMaxFileBytes;

@@ -261,6 +261,17 @@ TEST(CuptiContext, DeviceIdOfTheCurrentContext) {
   EXPECT_EQ(cuptiGetDeviceId(Ctx, nullptr), CUPTI_ERROR_INVALID_PARAMETER);
 }
 
+// cuptiGetTimestamp: "Get the CUPTI timestamp", in nanoseconds. The stand-in's
+// is the model's clock, which host calls do not advance; reads still
+// increase, as a clock's do, so host-ordered events never share a timestamp.
+TEST(CuptiContext, TimestampsIncreaseWithoutKernels) {
+  uint64_t A = 0, B = 0;
+  ASSERT_EQ(cuptiGetTimestamp(&A), CUPTI_SUCCESS);
+  ASSERT_EQ(cuptiGetTimestamp(&B), CUPTI_SUCCESS);
+  EXPECT_LT(A, B);
+  EXPECT_EQ(cuptiGetTimestamp(nullptr), CUPTI_ERROR_INVALID_PARAMETER);
+}
+
 // --- Activity API ----------------------------------------------------------------------
 
 struct Delivered {

@@ -108,8 +108,8 @@ uint64_t Engine::pageAddress(uint32_t B, uint32_t Page) const {
   return Block * PagesPerBlock * PageBytes + uint64_t{Page} * PageBytes;
 }
 
-void Engine::logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t B, uint32_t Mask,
-                      uint64_t Bytes, uint64_t StartNs, uint64_t EndNs, Access Mode) {
+void Engine::logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t B, uint32_t Mask, uint64_t Bytes,
+                      uint64_t StartNs, uint64_t EndNs, Access Mode) {
   UmEvent E;
   E.Type = K;
   E.Why = C;
@@ -245,8 +245,8 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
       static_cast<double>(Ready - LastEvictNs[B]) < Device.ThrashingLapseUs * 1e3) {
     ++Stats.ThrashingEvents;
     if (Events)
-      logEvent(UmEvent::Kind::Thrashing, UmEvent::Cause::None, B, 0,
-               PagesPerBlock * PageBytes, Ready, Ready);
+      logEvent(UmEvent::Kind::Thrashing, UmEvent::Cause::None, B, 0, PagesPerBlock * PageBytes,
+               Ready, Ready);
     if (++ThrashCount[B] >= Device.ThrashingThreshold)
       Flags[B] |= FlThrottled;
     LastEvictNs[B] = Never;

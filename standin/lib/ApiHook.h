@@ -19,14 +19,14 @@ extern "C" {
 
 /// One callback site of one API call.
 struct deepum_standin_api_call {
-  int domain;            // CUpti_CallbackDomain
-  uint32_t cbid;         // CUpti_CallbackId of that domain
-  int site;              // CUpti_ApiCallbackSite (enter 0, exit 1); unused for resources
+  int domain;    // CUpti_CallbackDomain
+  uint32_t cbid; // CUpti_CallbackId of that domain
+  int site;      // CUpti_ApiCallbackSite (enter 0, exit 1); unused for resources
   const char *function_name;
-  const void *params;    // the domain's parameter struct, or the resource descriptor
-  void *return_value;    // cudaError_t* or CUresult*; NULL at enter and for resources
-  const char *symbol_name; // launches: the kernel's device name
-  uint32_t correlation_id; // the same at enter and exit; a launch's kernel record has it
+  const void *params;         // the domain's parameter struct, or the resource descriptor
+  void *return_value;         // cudaError_t* or CUresult*; NULL at enter and for resources
+  const char *symbol_name;    // launches: the kernel's device name
+  uint32_t correlation_id;    // the same at enter and exit; a launch's kernel record has it
   uint64_t *correlation_data; // per call, shared by its enter and exit
 };
 
@@ -53,8 +53,7 @@ struct deepum_standin_cupti_table {
   /// The model's clock, in ns (cuptiGetTimestamp and activity records).
   uint64_t (*now_ns)(void);
   /// deepum_standin_kernel_records (StandIn.h).
-  size_t (*kernel_records)(struct deepum_standin_kernel_record *out, size_t capacity,
-                           size_t first);
+  size_t (*kernel_records)(struct deepum_standin_kernel_record *out, size_t capacity, size_t first);
   /// Starts (1) or stops (0) the model's Unified Memory event log.
   void (*set_um_log)(int on);
   /// Moves up to `capacity` logged events, oldest first, into `out`; returns how many.

@@ -60,7 +60,9 @@ const void *kernel() {
 struct Buffer {
   float *P = nullptr;
   int N = 256;
-  Buffer() { EXPECT_EQ(cudaMallocManaged(&P, N * sizeof(float), cudaMemAttachGlobal), cudaSuccess); }
+  Buffer() {
+    EXPECT_EQ(cudaMallocManaged(&P, N * sizeof(float), cudaMemAttachGlobal), cudaSuccess);
+  }
   ~Buffer() { (void)cudaFree(P); }
 };
 
@@ -100,9 +102,12 @@ void CUPTIAPI record(void *User, CUpti_CallbackDomain Domain, CUpti_CallbackId C
                      const void *Data) {
   auto *L = static_cast<Log *>(User);
   const auto *D = static_cast<const CUpti_CallbackData *>(Data);
-  Site S{Domain,           Cbid,         D->callbackSite,       D->symbolName ? D->symbolName : "",
-         D->correlationId, D->correlationData, D->context};
-  if (Domain == CUPTI_CB_DOMAIN_RUNTIME_API && Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) {
+  Site S{Domain,           Cbid,
+         D->callbackSite,  D->symbolName ? D->symbolName : "",
+         D->correlationId, D->correlationData,
+         D->context};
+  if (Domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+      Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) {
     const auto *P = static_cast<const cudaLaunchKernel_v7000_params *>(D->functionParams);
     S.Func = P->func;
     S.GridX = P->gridDim.x;
@@ -194,9 +199,9 @@ TEST(CuptiCallbacks, LaunchesReportRuntimeAndNestedDriverCallbacks) {
   ASSERT_EQ(cuptiEnableCallback(1, S, CUPTI_CB_DOMAIN_RUNTIME_API,
                                 CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000),
             CUPTI_SUCCESS);
-  ASSERT_EQ(cuptiEnableCallback(1, S, CUPTI_CB_DOMAIN_DRIVER_API,
-                                CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel),
-            CUPTI_SUCCESS);
+  ASSERT_EQ(
+      cuptiEnableCallback(1, S, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel),
+      CUPTI_SUCCESS);
   Buffer B;
   ASSERT_EQ(launch(B, dim3(3)), cudaSuccess);
   CUcontext Ctx = nullptr;

@@ -26,6 +26,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <set>
@@ -34,6 +35,16 @@
 
 // TrainStep.cu's entry, built with -DDEEPUM_TRAIN_STEP_MAIN=deepum_train_step_main.
 int deepum_train_step_main(int argc, char **argv);
+
+// nvcc's registration entry points (crt/host_runtime.h declares them for
+// nvcc-compiled code only).
+extern "C" {
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                            dim3 *bDim, dim3 *gDim, int *wSize);
+}
 
 namespace {
 
@@ -92,8 +103,8 @@ TEST(LaunchTracking, EveryTripleChevronLaunchOfTrainStepIsDecodedWithItsKernelNa
   EXPECT_EQ(R.Open, 0);
   std::set<std::string> Names;
   for (size_t I = 0; I < K.size(); ++I) {
-    const deepum::format::LaunchConfig C{K[I].grid[0],  K[I].grid[1],  K[I].grid[2],
-                                         K[I].block[0], K[I].block[1], K[I].block[2],
+    const deepum::format::LaunchConfig C{K[I].grid[0],         K[I].grid[1],  K[I].grid[2],
+                                         K[I].block[0],        K[I].block[1], K[I].block[2],
                                          K[I].shared_mem_bytes};
     EXPECT_EQ(R.Ids[I], deepum::format::executionId(K[I].name, C))
         << "launch " << I << " of " << K[I].name;
@@ -105,6 +116,77 @@ TEST(LaunchTracking, EveryTripleChevronLaunchOfTrainStepIsDecodedWithItsKernelNa
   EXPECT_GE(Names.size(), 4u);
   EXPECT_EQ(cuda::detail::undecodedLaunches(), UndecodedBefore)
       << "every __cudaLaunchKernel decoded from its nested driver callback";
+}
+
+// A CUDA graph launch is one callback for many kernels: the backend reads the
+// graph's kernel nodes when the exec is created (CUPTI resource callback
+// CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, CUpti_GraphData::graph, through
+// cuGraphGetNodes / cuGraphKernelNodeGetParams / cuFuncGetName) and reports
+// them all at cudaGraphLaunch.
+void graphHostSymbol() {}
+void addOne(deepum_standin_launch *L, void **Args, void *) {
+  float *P = *static_cast<float **>(Args[0]);
+  const int N = *static_cast<int *>(Args[1]);
+  auto Access =
+      reinterpret_cast<deepum_standin_access_fn>(dlsym(RTLD_DEFAULT, "deepum_standin_access"));
+  if (!Access(L, P, N * sizeof(float), DEEPUM_STANDIN_READ_WRITE))
+    return;
+  for (int I = 0; I < N; ++I)
+    P[I] += 1;
+}
+
+TEST(LaunchTracking, GraphLaunchReportsEveryKernelOfTheGraph) {
+  auto Register = reinterpret_cast<deepum_standin_register_twin_fn>(
+      dlsym(RTLD_DEFAULT, "deepum_standin_register_twin"));
+  ASSERT_TRUE(Register) << "not on the stand-in";
+  const char *Name = "_Z6addOnePfi";
+  const void *Fn = reinterpret_cast<const void *>(&graphHostSymbol);
+  void **H = __cudaRegisterFatBinary(nullptr);
+  __cudaRegisterFunction(H, static_cast<const char *>(Fn), nullptr, Name, -1, nullptr, nullptr,
+                         nullptr, nullptr, nullptr);
+  __cudaRegisterFatBinaryEnd(H);
+  const uint32_t Sizes[] = {sizeof(float *), sizeof(int)};
+  ASSERT_EQ(Register(Fn, nullptr, &addOne, nullptr, Sizes, 2), 0);
+
+  auto Back = cuda::createCudaBackend();
+  Recorder R;
+  std::string Why;
+  ASSERT_TRUE(Back->startLaunchTracking(&R, Why)) << Why;
+  float *P = nullptr;
+  int N = 1024;
+  ASSERT_EQ(
+      cudaMallocManaged(reinterpret_cast<void **>(&P), N * sizeof(float), cudaMemAttachGlobal),
+      cudaSuccess);
+  cudaStream_t S = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&S, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(S, cudaStreamCaptureModeGlobal), cudaSuccess);
+  std::vector<uint64_t> Expected;
+  for (unsigned G : {1u, 2u, 4u}) {
+    void *Args[] = {&P, &N};
+    ASSERT_EQ(cudaLaunchKernel(Fn, dim3(G), dim3(128), Args, 0, S), cudaSuccess);
+    Expected.push_back(
+        deepum::format::executionId(Name, deepum::format::LaunchConfig{G, 1, 1, 128, 1, 1, 0}));
+  }
+  cudaGraph_t Graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(S, &Graph), cudaSuccess);
+  // The launch calls made while capturing fire their API callbacks (CUPTI
+  // reports API calls; the kernels do not run), and the backend reports them
+  // as launches today: not asserted here, see docs/standin.md ("Findings").
+  R.Ids.clear();
+  R.Ends = 0;
+  cudaGraphExec_t Exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&Exec, Graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(Exec, S), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(S), cudaSuccess);
+  EXPECT_EQ(R.Ids, Expected);
+  EXPECT_EQ(R.Ends, 1u) << "one graph launch, reported once";
+  EXPECT_EQ(R.Open, 0);
+  EXPECT_EQ(P[0], 3.0f) << "the graph's three kernels ran";
+  Back->stopLaunchTracking();
+  EXPECT_EQ(cudaGraphExecDestroy(Exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(Graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(S), cudaSuccess);
+  EXPECT_EQ(cudaFree(P), cudaSuccess);
 }
 
 } // namespace

@@ -184,7 +184,34 @@ CUstream_st *Model::stream(cudaStream_t S) {
 
 uint64_t Model::nowNs() const { return std::max(Eng->computeEndNs(), Eng->issueNs()); }
 
+void Model::skewUmEvents() {
+  for (size_t I = UmSkewed; I < UmLog.size(); ++I) {
+    UmLog[I].StartNs += SkewNs;
+    UmLog[I].EndNs += SkewNs;
+  }
+  UmSkewed = UmLog.size();
+}
+
+void Model::afterLastStamp(uint64_t EngineNs) {
+  if (EngineNs + SkewNs > LastStampNs)
+    return;
+  skewUmEvents();
+  SkewNs = LastStampNs + 1 - EngineNs;
+}
+
+uint64_t Model::stampNs() {
+  uint64_t T = nowNs() + SkewNs;
+  if (T <= LastStampNs) {
+    skewUmEvents(); // logged under the old skew
+    SkewNs += LastStampNs + 1 - T;
+    T = LastStampNs + 1;
+  }
+  LastStampNs = T;
+  return T;
+}
+
 void Model::prefetch(uint64_t Address, uint64_t Bytes, bool ToDevice, CUstream_st &S) {
+  afterLastStamp(nowNs());
   if (ToDevice)
     Eng->prefetchToDevice(Address, Bytes);
   else
@@ -273,6 +300,7 @@ cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size
   // they lie inside [start, end], as on a GPU (CUPTI kernel records include
   // the stall).
   const uint64_t ReadyNs = std::max(Eng->computeEndNs(), Eng->issueNs());
+  afterLastStamp(ReadyNs);
   if (llvm::Error E = Eng->launchByAddress(UseList, DurationNs)) {
     llvm::consumeError(std::move(E));
     ++Count.ModelRefused;
@@ -287,8 +315,8 @@ cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size
     R.stream = Stream;
     std::memcpy(R.grid, L.grid, sizeof(R.grid));
     std::memcpy(R.block, L.block, sizeof(R.block));
-    R.end_ns = EndNs;
-    R.start_ns = std::min(ReadyNs, EndNs >= DurationNs ? EndNs - DurationNs : 0);
+    R.end_ns = EndNs + SkewNs;
+    R.start_ns = std::min(ReadyNs, EndNs >= DurationNs ? EndNs - DurationNs : 0) + SkewNs;
     R.faults = Eng->stats().Faults - FaultsBefore;
     R.graph_exec = GraphExec;
     R.shared_mem_bytes = static_cast<uint32_t>(SharedMem);

@@ -145,6 +145,17 @@ public:
   uint64_t FreeDiscardBase = 0;
   std::vector<deepum_standin_kernel_record> Records;
   std::vector<deepum::sim::UmEvent> UmLog; // while CUPTI records UM counters
+  /// CUPTI's clock (cuptiGetTimestamp, activity records): the model's, plus a
+  /// skew that grows when reads would repeat (the model charges host calls
+  /// nothing; a clock read never returns the same time twice). Records take
+  /// the skew of when they happened, so host reads and GPU records keep their
+  /// order.
+  uint64_t SkewNs = 0, LastStampNs = 0;
+  size_t UmSkewed = 0; // UmLog entries whose times include the skew
+  uint64_t stampNs();
+  void skewUmEvents();
+  /// Work the model starts at `EngineNs` comes after every clock read so far.
+  void afterLastStamp(uint64_t EngineNs);
   uint64_t NextCorrelation = 1;
 
 private:

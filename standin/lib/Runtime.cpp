@@ -564,6 +564,28 @@ uint64_t nextCorrelation() {
   std::lock_guard<std::recursive_mutex> Lock(M.Mu);
   return M.NextCorrelation++;
 }
+
+cudaError_t profilerCheck() {
+  ENTER();
+  return cudaSuccess;
+}
+
+cudaError_t profilerCall(bool Start) {
+  initializeInjection();
+  if (!hooked())
+    return profilerCheck();
+  const uint64_t Corr = nextCorrelation();
+  ApiCall Rt(CUPTI_CB_DOMAIN_RUNTIME_API,
+             Start ? CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
+                   : CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000,
+             Start ? "cudaProfilerStart" : "cudaProfilerStop", nullptr, nullptr, Corr);
+  ApiCall Dr(CUPTI_CB_DOMAIN_DRIVER_API,
+             Start ? CUPTI_DRIVER_TRACE_CBID_cuProfilerStart : CUPTI_DRIVER_TRACE_CBID_cuProfilerStop,
+             Start ? "cuProfilerStart" : "cuProfilerStop", nullptr, nullptr, Corr);
+  const cudaError_t E = profilerCheck();
+  (void)Dr.done(static_cast<CUresult>(E));
+  return Rt.done(E);
+}
 } // namespace
 
 // Managed allocation and free report their runtime callbacks and, nested,
@@ -1279,6 +1301,12 @@ cudaError_t cudaLaunchKernel_ptsz(const void *Func, dim3 Grid, dim3 Block, void 
                       SharedMem, Stream ? Stream : cudaStreamPerThread);
 }
 
+// cudaProfilerStart/Stop: no effect on the model; their callbacks (runtime,
+// and the driver's cuProfilerStart/Stop nested; neither has a parameter
+// struct) are how profilers see iteration marks.
+cudaError_t cudaProfilerStart(void) { return profilerCall(true); }
+cudaError_t cudaProfilerStop(void) { return profilerCall(false); }
+
 cudaError_t cudaFuncGetName(const char **Name, const void *Func) {
   ENTER();
   if (!Name)
@@ -1385,7 +1413,7 @@ extern "C" const deepum_standin_cupti_table *deepum_standin_cupti_v1(void) {
       [] {
         Model &M = Model::get();
         std::lock_guard<std::recursive_mutex> Lock(M.Mu);
-        return M.nowNs();
+        return M.stampNs();
       },
       &deepum_standin_kernel_records,
       [](int On) {
@@ -1396,6 +1424,7 @@ extern "C" const deepum_standin_cupti_table *deepum_standin_cupti_v1(void) {
       [](deepum_standin_um_event *Out, size_t Capacity) -> size_t {
         Model &M = Model::get();
         std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+        M.skewUmEvents();
         const size_t N = std::min(Capacity, M.UmLog.size());
         using K = deepum::sim::UmEvent::Kind;
         for (size_t I = 0; I < N; ++I) {
@@ -1412,6 +1441,7 @@ extern "C" const deepum_standin_cupti_table *deepum_standin_cupti_v1(void) {
           Out[I].end_ns = E.EndNs;
         }
         M.UmLog.erase(M.UmLog.begin(), M.UmLog.begin() + static_cast<std::ptrdiff_t>(N));
+        M.UmSkewed -= N;
         return N;
       },
   };

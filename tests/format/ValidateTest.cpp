@@ -61,6 +61,31 @@ TEST(Validate, KernelDurationsAreBounded) {
   EXPECT_FALSE(bool(format::validateProfile(P)));
 }
 
+// An allocation freed at the instant it was made (a clock that did not move)
+// stayed live forever, and the reuse of its address made a valid profile
+// invalid; found by recording on the CUDA stand-in.
+TEST(Validate, AllocationFreedTheInstantItWasMadeIsNotLiveAfterwards) {
+  ProfileBuilder B;
+  uint64_t W = B.allocate(4 << 20, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t X = B.allocate(1 << 20, 10, 3000);
+  B.kernel("a", 1000, {{W, v1::ACCESS_MODE_READ}, {X, v1::ACCESS_MODE_WRITE}});
+  B.iteration(0, 1);
+  v1::Profile P = B.build();
+  // A second allocation at X's address, made and freed at X's free time + 1,
+  // then a third at the same address right after.
+  v1::Allocation *Z = P.add_allocations();
+  *Z = P.allocations(1);
+  Z->set_id(77);
+  Z->set_alloc_time_ns(4000);
+  Z->set_free_time_ns(4000);
+  v1::Allocation *R = P.add_allocations();
+  *R = P.allocations(1);
+  R->set_id(78);
+  R->set_alloc_time_ns(5000);
+  R->set_free_time_ns(6000);
+  EXPECT_FALSE(bool(format::validateProfile(P))) << errorText(format::validateProfile(P));
+}
+
 TEST(Validate, AccessOutsideEveryAllocation) {
   Fixture F;
   v1::Profile P = F.B.build();

@@ -45,13 +45,13 @@ policy against it — and the plan's distance to it (`x lower`) is what scheduli
 win; the rest of the distance to the issue's 1.10x x max(ideal, bound) needs less data to move
 (recomputation, compression), not better timing.
 
-On h100-pcie the speedup over `deepum` stays just under 1.3 (geomean over the 20 rows). The
-plan is within 1.12x of the lower bound in every h100 row but vgg16 at 3x; the shortfall comes
-from rows where `deepum` itself is near the bound and there is little left to win — vgg16 at every
-ratio (the plan 1.00-1.22x faster) and the 1.25x rows of resnet50 and vit_b_16 (1.16-1.19x).
-What remains for the transformers is the write-back of the weights and optimizer state that the
-optimizer step dirties, which runs into the next forward pass (docs/planner.md); the cut bound
-does not count data dirtied in the previous iteration, so it cannot show it.
+On h100-pcie the geomean speedup over `deepum` is 1.320 (1.298 under the device model before
+2fbbb98). The plan is within 1.13x of the lower bound in every h100 row but vgg16 at 3x (1.23x);
+its lead is smallest where `deepum` itself is near the bound — vgg16 at 1.25x (1.00x) and the
+1.25x rows of resnet50 and vit_b_16 (1.17-1.20x). What remains for the transformers is the
+write-back of the weights and optimizer state that the optimizer step dirties, which runs into
+the next forward pass (docs/planner.md); the cut bound does not count data dirtied in the
+previous iteration, so it cannot show it.
 
 Planner speed target (tables below): "100k kernels per iteration and 1M block uses in <= 3 s and
 <= 1 GiB". ResNet-50 at batch 32 (about 10 block uses per kernel) repeated to 100k kernels has

@@ -8,11 +8,22 @@
 //             every step faults and evicts; prefetching each kernel's
 //             operands on its stream just before it cuts the demand faults
 //   marked    three steps, each between cudaProfilerStart/Stop (iteration marks)
+//   train STEPS PARAMS
+//             the end-to-end run (deepum-profile, deepum-plan, libdeepum): STEPS
+//             steps from the fixed seed, each between cudaProfilerStart/Stop; the
+//             tensors come from libdeepum's deepum_malloc when DEEPUM_TRAIN_LIBDEEPUM
+//             names the library (dlopen; deepum_step marks each step), else from
+//             cudaMallocManaged. Prints the model's faults and time per step and
+//             libdeepum's stats; writes w1 then w2 (raw floats) to PARAMS.
 // Prints one line per measure; exits 1 on a failed check.
+#include "deepum/deepum.h"
 #include "deepum/standin/Twin.h"
 
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
+
+#include <dlfcn.h>
+#include <sys/types.h>
 
 #include <cmath>
 #include <cstdio>
@@ -249,6 +260,185 @@ static deepum_standin_stats stats() {
   return S;
 }
 
+// libdeepum's C ABI (executor/capi/include/deepum/deepum.h), looked up at run
+// time so that the program needs libdeepum only when asked for it.
+struct DeepumAbi {
+  decltype(&deepum_malloc) malloc = nullptr;
+  decltype(&deepum_free) free = nullptr;
+  decltype(&deepum_step) step = nullptr;
+  decltype(&deepum_get_stats) stats = nullptr;
+};
+// The end-to-end run's network: DeepLayers hidden layers of width H
+// (D -> H -> ... -> H -> C), batch DB, ReLU, MSE loss, SGD; about 29 MiB of tensors,
+// so that half of it still holds every kernel's operands many times over.
+constexpr int DeepLayers = 4, DB = 16; // DB: its batch
+struct DeepNet {
+  float **W, **dW; // W[l]: width(l) x width(l+1), l = 0..DeepLayers
+  float **a, **da; // a[l]: layer l's output, DB x width(l+1); a[DeepLayers] = y
+  float *x, *t, *loss;
+};
+
+static void deepStep(DeepNet &N, cudaStream_t s) {
+  const int NL = DeepLayers;
+  auto width = [&](int l) { return l == 0 ? D : l == NL + 1 ? C : H; };
+  auto act = [&](int l) { return l == 0 ? N.x : N.a[l - 1]; };
+  for (int l = 0; l <= NL; ++l) {
+    const int k = width(l), n = width(l + 1);
+    matmul<<<grid2(DB, n), dim3(16, 16), 0, s>>>(act(l), N.W[l], N.a[l], DB, k, n, 0, 0);
+    if (l < NL)
+      reluForward<<<grid1(DB * n), 256, 0, s>>>(N.a[l], DB * n);
+  }
+  mseGrad<<<1, 1, 0, s>>>(N.a[NL], N.t, N.da[NL], N.loss, DB * C);
+  for (int l = NL; l >= 0; --l) {
+    const int k = width(l), n = width(l + 1);
+    // dW[l] = act(l)^T da[l]; da[l-1] = da[l] W[l]^T, masked by the ReLU.
+    matmul<<<grid2(k, n), dim3(16, 16), 0, s>>>(act(l), N.da[l], N.dW[l], k, DB, n, 1, 0);
+    if (l > 0) {
+      matmul<<<grid2(DB, k), dim3(16, 16), 0, s>>>(N.da[l], N.W[l], N.da[l - 1], DB, n, k, 0, 1);
+      reluBackward<<<grid1(DB * k), 256, 0, s>>>(N.da[l - 1], N.a[l - 1], DB * k);
+    }
+  }
+  for (int l = 0; l <= NL; ++l)
+    sgd<<<grid1(width(l) * width(l + 1)), 256, 0, s>>>(N.W[l], N.dW[l], Lr,
+                                                      width(l) * width(l + 1));
+  CHECK(cudaGetLastError());
+}
+
+static int train(int argc, char **argv) {
+  const int Steps = argc > 2 ? std::atoi(argv[2]) : 0;
+  const char *Out = argc > 3 ? argv[3] : nullptr;
+  if (Steps < 1 || !Out) {
+    std::printf("usage: train STEPS PARAMS\n");
+    return 2;
+  }
+  DeepumAbi Abi;
+  if (const char *Lib = std::getenv("DEEPUM_TRAIN_LIBDEEPUM"); Lib && *Lib) {
+    void *H = dlopen(Lib, RTLD_NOW | RTLD_LOCAL);
+    if (!H) {
+      std::printf("FAIL dlopen %s: %s\n", Lib, dlerror());
+      return 1;
+    }
+    Abi.malloc = reinterpret_cast<decltype(Abi.malloc)>(dlsym(H, "deepum_malloc"));
+    Abi.free = reinterpret_cast<decltype(Abi.free)>(dlsym(H, "deepum_free"));
+    Abi.step = reinterpret_cast<decltype(Abi.step)>(dlsym(H, "deepum_step"));
+    Abi.stats = reinterpret_cast<decltype(Abi.stats)>(dlsym(H, "deepum_get_stats"));
+    if (!Abi.malloc || !Abi.free || !Abi.step || !Abi.stats) {
+      std::printf("FAIL libdeepum's C ABI not found in %s\n", Lib);
+      return 1;
+    }
+  }
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // Every tensor of the deep MLP, in allocation order; the weights first.
+  std::vector<size_t> Sizes;
+  const int NL = DeepLayers;
+  auto width = [&](int l) { return l == 0 ? D : l == NL + 1 ? C : H; }; // width of layer l's input
+  for (int l = 0; l <= NL; ++l)
+    Sizes.push_back(size_t(width(l)) * width(l + 1)); // W[l]
+  for (int l = 0; l <= NL; ++l)
+    Sizes.push_back(size_t(width(l)) * width(l + 1)); // dW[l]
+  for (int l = 1; l <= NL + 1; ++l)
+    Sizes.push_back(size_t(DB) * width(l)); // a[l-1]: layer l-1's output (a[NL] = y)
+  for (int l = 1; l <= NL + 1; ++l)
+    Sizes.push_back(size_t(DB) * width(l)); // da[l-1]
+  Sizes.push_back(size_t(DB) * D);          // x
+  Sizes.push_back(size_t(DB) * C);          // t
+  Sizes.push_back(1);                      // loss
+  std::vector<float *> T(Sizes.size());
+  srand(7);
+  for (size_t i = 0; i < Sizes.size(); ++i) {
+    const size_t Bytes = Sizes[i] * sizeof(float);
+    if (Abi.malloc) {
+      T[i] = static_cast<float *>(Abi.malloc(ssize_t(Bytes), 0, s));
+      if (!T[i]) {
+        std::printf("FAIL deepum_malloc(%zu) returned NULL\n", Bytes);
+        return 1;
+      }
+    } else {
+      CHECK(cudaMallocManaged(reinterpret_cast<void **>(&T[i]), Bytes));
+    }
+    const bool Weight = i <= size_t(NL), Data = i + 3 >= Sizes.size() && i + 1 < Sizes.size();
+    for (size_t j = 0; j < Sizes[i]; ++j)
+      T[i][j] = Weight || Data ? (float(rand() % 2001) / 1000.0f - 1.0f) * (Weight ? 0.03f : 1.0f)
+                               : 0;
+  }
+  DeepNet N;
+  N.W = T.data();
+  N.dW = T.data() + NL + 1;
+  N.a = T.data() + 2 * (NL + 1);
+  N.da = T.data() + 3 * (NL + 1);
+  N.x = T[T.size() - 3];
+  N.t = T[T.size() - 2];
+  N.loss = T[T.size() - 1];
+  deepum_standin_stats Prev{};
+  uint64_t PrevLaunches = 0, PrevMatched = 0;
+  const bool OnStandIn = su::stats(Prev);
+  for (int it = 0; it < Steps; ++it) {
+    CHECK(cudaProfilerStart());
+    deepStep(N, s);
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaProfilerStop());
+    if (Abi.step)
+      Abi.step();
+    // Everything issued for this step, libdeepum's prefetches and evictions
+    // included, is done before the counters are read.
+    CHECK(cudaDeviceSynchronize());
+    if (OnStandIn) {
+      deepum_standin_stats S{};
+      su::stats(S);
+      std::printf("step %d loss %.6f faults %llu evictions %llu model_time_ns %llu\n", it,
+                  N.loss[0], (unsigned long long)(S.faults - Prev.faults),
+                  (unsigned long long)(S.evictions - Prev.evictions),
+                  (unsigned long long)(S.model_time_ns - Prev.model_time_ns));
+      Prev = S;
+    }
+    if (Abi.stats) {
+      deepum_stats_t St{};
+      if (Abi.stats(0, &St, sizeof St) == 0) {
+        std::printf("step %d deepum launches %llu matched %llu\n", it,
+                    (unsigned long long)(St.launches - PrevLaunches),
+                    (unsigned long long)(St.launches_matched - PrevMatched));
+        PrevLaunches = St.launches;
+        PrevMatched = St.launches_matched;
+      }
+    }
+  }
+  if (Abi.stats) {
+    deepum_stats_t St{};
+    if (Abi.stats(0, &St, sizeof St) != 0) {
+      std::printf("FAIL deepum_get_stats\n");
+      return 1;
+    }
+    std::printf("deepum launches %llu matched %llu inserted %llu missing %llu resyncs %llu "
+                "iterations %llu placements %llu misses %llu prefetch_bytes %llu evict_bytes "
+                "%llu discard_bytes %llu budget_evictions %llu backend_errors %llu plan_active "
+                "%u launch_tracking %u\n",
+                (unsigned long long)St.launches, (unsigned long long)St.launches_matched,
+                (unsigned long long)St.launches_inserted, (unsigned long long)St.positions_missing,
+                (unsigned long long)St.resyncs, (unsigned long long)St.iterations,
+                (unsigned long long)St.arena_placements, (unsigned long long)St.placement_misses,
+                (unsigned long long)St.prefetch_bytes, (unsigned long long)St.evict_bytes,
+                (unsigned long long)St.discard_bytes, (unsigned long long)St.budget_evictions,
+                (unsigned long long)St.backend_errors, St.plan_active, St.launch_tracking);
+  }
+  std::FILE *F = std::fopen(Out, "wb");
+  bool Written = F != nullptr;
+  for (int l = 0; Written && l <= NL; ++l)
+    Written = std::fwrite(N.W[l], sizeof(float), Sizes[l], F) == Sizes[l];
+  if (!F || std::fclose(F) != 0 || !Written) {
+    std::printf("FAIL writing %s\n", Out);
+    return 1;
+  }
+  for (size_t i = 0; i < T.size(); ++i) {
+    if (Abi.free)
+      Abi.free(T[i], ssize_t(Sizes[i] * sizeof(float)), 0, s);
+    else
+      CHECK(cudaFree(T[i]));
+  }
+  CHECK(cudaStreamDestroy(s));
+  return 0;
+}
+
 // Built as a library (tests/standin/CMakeLists.txt), the program's entry is
 // named DEEPUM_TRAIN_STEP_MAIN so that a test can run it in its own process.
 #ifndef DEEPUM_TRAIN_STEP_MAIN
@@ -260,6 +450,8 @@ int DEEPUM_TRAIN_STEP_MAIN(int argc, char **argv) {
     std::printf("no host twins: not running on the stand-in\n");
     return 0;
   }
+  if (!std::strcmp(Mode, "train"))
+    return train(argc, argv);
   // saxpy
   {
     const int n = 1 << 20;

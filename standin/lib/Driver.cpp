@@ -1,7 +1,8 @@
 //===- Driver.cpp - libcuda.so.1 of the stand-in ---------------------------===//
 //
 // Only the driver entry points deepum calls itself (profiler/cuda: device
-// identity, context checks, host prefetch at exit). Each forwards to the
+// identity, context checks, host prefetch at exit,
+// executor/cuda's capture check). Each forwards to the
 // stand-in runtime, which holds the one model; CUresult and cudaError_t share
 // the values of every code these return.
 //
@@ -96,6 +97,20 @@ CUresult cuMemPrefetchAsync(CUdeviceptr Ptr, size_t Bytes, CUmemLocation Locatio
   L.type = static_cast<cudaMemLocationType>(Location.type);
   L.id = Location.id;
   return result(cudaMemPrefetchAsync(reinterpret_cast<const void *>(Ptr), Bytes, L, Flags, Stream));
+}
+
+// Capture status: the runtime's, whose enum has the driver's values. The
+// _ptsz version takes a null stream as the per-thread stream.
+CUresult cuStreamIsCapturing(CUstream Stream, CUstreamCaptureStatus *Status) {
+  cudaStreamCaptureStatus S{};
+  const cudaError_t E = cudaStreamIsCapturing(Stream, Status ? &S : nullptr);
+  if (E == cudaSuccess)
+    *Status = static_cast<CUstreamCaptureStatus>(S);
+  return result(E);
+}
+
+CUresult cuStreamIsCapturing_ptsz(CUstream Stream, CUstreamCaptureStatus *Status) {
+  return cuStreamIsCapturing(Stream ? Stream : CU_STREAM_PER_THREAD, Status);
 }
 
 } // extern "C"

@@ -1363,6 +1363,16 @@ CUresult funcGetName(const char **Name, CUfunction F) {
   return CUDA_SUCCESS;
 }
 
+/// cuStreamIsCapturing, as cudaGetDriverEntryPointByVersion hands it out (the
+/// default-stream version: a null stream is the legacy stream).
+CUresult streamIsCapturing(CUstream Stream, CUstreamCaptureStatus *Status) {
+  cudaStreamCaptureStatus S{};
+  const cudaError_t E = cudaStreamIsCapturing(Stream, Status ? &S : nullptr);
+  if (E == cudaSuccess)
+    *Status = static_cast<CUstreamCaptureStatus>(S);
+  return static_cast<CUresult>(E);
+}
+
 struct DriverEntry {
   const char *Name;
   void *Fn;
@@ -1381,6 +1391,7 @@ extern "C" cudaError_t cudaGetDriverEntryPointByVersion(const char *Symbol, void
       {"cuGraphKernelNodeGetParams", reinterpret_cast<void *>(&graphKernelNodeGetParams)},
       {"cuGraphChildGraphNodeGetGraph", reinterpret_cast<void *>(&graphChildGraphNodeGetGraph)},
       {"cuFuncGetName", reinterpret_cast<void *>(&funcGetName)},
+      {"cuStreamIsCapturing", reinterpret_cast<void *>(&streamIsCapturing)},
   };
   for (const DriverEntry &E : Entries)
     if (std::strcmp(E.Name, Symbol) == 0) {

@@ -44,6 +44,10 @@ void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
 void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
                             const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
                             dim3 *bDim, dim3 *gDim, int *wSize);
+// CUDA 13's <<<>>> (crt/device_functions.h declares them for nvcc-compiled code).
+cudaError_t __cudaGetKernel(cudaKernel_t *Kernel, const void *HostFun);
+cudaError_t __cudaLaunchKernel(cudaKernel_t Kernel, dim3 Grid, dim3 Block, void **Args,
+                               size_t SharedMem, cudaStream_t Stream);
 }
 
 namespace {
@@ -169,9 +173,7 @@ TEST(LaunchTracking, GraphLaunchReportsEveryKernelOfTheGraph) {
   }
   cudaGraph_t Graph = nullptr;
   ASSERT_EQ(cudaStreamEndCapture(S, &Graph), cudaSuccess);
-  // The launch calls made while capturing fire their API callbacks (CUPTI
-  // reports API calls; the kernels do not run), and the backend reports them
-  // as launches today: not asserted here, see docs/standin.md ("Findings").
+  // The launches made while capturing: see CapturedLaunchesAreReportedOnlyWhenTheGraphRuns.
   R.Ids.clear();
   R.Ends = 0;
   cudaGraphExec_t Exec = nullptr;
@@ -182,6 +184,89 @@ TEST(LaunchTracking, GraphLaunchReportsEveryKernelOfTheGraph) {
   EXPECT_EQ(R.Ends, 1u) << "one graph launch, reported once";
   EXPECT_EQ(R.Open, 0);
   EXPECT_EQ(P[0], 3.0f) << "the graph's three kernels ran";
+  Back->stopLaunchTracking();
+  EXPECT_EQ(cudaGraphExecDestroy(Exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(Graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(S), cudaSuccess);
+  EXPECT_EQ(cudaFree(P), cudaSuccess);
+}
+
+// A launch into a capturing stream fires its API callbacks (CUPTI reports API
+// calls) but its kernel does not run: it becomes a graph node. The executor
+// must see the kernels when the graph runs, once per cudaGraphLaunch, and not
+// at capture. Captured here: cudaLaunchKernel (decoded from its runtime
+// callback) and <<<>>>'s __cudaLaunchKernel (opaque: decoded from the nested
+// driver cuLaunchKernel callback), so both domains' capture checks run.
+void captureHostSymbol() {}
+
+TEST(LaunchTracking, CapturedLaunchesAreReportedOnlyWhenTheGraphRuns) {
+  auto Register = reinterpret_cast<deepum_standin_register_twin_fn>(
+      dlsym(RTLD_DEFAULT, "deepum_standin_register_twin"));
+  ASSERT_TRUE(Register) << "not on the stand-in";
+  const char *Name = "_Z6addOnePfi";
+  const void *Fn = reinterpret_cast<const void *>(&captureHostSymbol);
+  void **H = __cudaRegisterFatBinary(nullptr);
+  __cudaRegisterFunction(H, static_cast<const char *>(Fn), nullptr, Name, -1, nullptr, nullptr,
+                         nullptr, nullptr, nullptr);
+  __cudaRegisterFatBinaryEnd(H);
+  const uint32_t Sizes[] = {sizeof(float *), sizeof(int)};
+  ASSERT_EQ(Register(Fn, nullptr, &addOne, nullptr, Sizes, 2), 0);
+  cudaKernel_t Kernel = nullptr;
+  ASSERT_EQ(__cudaGetKernel(&Kernel, Fn), cudaSuccess);
+
+  auto Back = cuda::createCudaBackend();
+  Recorder R;
+  std::string Why;
+  ASSERT_TRUE(Back->startLaunchTracking(&R, Why)) << Why;
+  float *P = nullptr;
+  int N = 256;
+  ASSERT_EQ(
+      cudaMallocManaged(reinterpret_cast<void **>(&P), N * sizeof(float), cudaMemAttachGlobal),
+      cudaSuccess);
+  cudaStream_t S = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&S, cudaStreamNonBlocking), cudaSuccess);
+  const uint64_t CapturedBefore = cuda::detail::capturedLaunches();
+  const uint64_t UndecodedBefore = cuda::detail::undecodedLaunches();
+
+  ASSERT_EQ(cudaStreamBeginCapture(S, cudaStreamCaptureModeGlobal), cudaSuccess);
+  std::vector<uint64_t> Expected;
+  void *Args[] = {&P, &N};
+  for (unsigned G : {1u, 2u}) {
+    ASSERT_EQ(cudaLaunchKernel(Fn, dim3(G), dim3(64), Args, 0, S), cudaSuccess);
+    Expected.push_back(
+        deepum::format::executionId(Name, deepum::format::LaunchConfig{G, 1, 1, 64, 1, 1, 0}));
+  }
+  ASSERT_EQ(__cudaLaunchKernel(Kernel, dim3(3), dim3(32), Args, 0, S), cudaSuccess);
+  Expected.push_back(
+      deepum::format::executionId(Name, deepum::format::LaunchConfig{3, 1, 1, 32, 1, 1, 0}));
+  cudaStreamCaptureStatus Status{};
+  ASSERT_EQ(cudaStreamIsCapturing(S, &Status), cudaSuccess);
+  EXPECT_EQ(Status, cudaStreamCaptureStatusActive) << "nothing invalidated the capture";
+  cudaGraph_t Graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(S, &Graph), cudaSuccess);
+  EXPECT_TRUE(R.Ids.empty()) << "captured launches are graph nodes, not launches";
+  EXPECT_EQ(R.Ends, 0u);
+  EXPECT_EQ(R.Open, 0);
+  EXPECT_EQ(cuda::detail::capturedLaunches() - CapturedBefore, 3u) << "each counted once";
+  EXPECT_EQ(cuda::detail::undecodedLaunches(), UndecodedBefore);
+  EXPECT_EQ(P[0], 0.0f) << "nothing ran at capture";
+
+  cudaGraphExec_t Exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&Exec, Graph, 0), cudaSuccess);
+  for (int Launch = 1; Launch <= 2; ++Launch) {
+    ASSERT_EQ(cudaGraphLaunch(Exec, S), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(S), cudaSuccess);
+    std::vector<uint64_t> Want;
+    for (int I = 0; I < Launch; ++I)
+      Want.insert(Want.end(), Expected.begin(), Expected.end());
+    EXPECT_EQ(R.Ids, Want) << "graph launch " << Launch << ": each kernel once";
+    EXPECT_EQ(R.Ends, static_cast<size_t>(Launch));
+    EXPECT_EQ(R.Open, 0);
+    EXPECT_EQ(P[0], 3.0f * static_cast<float>(Launch)) << "the graph's three kernels ran";
+  }
+  for (StreamHandle Seen : R.Streams)
+    EXPECT_EQ(Seen, reinterpret_cast<StreamHandle>(S));
+  EXPECT_EQ(cuda::detail::capturedLaunches() - CapturedBefore, 3u);
   Back->stopLaunchTracking();
   EXPECT_EQ(cudaGraphExecDestroy(Exec), cudaSuccess);
   EXPECT_EQ(cudaGraphDestroy(Graph), cudaSuccess);

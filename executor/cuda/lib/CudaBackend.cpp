@@ -7,6 +7,13 @@
 // has no published parameter struct: it is treated as opaque and the launch
 // is decoded from the call nested in it.
 //
+// Stream capture: a launch into a capturing stream fires the same callbacks,
+// but its kernel does not run (it becomes a graph node, reported when the
+// graph is launched). The launch's stream is queried (cudaStreamIsCapturing
+// for runtime callbacks, cuStreamIsCapturing for driver ones: a non-blocking
+// query) and a captured launch is counted, not reported, with the callbacks
+// nested in it.
+//
 // CUDA graphs: a graph launch is one callback for many kernels. When a graph
 // is instantiated (resource callback GRAPHEXEC_CREATED) its kernel nodes are
 // read once (in node order, which for captured graphs is capture order) and
@@ -85,6 +92,9 @@ struct DriverApi {
   decltype(&cuGraphChildGraphNodeGetGraph) ChildGraph = nullptr;
   decltype(&cuFuncGetName) FuncGetName = nullptr;
   bool Ok = false;
+  // Optional (not part of Ok): without it driver-domain launches are taken as
+  // not captured.
+  CUresult (*StreamIsCapturing)(CUstream, CUstreamCaptureStatus *) = nullptr;
 };
 
 template <typename F> bool entry(const char *Name, F &Out) {
@@ -104,6 +114,7 @@ const DriverApi &driver() {
            entry("cuGraphKernelNodeGetParams", A.KernelNodeGetParams) &&
            entry("cuGraphChildGraphNodeGetGraph", A.ChildGraph) &&
            entry("cuFuncGetName", A.FuncGetName);
+    (void)entry("cuStreamIsCapturing", A.StreamIsCapturing);
     return A;
   }();
   return Api;
@@ -152,6 +163,7 @@ struct Tracker {
   std::shared_mutex GraphsMu;
   std::unordered_map<const void *, std::vector<uint64_t>> Graphs; // CUgraphExec -> IDs
   std::atomic<uint64_t> Undecoded{0};
+  std::atomic<uint64_t> Captured{0}; // launches into a capturing stream, not reported
   std::vector<CuptiHandlerId> Handlers;
 };
 
@@ -164,6 +176,7 @@ struct ThreadLaunch {
   int Depth = 0;  // decodable launch callbacks in progress
   int Opaque = 0; // opaque outer launches in progress
   bool DecodedInOpaque = false;
+  bool Captured = false; // the outermost launch in progress is being captured
   int Device = 0;
   StreamHandle Stream = 0;
 };
@@ -235,6 +248,34 @@ void onResource(void *, CUpti_CallbackDomain, CUpti_CallbackId Cbid, const void 
   }
 }
 
+/// Whether a launch into `Stream` is captured rather than run. `PerThread`: a
+/// _ptsz entry point, where the null stream is the per-thread stream. A failed
+/// query is taken as "not capturing" (the launch reports as before).
+bool capturing(CUpti_CallbackDomain Domain, StreamHandle Stream, bool PerThread) {
+  if (Domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    cudaStream_t S = reinterpret_cast<cudaStream_t>(Stream);
+    if (!S && PerThread)
+      S = cudaStreamPerThread;
+    cudaStreamCaptureStatus Status = cudaStreamCaptureStatusNone;
+    return cudaStreamIsCapturing(S, &Status) == cudaSuccess &&
+           Status != cudaStreamCaptureStatusNone;
+  }
+  const DriverApi &D = driver();
+  if (!D.StreamIsCapturing)
+    return false;
+  CUstream S = reinterpret_cast<CUstream>(Stream);
+  if (!S && PerThread)
+    S = CU_STREAM_PER_THREAD;
+  CUstreamCaptureStatus Status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return D.StreamIsCapturing(S, &Status) == CUDA_SUCCESS && Status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+enum class Decoded {
+  No,       // carries no launch we can name
+  Reported, // reported to the observer
+  Captured, // a launch into a capturing stream: counted, not reported
+};
+
 void begin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) {
   TL.Device = Device;
   TL.Stream = Stream;
@@ -243,25 +284,29 @@ void begin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) {
 }
 
 /// A graph launch: the kernels cached when the graph was instantiated.
-bool decodeGraph(const void *Exec, StreamHandle Stream, const CUpti_CallbackData *Cb) {
+Decoded decodeGraph(CUpti_CallbackDomain Domain, const void *Exec, StreamHandle Stream,
+                    bool PerThread, const CUpti_CallbackData *Cb) {
   Tracker &T = tracker();
   std::vector<uint64_t> Ids;
   {
     std::shared_lock<std::shared_mutex> Lock(T.GraphsMu);
     auto It = T.Graphs.find(Exec);
     if (It == T.Graphs.end() || It->second.empty())
-      return false;
+      return Decoded::No;
     Ids = It->second;
   }
+  if (capturing(Domain, Stream, PerThread)) // becomes a child-graph node
+    return Decoded::Captured;
   begin(deviceOf(Cb->context), Stream, Ids.data(), Ids.size());
-  return true;
+  return Decoded::Reported;
 }
 
-/// Decodes one launch callback; false when the callback carries no launch we can name.
-bool decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_CallbackData *Cb) {
+/// Decodes one launch callback.
+Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_CallbackData *Cb) {
   format::LaunchConfig C;
   const void *Fn = nullptr;
   StreamHandle Stream = 0;
+  bool PerThread = false;
   if (Domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     switch (Cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
@@ -269,6 +314,8 @@ bool decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_Call
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
       // The cooperative params struct has the same layout.
+      PerThread = Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
+                  Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000;
       const auto *P = static_cast<const cudaLaunchKernel_v7000_params *>(Cb->functionParams);
       Fn = P->func;
       C = {P->gridDim.x,
@@ -285,7 +332,8 @@ bool decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_Call
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
       const auto *P = static_cast<const cudaLaunchKernelExC_v11060_params *>(Cb->functionParams);
       if (!P->config)
-        return false;
+        return Decoded::No;
+      PerThread = Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
       Fn = P->func;
       C = {P->config->gridDim.x,
            P->config->gridDim.y,
@@ -300,10 +348,11 @@ bool decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_Call
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
       const auto *P = static_cast<const cudaGraphLaunch_v10000_params *>(Cb->functionParams);
-      return decodeGraph(P->graphExec, reinterpret_cast<StreamHandle>(P->stream), Cb);
+      return decodeGraph(Domain, P->graphExec, reinterpret_cast<StreamHandle>(P->stream),
+                         Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, Cb);
     }
     default:
-      return false;
+      return Decoded::No;
     }
   } else {
     switch (Cbid) {
@@ -312,6 +361,8 @@ bool decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_Call
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
       const auto *P = static_cast<const cuLaunchKernel_params *>(Cb->functionParams);
+      PerThread = Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                  Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
       Fn = P->f;
       C = {P->gridDimX,  P->gridDimY,  P->gridDimZ,      P->blockDimX,
            P->blockDimY, P->blockDimZ, P->sharedMemBytes};
@@ -322,7 +373,8 @@ bool decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_Call
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
       const auto *P = static_cast<const cuLaunchKernelEx_params *>(Cb->functionParams);
       if (!P->config)
-        return false;
+        return Decoded::No;
+      PerThread = Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
       Fn = P->f;
       C = {P->config->gridDimX,      P->config->gridDimY,  P->config->gridDimZ,
            P->config->blockDimX,     P->config->blockDimY, P->config->blockDimZ,
@@ -333,19 +385,22 @@ bool decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_Call
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
       const auto *P = static_cast<const cuGraphLaunch_params *>(Cb->functionParams);
-      return decodeGraph(P->hGraph, reinterpret_cast<StreamHandle>(P->hStream), Cb);
+      return decodeGraph(Domain, P->hGraph, reinterpret_cast<StreamHandle>(P->hStream),
+                         Cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, Cb);
     }
     default:
-      return false;
+      return Decoded::No;
     }
   }
+  if (capturing(Domain, Stream, PerThread))
+    return Decoded::Captured;
   const char *Name = Cb->symbolName;
   if (!Name && Domain == CUPTI_CB_DOMAIN_DRIVER_API && driver().FuncGetName &&
       driver().FuncGetName(&Name, static_cast<CUfunction>(const_cast<void *>(Fn))) != CUDA_SUCCESS)
     Name = nullptr;
   uint64_t Id = finishId(nameHash(Fn, Name), C);
   begin(deviceOf(Cb->context), Stream, &Id, 1);
-  return true;
+  return Decoded::Reported;
 }
 
 void onLaunch(void *, CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const void *Data) {
@@ -360,11 +415,15 @@ void onLaunch(void *, CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const 
       return;
     }
     if (TL.Depth++ > 0)
-      return; // nested in a launch already reported
-    if (!decode(Domain, Cbid, Cb)) {
+      return; // nested in a launch already reported (or captured)
+    const Decoded D = decode(Domain, Cbid, Cb);
+    if (D == Decoded::No) {
       TL.Depth--;
       return;
     }
+    TL.Captured = D == Decoded::Captured;
+    if (TL.Captured)
+      tracker().Captured.fetch_add(1, std::memory_order_relaxed);
     TL.DecodedInOpaque = true;
     return;
   }
@@ -377,6 +436,10 @@ void onLaunch(void *, CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const 
     return; // enter was not decodable
   if (--TL.Depth > 0)
     return;
+  if (TL.Captured) {
+    TL.Captured = false;
+    return;
+  }
   if (LaunchObserver *O = tracker().Observer.load(std::memory_order_acquire))
     O->launchEnd(TL.Device, TL.Stream);
 }
@@ -610,6 +673,7 @@ void setGraphKernels(const void *GraphExec, std::vector<uint64_t> Ids) {
   T.Graphs[GraphExec] = std::move(Ids);
 }
 uint64_t undecodedLaunches() { return tracker().Undecoded.load(); }
+uint64_t capturedLaunches() { return tracker().Captured.load(); }
 } // namespace detail
 
 } // namespace deepum::executor::cuda

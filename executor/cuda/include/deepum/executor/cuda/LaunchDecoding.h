@@ -28,6 +28,8 @@ void setLaunchObserver(LaunchObserver *Observer);
 void setGraphKernels(const void *GraphExec, std::vector<uint64_t> Ids);
 /// __cudaLaunchKernel calls that no nested callback decoded.
 uint64_t undecodedLaunches();
+/// Launches into a capturing stream (graph nodes, not run): seen, not reported.
+uint64_t capturedLaunches();
 
 } // namespace deepum::executor::cuda::detail
 

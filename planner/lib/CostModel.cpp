@@ -63,6 +63,11 @@ Expected<CostModel> loadCostModel(StringRef Name, StringRef File) {
     Num("matmul_efficiency", M.Roofline.MatmulEfficiency);
     Num("memory_efficiency", M.Roofline.MemoryEfficiency);
     Num("kernel_min_us", M.Roofline.KernelMinUs);
+    // deepum-sim's defaults when the model leaves them out.
+    M.TransferCallUs = 20;
+    M.TransferRangeUs = 1;
+    Num("transfer_call_us", M.TransferCallUs);
+    Num("transfer_range_us", M.TransferRangeUs);
     return M;
   }
   return createStringError(inconvertibleErrorCode(),

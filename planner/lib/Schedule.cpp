@@ -246,6 +246,28 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
   std::vector<std::vector<const Action *>> At(N);
   for (const Action &A : Actions)
     At[A.position()].push_back(&A);
+  // Host time of each position's API calls, charged before its transfers are
+  // issued and its kernel launched: one batch call per kind present, plus
+  // each range after the first (runs of consecutive blocks, in issue order),
+  // as deepum-sim charges a plan. Advice is not charged.
+  std::vector<double> CallUs(N, 0);
+  for (uint32_t P = 0; P < N; ++P)
+    for (ActionKind Kind : {ACTION_KIND_EVICT, ACTION_KIND_DISCARD, ACTION_KIND_PREFETCH}) {
+      uint64_t Ranges = 0, Prev = 0;
+      for (const Action *A : At[P]) {
+        if (A->kind() != Kind)
+          continue;
+        for (const ArenaRange &R : A->ranges())
+          for (uint64_t B = R.offset() / T.BlockBytes;
+               B < (R.offset() + R.bytes() + T.BlockBytes - 1) / T.BlockBytes && B < NB; ++B) {
+            Ranges += Ranges == 0 || B != Prev + 1;
+            Prev = B;
+          }
+      }
+      if (Ranges)
+        CallUs[P] += std::max(0.0, M.TransferCallUs) +
+                     static_cast<double>(Ranges - 1) * std::max(0.0, M.TransferRangeUs);
+    }
   // Every block starts with contents on the host (parameters, inputs the
   // host fills); a discard makes them dead until a kernel writes them.
   std::vector<uint8_t> Resident(NB, 0), Valid(NB, 1), HostValid(NB, 1), ReadMostly(NB, 0);
@@ -264,7 +286,8 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
   };
   for (int It = 0; It < 4; ++It) {
     for (uint32_t P = 0; P < N; ++P) {
-      const double Issue = PrevStart; // launch P is seen while P-1 runs
+      // Launch P is seen while P-1 runs; its API calls hold the host first.
+      const double Issue = PrevStart + CallUs[P];
       for (const Action *A : At[P])
         for (const ArenaRange &R : A->ranges())
           for (uint64_t B = R.offset() / T.BlockBytes;
@@ -310,7 +333,7 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
               ++Used;
             }
           }
-      double Start = PrevEnd;
+      double Start = std::max(PrevEnd, Issue); // the host launches it after its calls
       for (const BlockUse &U : T.Uses[P]) {
         uint64_t B = U.Block;
         if (!Resident[B]) { // demand fault: one batch, then the copy

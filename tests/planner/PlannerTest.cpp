@@ -264,6 +264,73 @@ TEST(PlannerSchedule, DurationsFollowTheTargetDevice) {
               1e-6);
 }
 
+TEST(PlannerSchedule, TransferCallsCostTheHostAsDeepumSimChargesThem) {
+  // Four kernels, each reading blocks 0-3, all resident after the first
+  // iteration: the actions move nothing, so only their API calls cost time.
+  Trace T;
+  T.Positions = 4;
+  T.BlockBytes = 2 * MiB;
+  T.Blocks = 8;
+  T.DurationUs.assign(4, 0.0);
+  T.Uses.assign(4, {});
+  for (auto &Uses : T.Uses)
+    for (uint64_t B = 0; B < 4; ++B)
+      Uses.push_back({B, ACCESS_MODE_READ});
+  std::vector<Action> Actions;
+  auto Add = [&](uint32_t Pos, ActionKind Kind, std::vector<std::pair<uint64_t, uint64_t>> Blocks,
+                 uint32_t Due = 0) {
+    Action A;
+    A.set_position(Pos);
+    A.set_kind(Kind);
+    if (Kind == ACTION_KIND_PREFETCH)
+      A.set_due_position(Due);
+    if (Kind == ACTION_KIND_ADVISE)
+      A.set_advice(ADVICE_SET_READ_MOSTLY);
+    for (auto [First, Count] : Blocks) {
+      ArenaRange *R = A.add_ranges();
+      R->set_offset(First * T.BlockBytes);
+      R->set_bytes(Count * T.BlockBytes);
+    }
+    Actions.push_back(A);
+  };
+  Add(0, ACTION_KIND_ADVISE, {{0, 1}});              // not charged
+  Add(1, ACTION_KIND_PREFETCH, {{0, 1}, {2, 1}}, 1); // one call, 2 ranges: 20 + 1
+  Add(2, ACTION_KIND_DISCARD, {{7, 1}});             // 20 (never resident)
+  Add(2, ACTION_KIND_EVICT, {{6, 1}});               // 20 (never resident)
+  Add(2, ACTION_KIND_PREFETCH, {{1, 1}}, 2);         // 20
+  // One batch call whose blocks 0-2 form one run across two actions: 20.
+  Add(3, ACTION_KIND_PREFETCH, {{0, 2}}, 0);
+  Add(3, ACTION_KIND_PREFETCH, {{2, 1}}, 3);
+  normalizeActions(Actions);
+  const uint64_t Memory = T.Blocks * T.BlockBytes;
+
+  CostModel Free;
+  ASSERT_EQ(Free.TransferCallUs, 0.0);
+  CostModel Charged = Free;
+  Charged.TransferCallUs = 20;
+  Charged.TransferRangeUs = 1;
+  const double CallsUs = (20 + 1) + 3 * 20 + 20;
+  EXPECT_NEAR(predictIterationUs(T, Free, Actions, Memory), 0.0, 1e-9);
+  EXPECT_NEAR(predictIterationUs(T, Charged, Actions, Memory), CallsUs, 1e-9);
+
+  // Kernels of 10 us: a position's calls run while the previous kernel does,
+  // and only what exceeds it delays the launch (deepum-sim: the kernel starts
+  // at max(previous end, previous start + calls)).
+  T.DurationUs.assign(4, 10.0);
+  EXPECT_NEAR(predictIterationUs(T, Free, Actions, Memory), 40.0, 1e-9);
+  EXPECT_NEAR(predictIterationUs(T, Charged, Actions, Memory), 10 + 21 + 60 + 20, 1e-9);
+  // Calls shorter than the kernel before them are hidden.
+  CostModel Cheap = Free;
+  Cheap.TransferCallUs = 5;
+  Cheap.TransferRangeUs = 1;
+  EXPECT_NEAR(predictIterationUs(T, Cheap, Actions, Memory), 10 + 10 + 15 + 10, 1e-9);
+
+  // The shipped device models set them; the planner reads them.
+  CostModel V100 = takeOk(loadCostModel("v100-pcie-16gb"));
+  EXPECT_EQ(V100.TransferCallUs, 20.0);
+  EXPECT_EQ(V100.TransferRangeUs, 1.0);
+}
+
 TEST(PlannerSchedule, DeadFirstKeepsTheProperties) {
   // Each schedule the search chooses among must be valid on its own: the
   // dead-first variant and the margin-only ones respect capacity, never

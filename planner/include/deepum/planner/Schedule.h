@@ -36,6 +36,13 @@ struct CostModel {
   double FaultBatchLatencyUs = 45;
   /// Whether evicting a block whose host copy is valid copies it anyway.
   bool EvictionCopiesClean = false;
+  /// Host time of one transfer API call, us (transfer_call_us), and of each
+  /// range after the first in a batch call (transfer_range_us). A plan's
+  /// actions at a position are one batch call per kind (evict, discard,
+  /// prefetch), issued before the position's launch, as deepum-sim charges
+  /// them. Zero here; loadCostModel reads the device model's.
+  double TransferCallUs = 0;
+  double TransferRangeUs = 0;
   /// Roofline of the device (device-models.json), for profiles recorded on
   /// another device: kernel durations are recomputed exactly as deepum-sim
   /// does (`--durations auto`). Zero when the model has none.
@@ -92,6 +99,11 @@ Schedule schedulePrefetchWith(const Trace &T, const CostModel &M, uint64_t GpuMe
 /// evicts, when the device model copies clean pages on eviction and the cost
 /// model predicts the schedule faster with it; otherwise leaves S unchanged.
 void adviseReadMostly(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes, Schedule &S);
+
+/// The cost model's steady-state iteration time of `Actions` (sorted as
+/// plan.proto requires), us: what ScheduleStats::PredictedIterationUs holds.
+double predictIterationUs(const Trace &T, const CostModel &M,
+                          const std::vector<deepum::v1::Action> &Actions, uint64_t GpuMemoryBytes);
 
 /// Sorts actions by (position, issue order: advise, discard, evict,
 /// prefetch, then due position, dirty, first offset) and merges actions that

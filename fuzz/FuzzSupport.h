@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace deepum::fuzz {
@@ -98,6 +99,20 @@ inline bool withinCaps(const deepum::v1::Profile &P) {
       return false;
   }
   return true;
+}
+
+/// The planner's and simulator's input: one parameter byte, then a binary
+/// profile. The profile when it parses, validates and is within ProfileCaps.
+inline std::optional<deepum::v1::Profile> paramAndProfile(const uint8_t *Data, size_t Size,
+                                                          uint8_t &Param) {
+  if (Size < 1)
+    return std::nullopt;
+  Param = Data[0];
+  llvm::StringRef Bytes(reinterpret_cast<const char *>(Data) + 1, Size - 1);
+  llvm::Expected<deepum::v1::Profile> P = format::parseProfile(Bytes, "fuzz");
+  if (!takeValue(P) || !withinCaps(*P))
+    return std::nullopt;
+  return std::move(*P);
 }
 
 } // namespace deepum::fuzz

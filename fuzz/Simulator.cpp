@@ -55,12 +55,9 @@ void checkFigure(const char *Name, double V, const std::string &Run) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
-  if (Size < 1)
-    return 0;
-  uint8_t Param = Data[0];
-  llvm::StringRef Bytes(reinterpret_cast<const char *>(Data) + 1, Size - 1);
-  llvm::Expected<v1::Profile> P = format::parseProfile(Bytes, "fuzz");
-  if (!fuzz::takeValue(P) || !fuzz::withinCaps(*P))
+  uint8_t Param = 0;
+  std::optional<v1::Profile> P = fuzz::paramAndProfile(Data, Size, Param);
+  if (!P)
     return 0;
 
   static constexpr sim::Policy Policies[] = {sim::Policy::Um,      sim::Policy::DeepUm,

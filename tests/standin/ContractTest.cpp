@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "deepum/standin/StandIn.h"
 
+#include "NvccEntryPoints.h"
+
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -16,23 +18,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
-
-// nvcc's registration and launch entry points (crt/host_runtime.h declares
-// them for nvcc-compiled code only).
-extern "C" {
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
-unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
-                                     struct CUstream_st *stream);
-cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
-                                       void *stream);
-cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                               size_t sharedMem, cudaStream_t stream);
-}
 
 namespace {
 

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "deepum/standin/StandIn.h"
 
+#include "NvccEntryPoints.h"
+
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -17,17 +19,6 @@
 #include <cstring>
 #include <string>
 #include <vector>
-
-extern "C" {
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
-cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                               size_t sharedMem, cudaStream_t stream);
-}
 
 namespace {
 

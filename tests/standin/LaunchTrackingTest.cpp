@@ -24,6 +24,8 @@
 #include "deepum/format/Signature.h"
 #include "deepum/standin/StandIn.h"
 
+#include "NvccEntryPoints.h"
+
 #include "gtest/gtest.h"
 
 #include <cuda_runtime_api.h>
@@ -35,20 +37,6 @@
 
 // TrainStep.cu's entry, built with -DDEEPUM_TRAIN_STEP_MAIN=deepum_train_step_main.
 int deepum_train_step_main(int argc, char **argv);
-
-// nvcc's registration entry points (crt/host_runtime.h declares them for
-// nvcc-compiled code only).
-extern "C" {
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
-// CUDA 13's <<<>>> (crt/device_functions.h declares them for nvcc-compiled code).
-cudaError_t __cudaGetKernel(cudaKernel_t *Kernel, const void *HostFun);
-cudaError_t __cudaLaunchKernel(cudaKernel_t Kernel, dim3 Grid, dim3 Block, void **Args,
-                               size_t SharedMem, cudaStream_t Stream);
-}
 
 namespace {
 

@@ -19,6 +19,7 @@
 #include "deepum/planner/Trace.h"
 
 #include "deepum/format/PlanWire.h"
+#include "deepum/format/Signature.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Twine.h"
@@ -383,7 +384,7 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
   std::vector<ArenaAccess> Accesses;
   for (uint32_t Pos = 0; Pos < N; ++Pos) {
     const Kernel &K = P.kernels(First + Pos);
-    T.DurationUs[Pos] = static_cast<double>(K.end_ns() - K.start_ns()) / 1000.0;
+    T.DurationUs[Pos] = static_cast<double>(deepum::format::computeNs(K)) / 1000.0;
     Accesses.clear();
     size_t RefAccesses = SIZE_MAX; // accesses of the reference kernel itself come first
     if (K.tensors_size() > 0) {

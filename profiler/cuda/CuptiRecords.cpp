@@ -77,6 +77,7 @@ void translateUm(const CUpti_ActivityUnifiedMemoryCounter3 &R, RecordSink &Sink)
     FaultRecord F;
     F.Address = R.address;
     F.TimeNs = R.start; // when the driver began servicing it; the kernel is stalled then
+    F.EndNs = std::max(R.end, R.start);
     F.Access = faultAccess(R.flags);
     F.Device = R.srcId;
     Sink.addFault(F);

@@ -553,6 +553,8 @@ Expected<Profile> Recorder::buildProfile() const {
   });
   uint64_t Unattributed = 0, OutsideAllocations = 0;
   std::vector<std::vector<PageUse>> Uses(Ks.size());
+  // Per kernel, the service intervals of its fault groups, clipped to it.
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> Stalls(Ks.size());
   for (const FaultRecord *F : Fs) {
     int64_t K = KernelAt(F->TimeNs);
     PageFault *PF = P.add_faults();
@@ -564,6 +566,11 @@ Expected<Profile> Recorder::buildProfile() const {
       ++Unattributed;
       continue;
     }
+    const KernelRecord &Kr = *Ks[static_cast<size_t>(K)];
+    const uint64_t From = std::max(F->TimeNs, Kr.StartNs);
+    const uint64_t To = std::min(std::max(F->EndNs, F->TimeNs), std::max(Kr.EndNs, Kr.StartNs));
+    if (From < To)
+      Stalls[static_cast<size_t>(K)].push_back({From, To});
     int64_t A = AllocationAt(F->Address, F->TimeNs);
     if (A < 0) {
       // Memory the allocator did not report (a library's own cudaMalloc, say):
@@ -573,6 +580,24 @@ Expected<Profile> Recorder::buildProfile() const {
     }
     Uses[K].push_back(
         {F->Address / kPageBytes, static_cast<uint64_t>(A) + 1, modeOfFault(F->Access)});
+  }
+
+  // Fault stall: the union of each kernel's fault-service intervals.
+  for (size_t K = 0; K < Ks.size(); ++K) {
+    auto &S = Stalls[K];
+    if (S.empty())
+      continue;
+    std::sort(S.begin(), S.end());
+    uint64_t Stall = 0, RunBegin = S.front().first, RunEnd = S.front().second;
+    for (const auto &[From, To] : S) {
+      if (From > RunEnd) {
+        Stall += RunEnd - RunBegin;
+        RunBegin = From;
+      }
+      RunEnd = std::max(RunEnd, To);
+    }
+    Stall += RunEnd - RunBegin;
+    P.mutable_kernels(static_cast<int>(K))->set_fault_stall_ns(Stall);
   }
 
   // Access sets: per kernel, blocks with page masks, and runs of pages per allocation.

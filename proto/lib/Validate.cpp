@@ -144,6 +144,10 @@ Error validateProfile(const Profile &P) {
                      " ns: the kernels' durations add up to more than 2^50 ns (13 days), "
                      "corrupt timestamps");
     KernelNs += Ns;
+    if (Kn.fault_stall_ns() > Ns)
+      return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") waited " +
+                     Twine(Kn.fault_stall_ns()) + " ns on page faults but ran only " + Twine(Ns) +
+                     " ns");
     // Roofline inputs: counts, so finite and not negative (NaN fails both).
     if (!(Kn.flops() >= 0) || !std::isfinite(Kn.flops()))
       return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") has flops " +

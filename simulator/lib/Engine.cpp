@@ -442,12 +442,17 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
     const size_t FirstEvent = Events ? Events->size() : 0;
     for (const BlockUse &F : FaultScratch) {
       uint32_t Faulted = F.PageMask & ~Resident[F.Block]; // may have come with an earlier batch
+      // CUPTI reports a fault group per faulting page: every page of the
+      // batch, absent when the kernel started. Pages an earlier batch brought
+      // (the density prefetch) were raised all the same: the driver fetches
+      // and replays their entries in this batch, but nothing moves.
+      if (Events)
+        for (uint32_t M = F.PageMask; M; M &= M - 1)
+          logEvent(UmEvent::Kind::GpuPageFault, UmEvent::Cause::None, F.Block, M & -M, PageBytes,
+                   BatchStart, 0, F.Mode);
       if (!Faulted)
         continue;
       Stats.Faults += pages(Faulted);
-      if (Events)
-        logEvent(UmEvent::Kind::GpuPageFault, UmEvent::Cause::None, F.Block, Faulted,
-                 pages(Faulted) * PageBytes, BatchStart, 0, F.Mode);
       uint32_t All = densityExpand(F.Block, Faulted);
       uint64_t RoomNs = makeRoom(pages(All), T, /*ProtectUpTo=*/-1);
       if (RoomNs == Never) { // no room for the density prefetch: the faulted pages alone

@@ -142,8 +142,7 @@ deepum::sim::kernelDurations(const deepum::v1::Profile &P, const DeviceModel &De
   }
   if (!Recomputed)
     for (uint32_t K = First; K < First + Count; ++K)
-      Ns.push_back(P.kernels(static_cast<int>(K)).end_ns() -
-                   P.kernels(static_cast<int>(K)).start_ns());
+      Ns.push_back(deepum::format::computeNs(P.kernels(static_cast<int>(K))));
   if (Roofline)
     *Roofline = Recomputed;
   return Ns;

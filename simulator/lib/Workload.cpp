@@ -120,7 +120,7 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
   BlockIndex KernelBlocks; // UM block -> index in W.Uses, ascending
   for (uint32_t K = 0; K < Count; ++K) {
     const deepum::v1::Kernel &Kr = P.kernels(static_cast<int>(First + K));
-    W.DurationNs.push_back(Kr.end_ns() - Kr.start_ns());
+    W.DurationNs.push_back(deepum::format::computeNs(Kr));
     Starts.push_back(Kr.start_ns());
     uint64_t Id = deepum::format::executionId(Kr);
     const size_t UsesBegin = W.Uses.size();
@@ -376,7 +376,7 @@ llvm::Expected<Workload> detail::workloadFromPlan(const deepum::v1::Plan &Plan,
   W.UseBegin.push_back(0);
   for (uint32_t K = 0; K < Count; ++K) {
     const deepum::v1::Kernel &Kr = P.kernels(static_cast<int>(First + K));
-    W.DurationNs.push_back(Kr.end_ns() - Kr.start_ns());
+    W.DurationNs.push_back(deepum::format::computeNs(Kr));
     W.LaunchIds.push_back(Plan.position_ids(static_cast<int>(K)));
     if (const deepum::v1::BlockChain *C = ChainAt[K]) {
       // Blocks in first-touch order may repeat in a chain; merge them.

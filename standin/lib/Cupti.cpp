@@ -152,7 +152,7 @@ bool umRecord(const State &S, const deepum_standin_um_event &E,
   switch (E.kind) {
   case 0:
     R.counterKind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT;
-    R.value = 1; // one fault group per faulted range
+    R.value = 1; // one fault group for this page
     R.srcId = 0;
     // A read-write access faults as a write.
     R.flags = E.access == 0 ? CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ

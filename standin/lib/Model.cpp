@@ -219,6 +219,21 @@ void Model::prefetch(uint64_t Address, uint64_t Bytes, bool ToDevice, CUstream_s
   S.LastNs = std::max(S.LastNs, nowNs());
 }
 
+void Model::prefetchBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, bool ToDevice,
+                          CUstream_st &S) {
+  afterLastStamp(nowNs());
+  if (ToDevice)
+    Eng->prefetchBatchToDevice(Ranges);
+  else
+    Eng->evictBatchToHost(Ranges);
+  S.LastNs = std::max(S.LastNs, nowNs());
+}
+
+void Model::discardBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, CUstream_st &S) {
+  Eng->discardBatch(Ranges);
+  S.LastNs = std::max(S.LastNs, nowNs());
+}
+
 void Model::discard(uint64_t Address, uint64_t Bytes, CUstream_st &S) {
   Eng->discard(Address, Bytes);
   S.LastNs = std::max(S.LastNs, nowNs());
@@ -403,6 +418,8 @@ int deepum_standin_get_stats(deepum_standin_stats *Out, size_t OutSize) {
   R.bytes_driver_prefetched = S.BytesDriverPrefetched - B.BytesDriverPrefetched;
   R.bytes_demand = S.BytesDemand - B.BytesDemand;
   R.evictions = S.Evictions - B.Evictions;
+  R.host_calls = S.HostCalls - B.HostCalls;
+  R.host_call_ns = S.HostCallNs - B.HostCallNs;
   R.bytes_discarded = S.BytesDiscarded - B.BytesDiscarded - (M.Count.FreeDiscardBytes - M.FreeDiscardBase);
   R.thrashing_events = S.ThrashingEvents - B.ThrashingEvents;
   R.model_refused_launches = M.Count.ModelRefused;

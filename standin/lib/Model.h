@@ -135,6 +135,10 @@ public:
                      cudaStream_t S, uint64_t GraphExec = 0);
   void prefetch(uint64_t Address, uint64_t Bytes, bool ToDevice, CUstream_st &S);
   void discard(uint64_t Address, uint64_t Bytes, CUstream_st &S);
+  /// Batch calls: the host pays for one call, not one per range.
+  void prefetchBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, bool ToDevice,
+                     CUstream_st &S);
+  void discardBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, CUstream_st &S);
   uint64_t nowNs() const;
 
   // Counters.

@@ -260,13 +260,22 @@ cudaError_t checkLocations(size_t Count, const cudaMemLocation *Locs, const size
 void prefetchBatch(Model &M, void **Ptrs, size_t *Sizes, size_t Count,
                    const cudaMemLocation *Locs, const size_t *Idxs, size_t NumLocs,
                    CUstream_st &S) {
-  size_t Loc = 0;
-  for (size_t I = 0; I < Count; ++I) {
-    while (Loc + 1 < NumLocs && Idxs[Loc + 1] <= I)
-      ++Loc;
-    M.prefetch(reinterpret_cast<uint64_t>(Ptrs[I]), Sizes[I],
-               Locs[Loc].type == cudaMemLocationTypeDevice, S);
+  // One call, whatever its length: the engine charges the host call once per
+  // run of ranges bound for one location (libdeepum sends one location a call).
+  for (size_t Loc = 0; Loc < NumLocs; ++Loc) {
+    const size_t End = Loc + 1 < NumLocs ? Idxs[Loc + 1] : Count;
+    std::vector<deepum::sim::Engine::Range> Ranges;
+    for (size_t I = Idxs[Loc]; I < End; ++I)
+      Ranges.push_back({reinterpret_cast<uint64_t>(Ptrs[I]), Sizes[I]});
+    M.prefetchBatch(Ranges, Locs[Loc].type == cudaMemLocationTypeDevice, S);
   }
+}
+
+void discardBatch(Model &M, void **Ptrs, size_t *Sizes, size_t Count, CUstream_st &S) {
+  std::vector<deepum::sim::Engine::Range> Ranges;
+  for (size_t I = 0; I < Count; ++I)
+    Ranges.push_back({reinterpret_cast<uint64_t>(Ptrs[I]), Sizes[I]});
+  M.discardBatch(Ranges, S);
 }
 
 bool validDims(const dim3 &G, const dim3 &B, const cudaDeviceProp &P) {
@@ -801,8 +810,7 @@ cudaError_t cudaMemDiscardBatchAsync(void **Ptrs, size_t *Sizes, size_t Count,
   CUstream_st *S = nullptr;
   if (cudaError_t E = checkBatch(M, Ptrs, Sizes, Count, Flags, Stream, S))
     return ret(E);
-  for (size_t I = 0; I < Count; ++I)
-    M.discard(reinterpret_cast<uint64_t>(Ptrs[I]), Sizes[I], *S);
+  discardBatch(M, Ptrs, Sizes, Count, *S);
   return cudaSuccess;
 }
 
@@ -816,8 +824,7 @@ cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void **Ptrs, size_t *Sizes, size
     return ret(E);
   if (cudaError_t E = checkLocations(Count, Locs, Idxs, NumLocs))
     return ret(E);
-  for (size_t I = 0; I < Count; ++I)
-    M.discard(reinterpret_cast<uint64_t>(Ptrs[I]), Sizes[I], *S);
+  discardBatch(M, Ptrs, Sizes, Count, *S);
   prefetchBatch(M, Ptrs, Sizes, Count, Locs, Idxs, NumLocs, *S);
   return cudaSuccess;
 }

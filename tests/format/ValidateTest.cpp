@@ -44,6 +44,18 @@ TEST(Validate, KernelEndsBeforeItStarts) {
               HasSubstr("kernel 1 (b) ends before it starts"));
 }
 
+TEST(Validate, FaultStallWithinTheKernel) {
+  Fixture F;
+  v1::Profile P = F.B.build();
+  const uint64_t Ns = P.kernels(1).end_ns() - P.kernels(1).start_ns();
+  P.mutable_kernels(1)->set_fault_stall_ns(Ns); // all of it: allowed
+  EXPECT_FALSE(bool(format::validateProfile(P)));
+  P.mutable_kernels(1)->set_fault_stall_ns(Ns + 1);
+  EXPECT_THAT(errorText(format::validateProfile(P)),
+              HasSubstr("kernel 1 (b) waited " + std::to_string(Ns + 1) +
+                        " ns on page faults but ran only " + std::to_string(Ns) + " ns"));
+}
+
 // Found by fuzz_simulator: a kernel ending near 2^64 ns made simulated time
 // wrap, and a plan "beat" the lower bound.
 TEST(Validate, KernelDurationsAreBounded) {

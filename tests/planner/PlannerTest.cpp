@@ -234,6 +234,23 @@ TEST(PlannerSchedule, MoreMemoryNeverPredictsSlower) {
   }
 }
 
+TEST(PlannerSchedule, RecordedFaultStallIsNotCompute) {
+  // Kernels recorded while faulting: the plan's clock is their compute time,
+  // the duration less the recorded wait on faults.
+  Profile P = syntheticTraining();
+  const Trace Before = traceOf(P);
+  for (Kernel &K : *P.mutable_kernels())
+    K.set_fault_stall_ns((K.end_ns() - K.start_ns()) / 4);
+  const Trace After = traceOf(P);
+  ASSERT_EQ(Before.DurationUs.size(), After.DurationUs.size());
+  for (size_t I = 0; I < After.DurationUs.size(); ++I) {
+    const Kernel &K = P.kernels(static_cast<int>(After.FirstKernel + I));
+    const uint64_t Ns = K.end_ns() - K.start_ns();
+    EXPECT_NEAR(After.DurationUs[I], static_cast<double>(Ns - Ns / 4) / 1000.0, 1e-9);
+    EXPECT_LT(After.DurationUs[I], Before.DurationUs[I]);
+  }
+}
+
 TEST(PlannerSchedule, DurationsFollowTheTargetDevice) {
   // A profile recorded on a V100 with roofline inputs, planned for an H100:
   // the schedule's clock is the H100's roofline (as deepum-sim's

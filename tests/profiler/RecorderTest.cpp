@@ -2,6 +2,7 @@
 #include "TestSupport.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/Signature.h"
 #include "deepum/profiler/Recorder.h"
 
 #include "gmock/gmock.h"
@@ -109,6 +110,31 @@ TEST(Recorder, FaultsAreAttributedToTheRunningKernelAndBecomeAccessSets) {
   EXPECT_EQ(Cons.blocks(1).mode(), v1::ACCESS_MODE_READ_WRITE); // atomic
   ASSERT_EQ(Cons.tensors_size(), 2);
   EXPECT_EQ(Cons.tensors(1).allocation_id(), 2u);
+}
+
+TEST(Recorder, FaultStallIsTheUnionOfFaultServiceClippedToTheKernel) {
+  Recorder R({});
+  R.setUmCounters(true);
+  R.addAllocation(Base, 4 * MiB, 7, 10, AllocationSource::Allocator);
+  R.addKernel(kernel("k", 1000, 2000));
+  R.addKernel(kernel("calm", 3000, 3100));
+  auto serviced = [](uint64_t Address, uint64_t Start, uint64_t End) {
+    FaultRecord F = fault(Address, Start);
+    F.EndNs = End;
+    return F;
+  };
+  // One batch of two pages [1100, 1300), a second overlapping it [1250, 1400),
+  // a third running past the kernel's end [1900, 2500): 300 + 100 ns.
+  R.addFault(serviced(Base, 1100, 1300));
+  R.addFault(serviced(Base + 64 * KiB, 1100, 1300));
+  R.addFault(serviced(Base + 2 * MiB, 1250, 1400));
+  R.addFault(serviced(Base + 3 * MiB, 1900, 2500));
+  v1::Profile P = build(R);
+  ASSERT_FALSE(bool(format::validateProfile(P)));
+  EXPECT_EQ(P.kernels(0).fault_stall_ns(), 400u);
+  EXPECT_EQ(P.kernels(1).fault_stall_ns(), 0u);
+  EXPECT_EQ(format::computeNs(P.kernels(0)), 600u);
+  EXPECT_EQ(format::computeNs(P.kernels(1)), 100u);
 }
 
 TEST(Recorder, OverlappingKernelsLeaveFaultsUnattributed) {

@@ -523,6 +523,23 @@ TEST(SimDurations, RooflineOfAnotherDeviceReplacesRecordedDurations) {
   EXPECT_NEAR(run(P, O).IdealUs, 200, 1e-9);
 }
 
+TEST(SimDurations, RecordedFaultStallIsNotCompute) {
+  // A profile recorded while the kernels faulted: the simulator models the
+  // paging itself, so the recorded wait on faults must not count as compute
+  // (or the faults would be paid twice).
+  ProfileBuilder B;
+  uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  B.kernel("aten::mm", 100'000, {{A, ACCESS_MODE_READ}});
+  B.kernel("aten::add", 100'000, {{A, ACCESS_MODE_READ}});
+  B.iteration(0, 2);
+  v1::Profile P = B.build();
+  P.mutable_kernels(0)->set_fault_stall_ns(60'000);
+  SimOptions O = opts(Policy::Ideal, 4 * MiB);
+  O.Durations = SimOptions::DurationSource::Profile;
+  EXPECT_NEAR(run(P, O).IdealUs, 140, 1e-9);
+  EXPECT_NEAR(run(P, opts(Policy::Um, 4 * MiB)).IterationUs, 140, 1e-9); // resident after warm-up
+}
+
 TEST(SimBound, CountsPagesReadNextAtTensorGranularity) {
   // X (pages 0-15) and Y (pages 16-31) share a block; k0 reads X and
   // overwrites Y (the block's mode is READ_WRITE), k1 reads Z (a block).

@@ -227,6 +227,27 @@ protected:
   size_t Sizes[3] = {4 * MiB, 4 * MiB, 4 * MiB};
 };
 
+TEST_F(Batch, TheHostPaysForOneCallNotOnePerRange) {
+  // The point of the batch calls (CUDA 13 runtime API: "batches ... in one
+  // call"): the model charges the call once plus a small cost per range.
+  cudaMemLocation Loc = device0();
+  size_t Idx = 0;
+  const deepum_standin_stats Before = stats();
+  ASSERT_EQ(cudaMemPrefetchBatchAsync(Ptrs, Sizes, 3, &Loc, &Idx, 1, 0, S), cudaSuccess);
+  const deepum_standin_stats Batched = stats();
+  EXPECT_EQ(Batched.host_calls - Before.host_calls, 1u);
+  for (void *P : Ptrs)
+    ASSERT_EQ(cudaMemPrefetchAsync(P, 4 * MiB, host(), 0, S), cudaSuccess);
+  const deepum_standin_stats Single = stats();
+  EXPECT_EQ(Single.host_calls - Batched.host_calls, 3u);
+  const uint64_t BatchNs = Batched.host_call_ns - Before.host_call_ns;
+  const uint64_t SingleNs = Single.host_call_ns - Batched.host_call_ns;
+  EXPECT_GT(BatchNs, SingleNs / 3); // one call plus two ranges
+  EXPECT_LT(BatchNs, SingleNs);     // less than three calls
+  ASSERT_EQ(cudaMemDiscardBatchAsync(Ptrs, Sizes, 3, 0, S), cudaSuccess);
+  EXPECT_EQ(stats().host_calls - Single.host_calls, 1u);
+}
+
 TEST_F(Batch, PrefetchesEveryRangeToItsLocation) {
   // "prefetchLocs[k] will be applied to copies starting from prefetchLocIdxs[k]
   // through prefetchLocIdxs[k+1] - 1".

@@ -7,8 +7,7 @@
 #   - every launch of the steady steps matched the plan (libdeepum's stats)
 #   - steady-state demand faults under the plan <= 5% of those without it
 #   - the final parameters bit-identical to the run without deepum
-#   - the iteration time: the stand-in's against deepum-sim's on the profile
-#     (see the tolerance below and docs/standin.md for what is missed)
+#   - the iteration time: the stand-in's within 1% of deepum-sim's on the profile
 #
 # usage: end_to_end.sh STANDIN_LIB_DIR LIBDEEPUM TRAIN_STEP TOOLS_DIR INJECTION_LIB [WORKDIR]
 set -euo pipefail
@@ -84,10 +83,13 @@ sim() { # sim PROFILE GPU_MEMORY [deepum-sim options]: iteration_us
 sim_plan=$(sim "$out/profile.pb" "$cap" --policy plan --plan "$out/plan.pb")
 sim_faults=$(field faults "$out/sim.json")
 sim_fit=$(sim "$out/fit.pb" 1GiB --policy um)
+sim_um=$(sim "$out/profile.pb" "$cap" --policy um) # reported, not checked: see docs/standin.md
+sim_um_faults=$(field faults "$out/sim.json")
 
 echo "faults per steady step: without deepum $faults_plain, with the plan $faults_deepum"
 echo "launches of the steady steps: $launches, matched $matched (all steps: $launches_all, matched $matched_all)"
 echo "iteration time, everything resident: stand-in $(awk -v t="$time_fit" 'BEGIN { print t / 1000 }') us, deepum-sim $sim_fit us"
+echo "without deepum at $cap bytes: deepum-sim --policy um on the profile $sim_um us ($sim_um_faults faults)"
 echo "iteration time at $cap bytes: stand-in $(awk -v t="$time_plain" 'BEGIN { print t / 1000 }') us without deepum, $(awk -v t="$time_deepum" 'BEGIN { print t / 1000 }') us with the plan; deepum-sim on the profile with the plan $sim_plan us ($sim_faults faults)"
 
 # The checks.
@@ -111,11 +113,9 @@ awk -v p="$time_plain" -v d="$time_deepum" 'BEGIN { exit !(d < p) }' &&
 awk -v s="$sim_fit" -v t="$time_fit" 'BEGIN { d = s * 1000 - t; if (d < 0) d = -d; exit !(d <= 0.01 * t) }' &&
   check ok "iteration time, everything resident: deepum-sim within 1% of the stand-in" ||
   check FAIL "iteration time, everything resident: deepum-sim within 1% of the stand-in"
-# Under the plan the 1% target is missed (docs/standin.md): an access-set
-# profile's kernel durations include the fault service that access-set mode
-# provokes, and deepum-sim takes them for compute. What holds: deepum-sim's
-# time is an upper bound of the stand-in's, within a factor of 5.
-awk -v s="$sim_plan" -v t="$time_deepum" 'BEGIN { exit !(s * 1000 >= t && s * 1000 <= 5 * t) }' &&
-  check ok "iteration time under the plan: deepum-sim >= the stand-in, within 5x (1% target missed)" ||
-  check FAIL "iteration time under the plan: deepum-sim >= the stand-in, within 5x (1% target missed)"
+# Under the plan too: the profile's kernels carry the time they waited on
+# faults (fault_stall_ns), which deepum-sim takes out of their compute time.
+awk -v s="$sim_plan" -v t="$time_deepum" 'BEGIN { d = s * 1000 - t; if (d < 0) d = -d; exit !(d <= 0.01 * t) }' &&
+  check ok "iteration time under the plan: deepum-sim within 1% of the stand-in" ||
+  check FAIL "iteration time under the plan: deepum-sim within 1% of the stand-in"
 exit $fail

@@ -52,6 +52,8 @@ struct FaultRecord {
   /// When the driver started servicing the fault: the faulting kernel is
   /// stalled on it, so this lies inside that kernel's execution.
   uint64_t TimeNs = 0;
+  /// When its fault group's service ended (>= TimeNs): the pages had arrived.
+  uint64_t EndNs = 0;
   deepum::v1::FaultAccess Access = deepum::v1::FAULT_ACCESS_UNSPECIFIED;
   uint32_t Device = 0;
 };

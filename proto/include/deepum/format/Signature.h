@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace deepum::format {
@@ -50,6 +51,13 @@ inline uint64_t executionId(llvm::StringRef Name, const LaunchConfig &C) {
                      C.SharedMemoryBytes})
     H = fnv1aWord(W, H);
   return H;
+}
+
+/// The kernel's compute time: its duration less the time it waited on page
+/// faults (Kernel.fault_stall_ns). Planner and simulator model the paging.
+inline uint64_t computeNs(const deepum::v1::Kernel &K) {
+  const uint64_t Ns = K.end_ns() > K.start_ns() ? K.end_ns() - K.start_ns() : 0;
+  return Ns - std::min(Ns, K.fault_stall_ns());
 }
 
 inline uint64_t executionId(const deepum::v1::Kernel &K) {

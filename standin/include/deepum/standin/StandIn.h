@@ -88,6 +88,8 @@ struct deepum_standin_stats {
   uint64_t device_allocated_bytes; /* cudaMalloc */
   uint64_t managed_allocated_bytes;
   uint64_t model_time_ns;   /* end of the last kernel */
+  uint64_t host_calls;      /* prefetch / discard calls (a batch call is one) */
+  uint64_t host_call_ns;    /* host time the model charged for them */
 };
 typedef int (*deepum_standin_stats_fn)(struct deepum_standin_stats *out, size_t out_size);
 /** Fills `out` (`out_size` = sizeof(*out), for compatibility). Returns 0. */

@@ -208,12 +208,24 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   R.KernelsPerIteration = W.Kernels;
   const double IdealNs = static_cast<double>(W.idealNs());
   R.IdealUs = IdealNs / 1e3;
-  auto [InBytes, OutBytes] = transferBoundBytes(W, R.GpuMemoryBytes);
+  // The bounds come from the profile's own accesses and allocation
+  // lifetimes, whatever the policy: a plan is judged against the same bounds
+  // as every baseline (its arena workload knows no lifetimes).
+  std::optional<Workload> ProfileW;
+  if (O.Pol == Policy::Plan) {
+    llvm::Expected<Workload> PW = workloadFromProfile(P, Range);
+    if (!PW)
+      return fail(O.ProfileName + ": " + llvm::toString(PW.takeError()));
+    ProfileW = std::move(*PW);
+    ProfileW->DurationNs = W.DurationNs;
+  }
+  const Workload &BW = ProfileW ? *ProfileW : W;
+  auto [InBytes, OutBytes] = transferBoundBytes(BW, R.GpuMemoryBytes);
   R.BoundUs = static_cast<double>(std::max(InBytes, OutBytes)) / O.Device.LinkBytesPerSecond * 1e6;
   R.BoundOrIdealUs = std::max(R.IdealUs, R.BoundUs);
   // The cut bound includes compute, so it is never below ideal; the best
   // lower bound known is the larger of it and the total-bytes bound.
-  R.CutBoundUs = cutBoundNs(W, R.GpuMemoryBytes, O.Device.LinkBytesPerSecond) / 1e3;
+  R.CutBoundUs = cutBoundNs(BW, R.GpuMemoryBytes, O.Device.LinkBytesPerSecond) / 1e3;
   R.LowerBoundUs = std::max(R.BoundOrIdealUs, R.CutBoundUs);
 
   if (O.Pol == Policy::Ideal) {

@@ -87,8 +87,10 @@ std::pair<uint32_t, uint32_t> detail::steadyIteration(const deepum::v1::Profile 
   return {It.first_kernel(), It.kernel_count()};
 }
 
-llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &P) {
-  auto [First, Count] = steadyIteration(P);
+llvm::Expected<Workload>
+detail::workloadFromProfile(const deepum::v1::Profile &P,
+                            std::optional<std::pair<uint32_t, uint32_t>> Range) {
+  auto [First, Count] = Range ? *Range : steadyIteration(P);
   if (Count == 0 || First + Count > static_cast<uint64_t>(P.kernels_size()))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the profile has no kernels to simulate");
@@ -328,6 +330,75 @@ llvm::Expected<Workload> detail::workloadFromProfile(const deepum::v1::Profile &
       if (E.Delta < 0 && Live[B] == 0)
         DeadAt[E.Pos % DeadAt.size()].push_back(B);
     });
+
+  // The same at page granularity, for the lower bounds: where each page's
+  // contents die (the last allocation over it freed), so that a use after
+  // that point, a use of memory allocated anew, reads nothing that had to
+  // be kept. Only frees kill contents: a page no allocation covers never dies.
+  {
+    constexpr unsigned PerBlock = Engine::PagesPerBlock;
+    std::vector<int32_t> LivePages(W.UmBlocks.size() * PerBlock, 0);
+    std::vector<std::vector<uint32_t>> DeathsOf(LivePages.size()); // positions, ascending
+    auto forPages = [&](const deepum::v1::Allocation &A, auto F) {
+      pagesOfUsed(Used, A.address(), A.address() + A.size_bytes(), false,
+                  [&](uint64_t, uint32_t D, uint32_t M) {
+                    for (; M; M &= M - 1)
+                      F(static_cast<size_t>(D) * PerBlock +
+                        static_cast<unsigned>(std::countr_zero(M)));
+                  });
+    };
+    for (const deepum::v1::Allocation &A : P.allocations())
+      if (A.alloc_time_ns() < IterBegin && (!A.freed() || A.free_time_ns() >= IterBegin))
+        forPages(A, [&](size_t Pg) { ++LivePages[Pg]; });
+    for (const Event &E : Events)
+      forPages(*E.A, [&](size_t Pg) {
+        LivePages[Pg] += E.Delta;
+        if (E.Delta < 0 && LivePages[Pg] == 0)
+          DeathsOf[Pg].push_back(E.Pos % Count);
+      });
+    for (auto &D : DeathsOf)
+      std::sort(D.begin(), D.end());
+    // A use at p whose page's previous use was at q (cyclically; q = p for
+    // a page used once) is fresh when the page died at a boundary in (q, p].
+    auto diedBetween = [&](const std::vector<uint32_t> &D, uint32_t Q, uint32_t Pos) {
+      if (D.empty())
+        return false;
+      auto After = std::upper_bound(D.begin(), D.end(), Q); // first death > Q
+      if (Q < Pos)
+        return After != D.end() && *After <= Pos;
+      return After != D.end() || D.front() <= Pos; // wraps: (Q, K-1] or [0, Pos]
+    };
+    W.FreshMasks.assign(W.Uses.size(), 0);
+    std::vector<std::vector<uint32_t>> UsesOf(W.UmBlocks.size()); // use indices in order
+    for (uint32_t K = 0; K < Count; ++K)
+      for (uint32_t I = W.UseBegin[K]; I < W.UseBegin[K + 1]; ++I)
+        UsesOf[W.Uses[I].Block].push_back(I);
+    auto posOf = [&](uint32_t I) {
+      return static_cast<uint32_t>(std::upper_bound(W.UseBegin.begin(), W.UseBegin.end(), I) -
+                                   W.UseBegin.begin() - 1);
+    };
+    for (uint32_t B = 0; B < UsesOf.size(); ++B) {
+      const auto &Us = UsesOf[B];
+      for (unsigned Page = 0; Page < PerBlock; ++Page) {
+        const auto &D = DeathsOf[static_cast<size_t>(B) * PerBlock + Page];
+        if (D.empty())
+          continue;
+        const uint32_t Bit = uint32_t{1} << Page;
+        int64_t Prev = -1; // use index of the page's previous use
+        for (size_t J = 0; J < Us.size(); ++J)
+          if (W.Uses[Us[J]].PageMask & Bit)
+            Prev = Us[J]; // the last one: the previous use of the first, cyclically
+        for (size_t J = 0; J < Us.size(); ++J) {
+          const uint32_t I = Us[J];
+          if (!(W.Uses[I].PageMask & Bit))
+            continue;
+          if (diedBetween(D, posOf(static_cast<uint32_t>(Prev)), posOf(I)))
+            W.FreshMasks[I] |= Bit;
+          Prev = I;
+        }
+      }
+    }
+  }
   W.DeadBegin.push_back(0);
   for (auto &L : DeadAt) {
     std::sort(L.begin(), L.end());
@@ -426,7 +497,7 @@ std::pair<uint64_t, uint64_t> detail::transferBoundBytes(const Workload &W,
   for (uint32_t P = 0; P < K; ++P)
     for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
       ByBlock[W.Uses[I].Block].push_back(
-          {P, W.Uses[I].PageMask, W.ReadMasks[I], W.WriteMasks[I]});
+          {P, W.Uses[I].PageMask, W.boundReads(I), W.WriteMasks[I]});
   auto liveRange = [&](uint32_t From, uint32_t To) { // boundaries From+1 .. To, cyclic
     if (From < To) {
       Diff[From + 1] += 1;
@@ -506,7 +577,7 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
       Seq.clear();
       for (auto [P, I] : Uses)
         if (W.Uses[I].PageMask & Bit)
-          Seq.push_back({P, (W.ReadMasks[I] & Bit) != 0, (W.WriteMasks[I] & Bit) != 0});
+          Seq.push_back({P, (W.boundReads(I) & Bit) != 0, (W.WriteMasks[I] & Bit) != 0});
       bool Dirty = false; // written by a launch of this iteration so far
       for (size_t I = 0; I < Seq.size(); ++I) {
         Dirty = Dirty || Seq[I].Write;

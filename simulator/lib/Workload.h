@@ -16,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,15 @@ struct Workload {
   /// otherwise the block's pages only when the block is WRITE. Used by the
   /// lower bounds, which may only count what is certain.
   std::vector<uint32_t> WriteMasks;
+  /// Parallel to Uses (empty: none known): pages whose contents died since
+  /// the page's previous use, cyclically (every allocation over the page was
+  /// freed in between). The use reads nothing a policy had to keep: memory
+  /// allocated anew. From the profile's allocation lifetimes.
+  std::vector<uint32_t> FreshMasks;
+  /// What the lower bounds count as read by use I: read and not fresh.
+  uint32_t boundReads(size_t I) const {
+    return ReadMasks[I] & ~(FreshMasks.empty() ? 0u : FreshMasks[I]);
+  }
   /// Dense block id -> UM block number (profile) or arena block (plan).
   std::vector<uint64_t> UmBlocks;
   /// DeepUM execution IDs: kernel name and launch configuration
@@ -88,7 +98,10 @@ struct Workload {
 /// one the profile marks, or all kernels when it marks none.
 std::pair<uint32_t, uint32_t> steadyIteration(const deepum::v1::Profile &P);
 
-llvm::Expected<Workload> workloadFromProfile(const deepum::v1::Profile &P);
+/// The steady iteration, or the kernels [First, First+Count) of `Range`.
+llvm::Expected<Workload>
+workloadFromProfile(const deepum::v1::Profile &P,
+                    std::optional<std::pair<uint32_t, uint32_t>> Range = std::nullopt);
 /// The plan's own access sets (arena blocks) with the profile's durations.
 llvm::Expected<Workload> workloadFromPlan(const deepum::v1::Plan &Plan,
                                           const deepum::v1::Profile &P, llvm::StringRef PlanName,

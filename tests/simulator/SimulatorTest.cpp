@@ -563,6 +563,48 @@ TEST(SimBound, CountsPagesReadNextAtTensorGranularity) {
     EXPECT_GE(run(P, opts(Pol, 2 * MiB)).IterationUs, std::max(R.IdealUs, R.BoundUs)) << int(Pol);
 }
 
+TEST(SimBound, MemoryAllocatedAnewIsNotReadOfOldContents) {
+  // Tensors written and freed, their memory reused by others, every access
+  // READ_WRITE (what deepum-profile records). Two addresses, A and B: X at
+  // A over k0-k1, Z at B over k2-k3, Y at A over k4-k5, V at B over k6-k7;
+  // 100 us kernels, room for one block. Blind to lifetimes, both blocks look
+  // live at every boundary (each next use "reads"): 2 MiB would have to come
+  // in per iteration. In truth at most one block holds live contents at any
+  // boundary, nothing has to move, and deepum (which drops dead blocks)
+  // beats the blind figure.
+  ProfileBuilder B;
+  const uint64_t A = uint64_t{1} << 40, Bb = A + 2 * MiB;
+  for (int It = 0; It < 3; ++It) {
+    std::vector<uint64_t> Ids;
+    const uint64_t T0 = B.now();
+    for (int T = 0; T < 4; ++T) // X, Z, Y, V: each over two kernels
+      Ids.push_back(B.allocate(2 * MiB, T0 + T * 200'000,
+                               static_cast<int64_t>(T0 + T * 200'000 + 199'999),
+                               v1::ALLOCATION_ROLE_ACTIVATION, T % 2 ? Bb : A));
+    for (int K = 0; K < 8; ++K)
+      B.kernel("k" + std::to_string(K), 100'000, {{Ids[K / 2], v1::ACCESS_MODE_READ_WRITE}});
+    B.iteration(static_cast<uint32_t>(It * 8), 8);
+  }
+  v1::Profile P = B.build();
+  if (llvm::Error E = format::validateProfile(P))
+    FAIL() << llvm::toString(std::move(E));
+  auto Wl = takeOk(sim::detail::workloadFromProfile(P));
+  // The first use of each tensor is fresh, the second is not.
+  for (uint32_t K = 0; K < 8; ++K) {
+    ASSERT_EQ(Wl.UseBegin[K + 1] - Wl.UseBegin[K], 1u);
+    EXPECT_EQ(Wl.FreshMasks[Wl.UseBegin[K]], K % 2 == 0 ? ~uint32_t{0} : 0u) << "k" << K;
+  }
+  EXPECT_EQ(sim::detail::transferBoundBytes(Wl, 2 * MiB),
+            std::make_pair(uint64_t{0}, uint64_t{0}));
+  EXPECT_NEAR(sim::detail::cutBoundNs(Wl, 2 * MiB, 1e9), 800'000, 1e-6);
+  Wl.FreshMasks.clear(); // blind to lifetimes: the old, unsound figure
+  EXPECT_EQ(sim::detail::transferBoundBytes(Wl, 2 * MiB).first, 2 * MiB);
+  SimResult D = run(P, opts(Policy::DeepUm, 2 * MiB));
+  EXPECT_NEAR(D.LowerBoundUs, 800, 1e-9);
+  EXPECT_GE(D.IterationUs, D.LowerBoundUs * (1 - 1e-9));
+  EXPECT_LT(D.IterationUs, BlockUs) << "deepum moves no dead block";
+}
+
 TEST(SimBound, CutBoundSeparatesWriteBacksFromFetches) {
   // Forward/backward in miniature: k0 writes A, k1 writes B, k2 reads B, k3
   // reads A; 100 us each, 2 MiB tensors, room for one block. Before k2 both

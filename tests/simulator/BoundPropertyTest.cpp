@@ -1,0 +1,257 @@
+//===- BoundPropertyTest.cpp - No policy beats a lower bound -----------------===//
+//
+// A lower bound is a theorem about every policy, so it is tested against
+// workloads nobody tuned it for: random training-like iterations whose
+// tensors are allocated, written, freed and whose memory is reused by later
+// allocations, with READ_WRITE accesses (what deepum-profile records) as
+// well as exact modes. Every policy and both plan strategies, at several
+// capacities, must take at least every bound the simulator reports.
+//
+//===----------------------------------------------------------------------===//
+#include "SimTestSupport.h"
+#include "TestSupport.h"
+
+#include "deepum/format/Format.h"
+#include "deepum/planner/Planner.h"
+#include "deepum/sim/Simulator.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace deepum;
+using namespace deepum::test;
+
+namespace {
+
+constexpr uint64_t KiB = uint64_t{1} << 10;
+
+/// One random iteration, repeated three times (marked), with the same
+/// addresses each time, as a steady training loop has.
+v1::Profile randomWorkload(uint64_t Seed, bool ExactModes) {
+  std::mt19937_64 Rng(Seed);
+  auto uniform = [&](uint64_t Lo, uint64_t Hi) {
+    return std::uniform_int_distribution<uint64_t>(Lo, Hi)(Rng);
+  };
+  const uint32_t K = static_cast<uint32_t>(uniform(6, 14));
+  std::vector<uint64_t> Duration(K);
+  for (uint64_t &D : Duration)
+    D = uniform(1, 80) * 1000; // most iterations transfer-bound
+
+  // Temporaries: live from a first to a last use, placed first-fit in one
+  // region so that freed memory is reused within the iteration.
+  struct Temp {
+    uint32_t First, Last;
+    uint64_t Bytes, Address = 0;
+  };
+  std::vector<Temp> Temps(uniform(3, 12));
+  for (Temp &T : Temps) {
+    T.First = static_cast<uint32_t>(uniform(0, K - 1));
+    T.Last = static_cast<uint32_t>(uniform(T.First, std::min<uint64_t>(K - 1, T.First + 4)));
+    T.Bytes = uniform(1, 400) * 16 * KiB; // not whole pages: tensors share pages
+  }
+  const uint64_t Region = uint64_t{1} << 41;
+  std::map<uint64_t, uint64_t> Busy; // address -> end
+  for (uint32_t P = 0; P < K; ++P) {
+    for (Temp &T : Temps) // frees before allocations at a boundary
+      if (T.Last + 1 == P)
+        Busy.erase(T.Address);
+    for (Temp &T : Temps) {
+      if (T.First != P)
+        continue;
+      uint64_t At = Region;
+      for (auto [Begin, End] : Busy) {
+        if (Begin >= At + T.Bytes)
+          break;
+        At = std::max(At, (End + 16 * KiB - 1) / (16 * KiB) * (16 * KiB));
+      }
+      T.Address = At;
+      Busy[At] = At + T.Bytes;
+    }
+  }
+
+  ProfileBuilder B;
+  std::vector<uint64_t> Params;
+  for (uint64_t I = 0, N = uniform(1, 3); I < N; ++I)
+    Params.push_back(B.allocate(uniform(4, 64) * 64 * KiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER));
+  // Each position's uses, fixed across iterations.
+  struct Pick {
+    int Temp; // -1: a parameter
+    size_t Param;
+    v1::AccessMode Mode;
+  };
+  std::vector<std::vector<Pick>> Picks(K);
+  auto randomMode = [&](bool Produces) {
+    if (!ExactModes)
+      return uniform(0, 3) == 0 ? v1::ACCESS_MODE_READ : v1::ACCESS_MODE_READ_WRITE;
+    if (Produces)
+      return uniform(0, 1) ? v1::ACCESS_MODE_WRITE : v1::ACCESS_MODE_READ_WRITE;
+    const uint64_t M = uniform(0, 2);
+    return M == 0 ? v1::ACCESS_MODE_READ : M == 1 ? v1::ACCESS_MODE_WRITE
+                                                  : v1::ACCESS_MODE_READ_WRITE;
+  };
+  for (uint32_t P = 0; P < K; ++P) {
+    for (size_t T = 0; T < Temps.size(); ++T)
+      if (Temps[T].First == P || Temps[T].Last == P || (Temps[T].First < P && P < Temps[T].Last &&
+                                                        uniform(0, 1)))
+        Picks[P].push_back({static_cast<int>(T), 0, randomMode(Temps[T].First == P)});
+    if (Picks[P].empty() || uniform(0, 2) == 0)
+      Picks[P].push_back({-1, static_cast<size_t>(uniform(0, Params.size() - 1)),
+                          uniform(0, 4) == 0 ? v1::ACCESS_MODE_READ_WRITE
+                                             : v1::ACCESS_MODE_READ});
+  }
+
+  uint64_t Clock = 0;
+  std::vector<uint64_t> Start(3 * K);
+  for (uint32_t I = 0; I < 3 * K; ++I) {
+    Start[I] = Clock;
+    Clock += Duration[I % K];
+  }
+  for (uint32_t It = 0; It < 3; ++It) {
+    std::vector<uint64_t> Ids(Temps.size());
+    for (size_t T = 0; T < Temps.size(); ++T) {
+      const Temp &Tp = Temps[T];
+      // Allocated at its first use's launch (which it precedes), freed while
+      // its last use runs (PyTorch frees when the last use is queued).
+      const uint32_t First = It * K + Tp.First, Last = It * K + Tp.Last;
+      const uint64_t AllocNs = Start[First];
+      const uint64_t FreeNs = Start[Last] + Duration[Tp.Last] - 1;
+      Ids[T] = B.allocate(Tp.Bytes, AllocNs, static_cast<int64_t>(FreeNs),
+                          v1::ALLOCATION_ROLE_ACTIVATION, Tp.Address);
+    }
+    for (uint32_t P = 0; P < K; ++P) {
+      std::vector<ProfileBuilder::Use> Uses;
+      for (const Pick &Pk : Picks[P])
+        Uses.push_back({Pk.Temp < 0 ? Params[Pk.Param] : Ids[static_cast<size_t>(Pk.Temp)],
+                        Pk.Mode});
+      B.kernel("k" + std::to_string(P), Duration[P], Uses);
+    }
+    B.iteration(It * K, K);
+  }
+  return B.build();
+}
+
+struct Row {
+  std::string What;
+  sim::SimResult R;
+};
+
+void expectAboveEveryBound(const Row &X) {
+  SCOPED_TRACE(X.What);
+  const sim::SimResult &R = X.R;
+  const double Eps = 1e-9;
+  EXPECT_GE(R.IterationUs, R.BoundOrIdealUs * (1 - Eps));
+  EXPECT_GE(R.IterationUs, R.CutBoundUs * (1 - Eps));
+  EXPECT_GE(R.IterationUs, R.LowerBoundUs * (1 - Eps));
+}
+
+TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
+  // The hand device: no per-call costs and clean evictions dropped, the
+  // cheapest transfers the engine allows, so a policy is as fast as it can be.
+  for (const sim::DeviceModel &D : {handDevice(), takeOk(sim::loadDeviceModel("h100-pcie"))}) {
+    unsigned Checked = 0, PlansChecked = 0;
+    for (uint64_t Seed = 1; Seed <= 200; ++Seed) {
+      const bool Exact = Seed % 2 == 0;
+      v1::Profile P = randomWorkload(Seed, Exact);
+      if (llvm::Error E = format::validateProfile(P))
+        FAIL() << "seed " << Seed << ": " << llvm::toString(std::move(E));
+      const uint64_t Footprint = sim::footprintBytes(P);
+      for (double Ratio : {1.25, 2.0, 3.0}) {
+        const uint64_t Capacity =
+            static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio) / (64 * KiB) * (64 * KiB);
+        const std::string Where = D.Name + ", seed " + std::to_string(Seed) + " at " +
+                                  std::to_string(Ratio) + "x";
+        for (sim::Policy Pol : {sim::Policy::Um, sim::Policy::DeepUm, sim::Policy::SwapLayer,
+                                sim::Policy::SwapOpt}) {
+          sim::SimOptions O;
+          O.Device = D;
+          O.GpuMemoryBytes = Capacity;
+          O.Pol = Pol;
+          O.Iterations = 3;
+          auto R = sim::simulate(P, O);
+          if (!R) { // a kernel alone larger than the capacity
+            llvm::consumeError(R.takeError());
+            continue;
+          }
+          expectAboveEveryBound({Where + ", " + std::string(sim::policyName(Pol)), *R});
+          ++Checked;
+        }
+        for (planner::Strategy S : {planner::Strategy::Prefetch, planner::Strategy::Swap}) {
+          planner::PlanOptions PO;
+          PO.GpuMemoryBytes = Capacity;
+          PO.DeviceModel = D.Name == "hand" ? "v100-pcie-16gb" : D.Name;
+          PO.Strat = S;
+          auto Plan = planner::compilePlan(P, PO);
+          if (!Plan) {
+            llvm::consumeError(Plan.takeError()); // capacity below one block
+            continue;
+          }
+          sim::SimOptions O;
+          O.Device = D;
+          O.GpuMemoryBytes = Capacity;
+          O.Pol = sim::Policy::Plan;
+          O.Plan = &Plan->Plan;
+          O.Iterations = 3;
+          auto R = sim::simulate(P, O);
+          if (!R) {
+            llvm::consumeError(R.takeError());
+            continue;
+          }
+          expectAboveEveryBound(
+              {Where + ", plan (" + (S == planner::Strategy::Prefetch ? "prefetch" : "swap") + ")",
+               *R});
+          ++PlansChecked;
+        }
+      }
+    }
+    EXPECT_GT(Checked, 500u) << D.Name;
+    EXPECT_GT(PlansChecked, 150u) << D.Name;
+  }
+}
+
+TEST(SimBoundProperty, NoPolicyOrPlanBeatsABoundOnTheShippedProfiles) {
+  const sim::DeviceModel D = takeOk(sim::loadDeviceModel("h100-pcie"));
+  for (const std::string &Model : shippedModels()) {
+    const std::string Path = shippedProfilePath(Model);
+    v1::Profile P = takeOk(format::readProfile(Path));
+    const uint64_t Footprint = sim::footprintBytes(P);
+    for (double Ratio : {1.5, 3.0}) {
+      const uint64_t Capacity = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio);
+      const std::string Where = Model + " at " + std::to_string(Ratio) + "x";
+      for (sim::Policy Pol : {sim::Policy::Um, sim::Policy::DeepUm, sim::Policy::SwapLayer,
+                              sim::Policy::SwapOpt}) {
+        sim::SimOptions O;
+        O.Device = D;
+        O.GpuMemoryBytes = Capacity;
+        O.Pol = Pol;
+        O.Iterations = 2;
+        O.WarmupIterations = 1;
+        expectAboveEveryBound(
+            {Where + ", " + std::string(sim::policyName(Pol)), takeOk(sim::simulate(P, O))});
+      }
+      for (planner::Strategy S : {planner::Strategy::Prefetch, planner::Strategy::Swap}) {
+        planner::PlanOptions PO;
+        PO.GpuMemoryBytes = Capacity;
+        PO.DeviceModel = D.Name;
+        PO.Strat = S;
+        planner::PlanResult Plan = takeOk(planner::compilePlan(P, PO));
+        sim::SimOptions O;
+        O.Device = D;
+        O.GpuMemoryBytes = Capacity;
+        O.Pol = sim::Policy::Plan;
+        O.Plan = &Plan.Plan;
+        O.Iterations = 2;
+        O.WarmupIterations = 1;
+        expectAboveEveryBound(
+            {Where + ", plan (" + (S == planner::Strategy::Prefetch ? "prefetch" : "swap") + ")",
+             takeOk(sim::simulate(P, O))});
+      }
+    }
+  }
+}
+
+} // namespace

@@ -7,6 +7,10 @@
 //
 //   deepum-sim-calibration [--small]   (--small: 64 MiB transfers, for ctest)
 //
+// The link-rate rows scale with the transfer size; the Unified Memory rows
+// replay a published experiment at its own sizes (8 MiB to 3 GiB), which the
+// engine runs in milliseconds, so --small runs them unchanged.
+//
 //===----------------------------------------------------------------------===//
 #include "deepum/sim/Engine.h"
 #include "deepum/sim/Simulator.h"
@@ -36,6 +40,10 @@ struct Experiment {
   std::function<double(const DeviceModel &, uint64_t Bytes)> Simulate;
   bool RangeCheck = false;
   double MeasuredHigh = 0;
+  /// A miss explained in calibration-notes.md and left in the model: printed
+  /// as a miss, but it does not fail the run. A known miss that comes within
+  /// its tolerance fails the run, so that the notes are revisited.
+  bool KnownMiss = false;
 };
 
 /// bandwidthTest's pattern on managed memory: one cudaMemPrefetchAsync of
@@ -78,6 +86,103 @@ double perBlockServiceUs(const DeviceModel &D, uint64_t) {
   return (BatchNs(8) - BatchNs(1)) / 7 / 1e3;
 }
 
+/// Time of the copies of one cudaMemPrefetchAsync of `Bytes` to the GPU, as
+/// a profiler sums them (copy-engine time, no host call): microseconds.
+double prefetchCopyUs(const DeviceModel &D, uint64_t Bytes) {
+  Engine E(D, 2 * Bytes);
+  E.hostCall(); // the call itself: the copies start when it returns
+  const uint64_t Start = E.issueNs();
+  for (uint64_t Off = 0; Off < Bytes; Off += 2 * MiB) {
+    const uint64_t Block = (Base + Off) / (2 * MiB);
+    E.prefetchPages(E.blockId(Block), ~uint32_t{0});
+  }
+  return static_cast<double>(E.copyEndNs(true) - Start) / 1e3;
+}
+
+/// Copies of GPU-written data back to the host (`Bytes`), as a profiler sums
+/// them: microseconds.
+double writeBackCopyUs(const DeviceModel &D, uint64_t Bytes) {
+  Engine E(D, 2 * Bytes);
+  std::vector<Engine::AddressUse> Uses;
+  for (uint64_t Off = 0; Off < Bytes; Off += 2 * MiB)
+    Uses.push_back({(Base + Off) / (2 * MiB), 0, Access::Write});
+  E.prefetchToDevice(Base, Bytes);
+  if (llvm::Error Err = E.launchByAddress(Uses, 0))
+    llvm::report_fatal_error(std::move(Err));
+  E.hostCall();
+  const uint64_t Start = std::max(E.issueNs(), E.computeEndNs());
+  for (const Engine::AddressUse &U : Uses)
+    E.evictPages(E.blockId(U.UmBlock), ~uint32_t{0});
+  return static_cast<double>(E.copyEndNs(false) - Start) / 1e3;
+}
+
+/// One kernel streaming over managed arrays that are not on the GPU: `Host`
+/// arrays of `ArrayBytes` initialised on the host (their pages cross the link
+/// on demand faults), `Fresh` arrays never touched before (populated on the
+/// GPU, nothing crosses), touched block by block in address order like a
+/// one-thread-per-element kernel; the last `Written` arrays are written, the
+/// others read. The kernel's own time with its data
+/// resident is `ResidentNs`. Returns what the engine reports for the launch:
+/// the kernel's time from launch to end (ms), and the summed time of its
+/// host-to-device migrations (ms) in `CopyMs`.
+struct FaultRun {
+  double KernelMs, CopyMs;
+};
+FaultRun faultDrivenKernel(const DeviceModel &D, uint64_t ArrayBytes, unsigned Host, unsigned Fresh,
+                           unsigned Written, uint64_t ResidentNs) {
+  const unsigned Arrays = Host + Fresh;
+  Engine E(D, (Arrays + 1) * ArrayBytes);
+  // Array A starts at Base + A x ArrayBytes (rounded to 2 MiB blocks).
+  const uint64_t Stride = (ArrayBytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+  for (unsigned A = Host; A < Arrays; ++A)
+    E.discard(Base + A * Stride, Stride); // never written: no contents anywhere
+  std::vector<UmEvent> Log;
+  E.setEventLog(&Log);
+  std::vector<Engine::AddressUse> Uses;
+  for (uint64_t Off = 0; Off < ArrayBytes; Off += 2 * MiB) {
+    const uint64_t Bytes = std::min<uint64_t>(2 * MiB, ArrayBytes - Off);
+    const uint32_t Mask = Bytes == 2 * MiB
+                              ? ~uint32_t{0}
+                              : (uint32_t{1} << ((Bytes + 64 * 1024 - 1) / (64 * 1024))) - 1;
+    for (unsigned A = 0; A < Arrays; ++A)
+      Uses.push_back({(Base + A * Stride + Off) / (2 * MiB), Mask,
+                      A >= Arrays - Written ? Access::Write : Access::Read});
+  }
+  const uint64_t Start = std::max(E.issueNs(), E.computeEndNs());
+  if (llvm::Error Err = E.launchByAddress(Uses, ResidentNs))
+    llvm::report_fatal_error(std::move(Err));
+  double CopyNs = 0;
+  for (const UmEvent &Ev : Log)
+    if (Ev.Type == UmEvent::Kind::MigrationHtoD)
+      CopyNs += static_cast<double>(Ev.EndNs - Ev.StartNs);
+  return {static_cast<double>(E.computeEndNs() - Start) / 1e6, CopyNs / 1e6};
+}
+
+/// NanXiao/cuda_unified_memory_example, add_grid.cu on a V100 PCIe: x and y,
+/// 2^20 floats each (4 MiB), initialised on the host; add() reads x and
+/// writes y. add_grid_prefetch.cu measured the same kernel, resident, at
+/// 16.544 us.
+FaultRun v100AddGrid(const DeviceModel &D) { return faultDrivenKernel(D, 4 * MiB, 2, 0, 1, 16544); }
+
+/// NVIDIA's "Unified Memory for CUDA Beginners", the same add_grid.cu on a
+/// Tesla P100 PCIe, whose add_grid_prefetch.cu measured the resident kernel
+/// at 26.112 us.
+FaultRun p100AddGrid(const DeviceModel &D) { return faultDrivenKernel(D, 4 * MiB, 2, 0, 1, 26112); }
+
+/// The same post's add_grid_init.cu: init() writes x and y (4 MiB each) that
+/// nothing touched before, so their pages are populated on the GPU and
+/// nothing crosses the link. init's resident time was not published; the
+/// resident add (26.112 us) stands for it.
+FaultRun p100Init(const DeviceModel &D) { return faultDrivenKernel(D, 4 * MiB, 0, 2, 2, 26112); }
+
+/// parallelArchitect/pascal-um-benchmark, pascal.cu on a GTX 1080: a and b,
+/// 2^28 floats each (1 GiB), initialised on the host; c (1 GiB) never touched
+/// before vec_add() writes it. The same kernel after cudaMemPrefetchAsync of
+/// all three took 13.3 ms.
+FaultRun gtx1080VecAdd(const DeviceModel &D) {
+  return faultDrivenKernel(D, 1024 * MiB, 2, 1, 1, 13300000);
+}
+
 } // namespace
 
 int main(int Argc, char **Argv) {
@@ -86,11 +191,21 @@ int main(int Argc, char **Argv) {
   const char *Gearshifft =
       "bandwidthTest (CUDA samples), pinned, 32 MiB, Tesla P100-PCIE-16GB on PCIe 3.0 x16, "
       "github.com/mpicbg-scicomp/gearshifft pull request 82 (2017-03-27)";
+  const std::string NanXiaoV100 =
+      "nvprof on a Tesla V100-PCIE-16GB, github.com/NanXiao/cuda_unified_memory_example "
+      "README.md (commit b1fd1f2, 2018-12-28)";
+  const std::string NvidiaP100 =
+      "nvprof on a Tesla P100-PCIE-16GB, NVIDIA technical blog 'Unified Memory for CUDA "
+      "Beginners' (M. Harris, 2017, developer.nvidia.com/blog/unified-memory-cuda-beginners; "
+      "outputs read in the translation at zhuanlan.zhihu.com/p/551695117)";
+  const std::string Pascal =
+      "github.com/parallelArchitect/pascal-um-benchmark README.md (commit 8107fab), GTX 1080, "
+      "driver 535, CUDA 12.0";
   std::vector<Experiment> Experiments = {
       {"prefetched streaming, host to device", Gearshifft, "P100 PCIe (PCIe 3.0 x16)",
        "v100-pcie-16gb", "GB/s", 12.1507, 0.2, prefetchGBs},
-      {"write-back of GPU-written data, device to host", Gearshifft,
-       "P100 PCIe (PCIe 3.0 x16)", "v100-pcie-16gb", "GB/s", 12.8906, 0.2, writeBackGBs},
+      {"write-back of GPU-written data, device to host", Gearshifft, "P100 PCIe (PCIe 3.0 x16)",
+       "v100-pcie-16gb", "GB/s", 12.8906, 0.2, writeBackGBs},
       {"device to host over PCIe 5.0",
        "nvbandwidth device_to_host_memcpy_sm, H100, github.com/NVIDIA/nvbandwidth issue 24 "
        "(2024-09-11)",
@@ -100,6 +215,47 @@ int main(int Argc, char **Argv) {
        "Oversubscription, sec. III-A ('tens of microseconds' per VABlock, citing Kim et al.)",
        "real GPUs (unnamed in the sentence)", "v100-pcie-16gb", "us", 10, 0, perBlockServiceUs,
        true, 100},
+      {"prefetched migration of 8 MiB of managed memory, copy time",
+       NanXiaoV100 + " add_grid_prefetch: 'Host To Device' 4 x 2.0000MB, total 697.1520us",
+       "Tesla V100-PCIE-16GB", "v100-pcie-16gb", "us", 697.152, 0.2,
+       [](const DeviceModel &D, uint64_t) { return prefetchCopyUs(D, 8 * MiB); }},
+      {"GPU-written managed data migrated to the host on CPU faults, 4 MiB, copy time",
+       NanXiaoV100 + " add_grid: 'Device To Host' 24 transfers, 4.000000MB, total 342.0800us",
+       "Tesla V100-PCIE-16GB", "v100-pcie-16gb", "us", 342.08, 0.2,
+       [](const DeviceModel &D, uint64_t) { return writeBackCopyUs(D, 4 * MiB); }},
+      {"fault-driven kernel over 8 MiB of host-initialised managed memory (add, 2 x 4 MiB)",
+       NanXiaoV100 + " add_grid: add(int, float*, float*) 5.4755ms under nvprof",
+       "Tesla V100-PCIE-16GB", "v100-pcie-16gb", "ms", 5.4755, 0.2,
+       [](const DeviceModel &D, uint64_t) { return v100AddGrid(D).KernelMs; }, false, 0,
+       /*KnownMiss=*/true},
+      {"prefetched migration of 8 MiB of managed memory, copy time",
+       NvidiaP100 + " add_grid_prefetch: 'Host To Device' 4 x 2.0000MB, total 689.0560us",
+       "Tesla P100-PCIE-16GB", "v100-pcie-16gb", "us", 689.056, 0.2,
+       [](const DeviceModel &D, uint64_t) { return prefetchCopyUs(D, 8 * MiB); }},
+      {"GPU-written managed data migrated to the host on CPU faults, 4 MiB, copy time",
+       NvidiaP100 + " add_grid: 'Device To Host' 24 transfers, 4.000000MB, total 339.5520us",
+       "Tesla P100-PCIE-16GB", "v100-pcie-16gb", "us", 339.552, 0.2,
+       [](const DeviceModel &D, uint64_t) { return writeBackCopyUs(D, 4 * MiB); }},
+      {"fault-driven kernel over 8 MiB of host-initialised managed memory (add, 2 x 4 MiB)",
+       NvidiaP100 + " add_grid: add(int, float*, float*) 2.1192ms under nvprof",
+       "Tesla P100-PCIE-16GB", "v100-pcie-16gb", "ms", 2.1192, 0.2,
+       [](const DeviceModel &D, uint64_t) { return p100AddGrid(D).KernelMs; }, false, 0,
+       /*KnownMiss=*/true},
+      {"kernel first touching 8 MiB of managed memory on the GPU (init, 2 x 4 MiB, no copies)",
+       NvidiaP100 + " add_grid_init: init(int, float*, float*) 1.3018ms under nvprof, no Host "
+                    "To Device line",
+       "Tesla P100-PCIE-16GB", "v100-pcie-16gb", "ms", 1.3018, 0.2,
+       [](const DeviceModel &D, uint64_t) { return p100Init(D).KernelMs; }, false, 0,
+       /*KnownMiss=*/true},
+      {"fault-driven kernel over 3 GiB of managed memory (vec_add: 2 GiB host-initialised, 1 GiB "
+       "first touched on the GPU)",
+       Pascal + " 'Naive UM: 8.2 GB/s (386.6 ms, 31,774 page faults)'",
+       "GeForce GTX 1080 (PCIe 3.0)", "v100-pcie-16gb", "ms", 386.6, 0.2,
+       [](const DeviceModel &D, uint64_t) { return gtx1080VecAdd(D).KernelMs; }},
+      {"the same kernel's demand migrations, summed copy time",
+       Pascal + " 'Migration time: ~189 ms for 2 GB (30,078 transfers)'",
+       "GeForce GTX 1080 (PCIe 3.0)", "v100-pcie-16gb", "ms", 189, 0.2,
+       [](const DeviceModel &D, uint64_t) { return gtx1080VecAdd(D).CopyMs; }},
   };
   llvm::outs() << "| experiment | source | GPU | device model | measured | simulated | error | "
                   "tolerance | within |\n|---|---|---|---|---:|---:|---:|---:|---|\n";
@@ -125,10 +281,13 @@ int main(int Argc, char **Argv) {
       Error = llvm::formatv("{0:+0.0;-0.0}%", Err * 100).str();
       Tol = llvm::formatv("{0:F0}%", X.Tolerance * 100).str();
     }
-    Missed += !Ok;
-    llvm::outs() << llvm::formatv("| {0} | {1} | {2} | {3} | {4} | {5:F2} {6} | {7} | {8} | {9} |\n",
-                                  X.Name, X.Source, X.Gpu, X.Device, Measured, Sim, X.Unit, Error,
-                                  Tol, Ok ? "yes" : "**no**");
+    Missed += X.KnownMiss ? Ok : !Ok;
+    llvm::outs() << llvm::formatv(
+        "| {0} | {1} | {2} | {3} | {4} | {5:F2} {6} | {7} | {8} | {9} |\n", X.Name, X.Source, X.Gpu,
+        X.Device, Measured, Sim, X.Unit, Error, Tol,
+        Ok            ? "yes"
+        : X.KnownMiss ? "**no** (known, see notes)"
+                      : "**no**");
   }
   return Missed ? 1 : 0;
 }

@@ -27,6 +27,9 @@ function(deepum_add_tool name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE deepum_warnings deepum_llvm ${ARG_DEPS})
+  # The command-line conventions every tool shares (tools/include/deepum/tools/Cli.h).
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tools/include)
+  target_compile_definitions(${name} PRIVATE DEEPUM_VERSION_STRING="${PROJECT_VERSION}")
   install(TARGETS ${name} RUNTIME DESTINATION bin)
 endfunction()
 

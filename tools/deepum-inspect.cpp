@@ -1,6 +1,8 @@
 //===- deepum-inspect.cpp - Summarise a deepum profile or plan --------------===//
 #include "deepum/tools/Inspect.h"
 
+#include "deepum/tools/Cli.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
@@ -24,7 +26,7 @@ static cl::opt<std::string> Convert("convert",
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
   cl::HideUnrelatedOptions(Category);
-  cl::ParseCommandLineOptions(argc, argv, "summarise a deepum profile or plan\n");
+  deepum::tools::parseCommandLine(argc, argv, "summarise a deepum profile or plan\n");
   deepum::tools::InspectOptions Opts{Input, Json, Perfetto, Dump, Convert};
   ExitOnError ExitOnErr("deepum-inspect: ");
   ExitOnErr(deepum::tools::runInspect(Opts, outs()));

@@ -1,6 +1,8 @@
 //===- deepum-plan.cpp - Compile a profile into a prefetch plan -------------===//
 #include "deepum/planner/Planner.h"
 
+#include "deepum/tools/Cli.h"
+
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
@@ -30,7 +32,7 @@ static cl::opt<bool> Quiet("quiet", cl::desc("Do not print the plan's summary"),
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
   cl::HideUnrelatedOptions(Category);
-  cl::ParseCommandLineOptions(argc, argv, "compile a deepum profile into a prefetch plan\n");
+  deepum::tools::parseCommandLine(argc, argv, "compile a deepum profile into a prefetch plan\n");
   deepum::planner::PlanToolOptions Opts;
   Opts.Input = Input;
   Opts.Output = Output;

@@ -1,6 +1,7 @@
 //===- deepum-sim.cpp - Simulate Unified Memory under oversubscription ------===//
 #include "deepum/executor/sim/SimBackend.h"
 #include "deepum/sim/SimTool.h"
+#include "deepum/tools/Cli.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -54,7 +55,7 @@ static cl::opt<std::string> Perfetto(
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
   cl::HideUnrelatedOptions(Category);
-  cl::ParseCommandLineOptions(argc, argv, "simulate Unified Memory under oversubscription\n");
+  deepum::tools::parseCommandLine(argc, argv, "simulate Unified Memory under oversubscription\n");
   deepum::sim::SimToolOptions Opts;
   Opts.ProfilePath = Input;
   Opts.Policy = PolicyOpt;

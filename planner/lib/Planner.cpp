@@ -312,8 +312,9 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
     return planError(Opts.Input + ": " + toString(R.takeError()));
   if (Error E = format::writePlan(R->Plan, Opts.Output, {Opts.Input}))
     return E;
+  // With -o - the plan itself is standard output: the summary goes beside the progress.
   if (Opts.PrintSummary)
-    format::print(Out, format::summarize(R->Plan));
+    format::print(Opts.Output == "-" ? Err : Out, format::summarize(R->Plan));
   return Error::success();
 }
 

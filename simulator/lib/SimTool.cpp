@@ -149,20 +149,22 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
     if (llvm::Error E = Trace->write(Opts.PerfettoOut, {Opts.ProfilePath, Opts.PlanPath}))
       return E;
 
+  // With --perfetto - the timeline is standard output: the report goes to standard error.
+  llvm::raw_ostream &Report = Opts.PerfettoOut == "-" ? llvm::errs() : OS;
   if (Opts.Json) {
     if (Opts.Compare) {
       llvm::json::Array A;
       for (const SimResult &R : Results)
         A.push_back(toJson(R));
-      OS << llvm::formatv("{0:2}", llvm::json::Value(std::move(A))) << "\n";
+      Report << llvm::formatv("{0:2}", llvm::json::Value(std::move(A))) << "\n";
     } else {
-      OS << llvm::formatv("{0:2}", toJson(Results.front())) << "\n";
+      Report << llvm::formatv("{0:2}", toJson(Results.front())) << "\n";
     }
     return llvm::Error::success();
   }
   if (Opts.Compare)
-    printComparison(OS, Results);
+    printComparison(Report, Results);
   else
-    print(OS, Results.front());
+    print(Report, Results.front());
   return llvm::Error::success();
 }

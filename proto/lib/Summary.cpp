@@ -130,23 +130,37 @@ ProfileSummary summarize(const Profile &P) {
   // Peak live bytes: sweep allocation and free events; a free at the same
   // instant as an allocation happens first (the caching allocator reuses it).
   // The running level is exact in 128 bits.
-  std::vector<std::pair<uint64_t, WideBytes>> Events;
+  // Per role the same sweep: the most bytes of that role live at once (not
+  // a sum over the profile, which would count each iteration's activations
+  // again).
+  struct Ev {
+    uint64_t T;
+    WideBytes Delta;
+    int Role;
+    bool operator<(const Ev &O) const { return std::tie(T, Delta) < std::tie(O.T, O.Delta); }
+  };
+  std::vector<Ev> Events;
   for (const Allocation &A : P.allocations()) {
-    uint64_t &Role = S.BytesByRole[roleName(A.role()).str()];
-    Role = addBytes(Role, A.size_bytes());
-    Events.emplace_back(A.alloc_time_ns(), WideBytes(A.size_bytes()));
+    const int Role = static_cast<int>(A.role());
+    Events.push_back({A.alloc_time_ns(), WideBytes(A.size_bytes()), Role});
     if (A.freed())
-      Events.emplace_back(A.free_time_ns(), -WideBytes(A.size_bytes()));
+      Events.push_back({A.free_time_ns(), -WideBytes(A.size_bytes()), Role});
     else
       S.PersistentBytes = addBytes(S.PersistentBytes, A.size_bytes());
   }
   std::sort(Events.begin(), Events.end());
   WideBytes Live = 0, Peak = 0;
-  for (auto &[T, Delta] : Events) {
-    (void)T;
-    Live += Delta;
+  std::map<int, std::pair<WideBytes, WideBytes>> ByRole; // role -> live, peak
+  for (const Ev &E : Events) {
+    Live += E.Delta;
     Peak = std::max(Peak, Live);
+    auto &[RoleLive, RolePeak] = ByRole[E.Role];
+    RoleLive += E.Delta;
+    RolePeak = std::max(RolePeak, RoleLive);
   }
+  for (auto &[Role, LivePeak] : ByRole)
+    S.PeakLiveBytesByRole[roleName(static_cast<AllocationRole>(Role)).str()] =
+        saturateBytes(LivePeak.second);
   S.PeakLiveBytes = saturateBytes(Peak);
 
   if (P.iterations_size() > 0) {
@@ -194,7 +208,7 @@ PlanSummary summarize(const Plan &P) {
 
 json::Value toJson(const ProfileSummary &S) {
   json::Object Roles;
-  for (auto &[Role, Bytes] : S.BytesByRole)
+  for (auto &[Role, Bytes] : S.PeakLiveBytesByRole)
     Roles[Role] = Bytes;
   json::Object Migr;
   for (auto &[Dir, ByCause] : S.Migrations) {
@@ -219,7 +233,7 @@ json::Value toJson(const ProfileSummary &S) {
       {"footprint_bytes", S.FootprintBytes},
       {"peak_live_bytes", S.PeakLiveBytes},
       {"persistent_bytes", S.PersistentBytes},
-      {"bytes_by_role", std::move(Roles)},
+      {"peak_live_bytes_by_role", std::move(Roles)},
       {"iteration_us", S.IterationNs / 1e3},
       {"block_accesses", S.BlockAccesses},
       {"faults", S.Faults},
@@ -277,7 +291,8 @@ void print(raw_ostream &OS, const ProfileSummary &S) {
                 formatBytes(S.FootprintBytes));
   OS << formatv("  peak live bytes    {0}\n", formatBytes(S.PeakLiveBytes));
   OS << formatv("  persistent bytes   {0}\n", formatBytes(S.PersistentBytes));
-  for (auto &[Role, Bytes] : S.BytesByRole)
+  OS << "  peak live by role\n";
+  for (auto &[Role, Bytes] : S.PeakLiveBytesByRole)
     OS << formatv("    {0,-16} {1}\n", Role, formatBytes(Bytes));
   OS << formatv("  block accesses     {0}\n", S.BlockAccesses);
   OS << formatv("  page faults        {0}\n", S.Faults);

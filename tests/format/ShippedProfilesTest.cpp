@@ -60,11 +60,11 @@ TEST_P(ShippedProfile, SummaryMatchesHandComputableFacts) {
   ASSERT_EQ(KnownParams.count(Model), 1u) << Model;
   EXPECT_EQ(Params, KnownParams.at(Model));
   EXPECT_GT(Params, 0u);
-  EXPECT_EQ(S.BytesByRole["parameter"], Params * 4) << "fp32 parameters";
-  EXPECT_EQ(S.BytesByRole["gradient"], Params * 4) << "one fp32 gradient per parameter";
+  EXPECT_EQ(S.PeakLiveBytesByRole["parameter"], Params * 4) << "fp32 parameters";
+  EXPECT_EQ(S.PeakLiveBytesByRole["gradient"], Params * 4) << "one fp32 gradient per parameter";
   // SGD with momentum keeps one buffer per parameter; AdamW keeps two.
   bool Transformer = Model == "bert-large" || Model == "gpt2-medium";
-  EXPECT_EQ(S.BytesByRole["optimizer_state"], Params * 4 * (Transformer ? 2 : 1));
+  EXPECT_EQ(S.PeakLiveBytesByRole["optimizer_state"], Params * 4 * (Transformer ? 2 : 1));
 
   // Every iteration launches the same kernel sequence.
   ASSERT_GE(P.iterations_size(), 2);
@@ -76,7 +76,12 @@ TEST_P(ShippedProfile, SummaryMatchesHandComputableFacts) {
           << Model << " iteration " << It << " kernel " << K;
 
   // Persistent state is parameters + gradients + optimizer state (+ inputs).
-  EXPECT_GE(S.PersistentBytes, S.BytesByRole["parameter"] + S.BytesByRole["optimizer_state"]);
+  EXPECT_GE(S.PersistentBytes,
+            S.PeakLiveBytesByRole["parameter"] + S.PeakLiveBytesByRole["optimizer_state"]);
+  // Per role, what is live at once: each iteration's activations are not summed.
+  for (const auto &[Role, Bytes] : S.PeakLiveBytesByRole)
+    EXPECT_LE(Bytes, S.PeakLiveBytes) << Role;
+  EXPECT_GT(S.PeakLiveBytesByRole["activation"], 0u);
   EXPECT_GE(S.PeakLiveBytes, S.PersistentBytes);
   // A 2 MiB block holds at most 2 MiB of live data, so the touched blocks cover the peak.
   EXPECT_GE(S.FootprintBytes, S.PeakLiveBytes / 2);
@@ -93,7 +98,7 @@ TEST_P(ShippedProfile, InspectJsonWorks) {
   const llvm::json::Object *Obj = V.getAsObject();
   ASSERT_NE(Obj, nullptr);
   for (const char *Key : {"kind", "model", "kernels_per_iteration", "footprint_bytes",
-                          "peak_live_bytes", "bytes_by_role", "migrations", "faults"})
+                          "peak_live_bytes", "peak_live_bytes_by_role", "migrations", "faults"})
     EXPECT_NE(Obj->get(Key), nullptr) << Key;
   EXPECT_EQ(Obj->getString("model"), llvm::Optional<llvm::StringRef>(GetParam()));
 }

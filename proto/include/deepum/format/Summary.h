@@ -47,8 +47,9 @@ struct ProfileSummary {
   uint64_t PeakLiveBytes = 0;
   /// Allocations live from start to end of the profile (never freed).
   uint64_t PersistentBytes = 0;
-  /// Bytes of allocations by role, keyed by the role's short name ("parameter", ...).
-  std::map<std::string, uint64_t> BytesByRole;
+  /// Per role, the most bytes of that role live at once, keyed by the role's
+  /// short name ("parameter", ...).
+  std::map<std::string, uint64_t> PeakLiveBytesByRole;
   /// Mean iteration time (iteration marks), ns; 0 when there are none.
   double IterationNs = 0;
   /// Block accesses (kernel x UM block) in the whole profile.

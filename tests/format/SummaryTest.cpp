@@ -38,8 +38,8 @@ TEST(Summary, HandComputedProfile) {
   // Live: W + X from t=0, Y joins at t=1000 -> 5 MiB peak.
   EXPECT_EQ(S.PeakLiveBytes, 5u << 20);
   EXPECT_EQ(S.PersistentBytes, 3u << 20);
-  EXPECT_EQ(S.BytesByRole["parameter"], 3u << 20);
-  EXPECT_EQ(S.BytesByRole["activation"], 2u << 20);
+  EXPECT_EQ(S.PeakLiveBytesByRole["parameter"], 3u << 20);
+  EXPECT_EQ(S.PeakLiveBytesByRole["activation"], 2u << 20);
   EXPECT_EQ(S.BlockAccesses, 2u + 1u + 1u + 1u + 2u + 1u);
   EXPECT_EQ(S.Migrations["htod"]["coherence"].Count, 2u);
   EXPECT_EQ(S.Migrations["htod"]["coherence"].Bytes, 131072u);
@@ -57,6 +57,21 @@ TEST(Summary, PeakTreatsSimultaneousFreeBeforeAllocation) {
   B.allocate(1 << 20, 0, 1000);
   B.allocate(1 << 20, 1000, 2000);
   EXPECT_EQ(format::summarize(B.build()).PeakLiveBytes, 1u << 20);
+}
+
+TEST(Summary, BytesByRoleArePeaksNotSums) {
+  // Three iterations' activations, one after another, and a parameter: the
+  // activations peak at 2 MiB however many iterations the profile holds.
+  ProfileBuilder B;
+  B.allocate(1 << 20, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  for (int It = 0; It < 3; ++It) {
+    B.allocate(1 << 20, It * 1000, It * 1000 + 900);
+    B.allocate(1 << 20, It * 1000 + 100, It * 1000 + 800);
+  }
+  format::ProfileSummary S = format::summarize(B.build());
+  EXPECT_EQ(S.PeakLiveBytesByRole["activation"], 2u << 20);
+  EXPECT_EQ(S.PeakLiveBytesByRole["parameter"], 1u << 20);
+  EXPECT_EQ(S.PeakLiveBytes, 3u << 20);
 }
 
 TEST(Summary, PlanActionsByKind) {

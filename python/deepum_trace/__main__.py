@@ -4,6 +4,7 @@
 """
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -85,8 +86,10 @@ def main(argv=None):
         device = devices.load_device_model(args.device_model, args.device_file)
         module = pb.load(args.proto_dir, args.proto_cache)
         progress(f"building {args.model}")
-        workload = models.build_workload(args.model, args.seq_len, args.image_size, args.seed,
-                                         args.checkpointing)
+        # On the meta device the weights' values never matter: build them there directly.
+        with models.meta_init() if args.compute == "meta" else contextlib.nullcontext():
+            workload = models.build_workload(args.model, args.seq_len, args.image_size,
+                                             args.seed, args.checkpointing)
         workload.to(args.compute)
         trace, how = trace_workload(workload, args.batch, args.direct, args.trace_batches,
                                     args.seed, progress)

@@ -241,11 +241,17 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
     }
     UnmatchedWraps += Wraps.size() - Matched;
   }
+  // Only a carried-in allocation that is still live when the window's first
+  // kernel runs can be accessed there. One freed at the window's start (its
+  // free sorts before that kernel, as an iteration's last frees do in traces
+  // whose iterations run back to back) is dead for the whole window: having no
+  // counterpart drops nothing.
   for (auto &[Size, Carried] : CarriedBySize) {
     auto It = WrapsBySize.find(Size);
     size_t Have = It == WrapsBySize.end() ? 0 : It->second.size();
-    if (Carried.size() > Have)
-      UnmatchedCarried += Carried.size() - Have;
+    for (size_t K = Have; K < Carried.size(); ++K)
+      if (FreeTick[Carried[K]] > T.KernelTick[0])
+        ++UnmatchedCarried;
   }
   for (uint32_t I : Window) {
     PlannedAllocation &PA = T.Allocations[SeqOfId[P.allocations(I).id()]];

@@ -4,6 +4,7 @@
 """
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -39,10 +40,15 @@ def parser():
         description="Trace a real PyTorch training iteration on the CPU and write a derived "
                     "deepum profile (gzip-compressed deepum.v1.Profile).")
     p.add_argument("--model", required=True,
-                   help="bert-large, gpt2-medium, or a torchvision classification model name")
+                   help="bert-large, gpt2-medium, bart-large, llama-1b, or a torchvision "
+                        "classification model name")
     p.add_argument("--batch", type=int, required=True, help="batch size of the profile")
     p.add_argument("--seq-len", type=int, default=None,
-                   help="tokens per sample (transformers; default: the model's maximum)")
+                   help="tokens per sample (transformers; bart-large: source and target "
+                        "each; default: the model's maximum)")
+    p.add_argument("--checkpointing", action="store_true",
+                   help="activation checkpointing: each block keeps only its input and runs "
+                        "again in backward (llama-1b)")
     p.add_argument("--image-size", type=int, default=None,
                    help="image side for torchvision models (default 224; 299 for inception_v3)")
     p.add_argument("--iterations", type=int, default=3, help="iterations in the profile")
@@ -51,7 +57,7 @@ def parser():
     p.add_argument("--device-file", default=None, help="device-models JSON file")
     p.add_argument("--trace-batches", type=parse_batches, default=None,
                    help="two small batch sizes traced for real and extrapolated from "
-                        "(default: 2,4 for torchvision models, 1,2 for transformers)")
+                        "(default: 2,4 for torchvision models, 2,3 for transformers)")
     p.add_argument("--direct", action="store_true",
                    help="trace at --batch itself instead of extrapolating")
     p.add_argument("--compute", choices=("cpu", "meta"), default="cpu",
@@ -80,7 +86,10 @@ def main(argv=None):
         device = devices.load_device_model(args.device_model, args.device_file)
         module = pb.load(args.proto_dir, args.proto_cache)
         progress(f"building {args.model}")
-        workload = models.build_workload(args.model, args.seq_len, args.image_size, args.seed)
+        # On the meta device the weights' values never matter: build them there directly.
+        with models.meta_init() if args.compute == "meta" else contextlib.nullcontext():
+            workload = models.build_workload(args.model, args.seq_len, args.image_size,
+                                             args.seed, args.checkpointing)
         workload.to(args.compute)
         trace, how = trace_workload(workload, args.batch, args.direct, args.trace_batches,
                                     args.seed, progress)
@@ -106,7 +115,10 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     size = build.write_profile(out, prof)
     progress(f"wrote {out}: {size} bytes, {stats.kernels_per_iteration} kernels/iteration, "
-             f"peak live {stats.peak_live_bytes / 2**30:.2f} GiB, parameters "
+             f"peak live {stats.peak_live_bytes / 2**30:.2f} GiB, "
+             f"{stats.footprint_blocks} distinct 2 MiB blocks touched in the last iteration "
+             f"(footprint {stats.footprint_blocks * build.UM_BLOCK_BYTES / 2**30:.2f} GiB, "
+             f"what --oversubscription divides), parameters "
              f"{stats.parameter_bytes / 2**20:.1f} MiB, iteration "
              f"{stats.iteration_ns / 1e6:.1f} ms on {device.name}")
     return 0

@@ -28,6 +28,9 @@ class ProfileStats:
     peak_live_bytes: int
     peak_reserved_bytes: int
     iteration_ns: int
+    # Distinct 2 MiB blocks the last iteration's kernels touch: deepum-sim's footprint
+    # (and the one --oversubscription divides) is this times 2 MiB.
+    footprint_blocks: int = 0
 
 
 def _mask(lo, hi):
@@ -168,7 +171,8 @@ def build_profile(pb, trace, device, iterations, workload):
 
     parameter_bytes = sum(s.nbytes for s in trace.storages if s.role == "PARAMETER")
     stats = ProfileStats(len(trace.ops), parameter_bytes, persistent_bytes, peak,
-                         allocator.peak_reserved_bytes, sum(durations))
+                         allocator.peak_reserved_bytes, sum(durations),
+                         footprint_blocks(prof))
     return prof, stats
 
 
@@ -239,6 +243,17 @@ def check_profile(prof):
     if first != len(prof.kernels):
         problems.append("iterations do not cover every kernel")
     return problems
+
+
+def footprint_blocks(prof):
+    """Distinct UM blocks the kernels of the last iteration touch, as deepum-sim counts its
+    footprint (whose bytes, blocks x 2 MiB, --oversubscription divides)."""
+    if not prof.iterations:
+        kernels = prof.kernels
+    else:
+        it = prof.iterations[-1]
+        kernels = prof.kernels[it.first_kernel:it.first_kernel + it.kernel_count]
+    return len({b.block for k in kernels for b in k.blocks})
 
 
 def peak_live_bytes(prof):

@@ -25,6 +25,13 @@ MODELS = {
     "vit_b_16": ["--batch", "64"],
     "bert-large": ["--batch", "16", "--seq-len", "512"],
     "gpt2-medium": ["--batch", "8", "--seq-len", "1024", "--compute", "meta", "--direct"],
+    # Workloads trained today, on the meta device for the same reason: an encoder-decoder
+    # with cross-attention, and a 1B Llama-shaped decoder under bf16 autocast (fp32 master
+    # weights, AdamW), without and with activation checkpointing at the same batch.
+    "bart-large": ["--batch", "8", "--seq-len", "512", "--compute", "meta", "--direct"],
+    "llama-1b": ["--batch", "4", "--seq-len", "1024", "--compute", "meta", "--direct"],
+    "llama-1b-ckpt": ["--model", "llama-1b", "--checkpointing", "--batch", "4",
+                      "--seq-len", "1024", "--compute", "meta", "--direct"],
     # ResNet-50 at batch 32: about 10 block uses per kernel, so repeating it gives the planner's
     # speed benchmark its target shape, 100k kernels and 1M block uses per iteration (bench/plan).
     "resnet50-b32": ["--model", "resnet50", "--batch", "32"],
@@ -55,8 +62,10 @@ def main(argv=None):
 
     module = pb.load()
     total = 0
-    print(f"{'model':<12} {'file bytes':>11} {'kernels/iter':>12} {'peak live GiB':>13} "
-          f"{'param MiB':>10} {'iter ms':>8}")
+    # Peak live bytes (allocations alive at once) beside the footprint deepum-sim divides
+    # by --oversubscription: distinct 2 MiB blocks the last iteration touches, x 2 MiB.
+    print(f"{'model':<14} {'file bytes':>11} {'kernels/iter':>12} {'peak live GiB':>13} "
+          f"{'2MiB blocks':>11} {'footprint GiB':>13} {'param MiB':>10} {'iter ms':>8}")
     for name in MODELS:
         path = os.path.join(args.out, f"{name}.profile.pb.gz")
         if not os.path.exists(path):
@@ -71,8 +80,10 @@ def main(argv=None):
         it = prof.iterations[0]
         params = sum(a.size_bytes for a in prof.allocations
                      if a.role == module.ALLOCATION_ROLE_PARAMETER)
-        print(f"{name:<12} {size:>11} {it.kernel_count:>12} "
-              f"{build.peak_live_bytes(prof) / 2**30:>13.2f} {params / 2**20:>10.1f} "
+        blocks = build.footprint_blocks(prof)
+        print(f"{name:<14} {size:>11} {it.kernel_count:>12} "
+              f"{build.peak_live_bytes(prof) / 2**30:>13.2f} {blocks:>11} "
+              f"{blocks * build.UM_BLOCK_BYTES / 2**30:>13.2f} {params / 2**20:>10.1f} "
               f"{(it.end_ns - it.start_ns) / 1e6:>8.1f}")
     print(f"total {total} bytes ({total / 2**20:.2f} MiB; budget {args.budget_mb} MB)")
     if total > args.budget_mb * 1e6:

@@ -33,8 +33,9 @@ std::string scratchDir(const std::string &TestName) {
 }
 
 const std::vector<std::string> &shippedModels() {
-  static const std::vector<std::string> Models = {"resnet50", "vgg16", "vit_b_16", "bert-large",
-                                                  "gpt2-medium"};
+  static const std::vector<std::string> Models = {
+      "resnet50",   "vgg16",      "vit_b_16", "bert-large",
+      "gpt2-medium", "bart-large", "llama-1b", "llama-1b-ckpt"};
   return Models;
 }
 

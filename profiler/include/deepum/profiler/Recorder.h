@@ -12,6 +12,13 @@
 // (begin/end). The first `Skip` iterations are ignored; after `Iterations`
 // more, recording is finished and later records are discarded.
 //
+// Without any mark the iterations are found when the profile is built, from
+// the period of the kernel sequence (periodIterationEnds): the run must end
+// with at least two identical iterations. `Skip` and `Iterations` then count
+// those, and --mode access-set sends blocks home from the start of the run,
+// since any iteration may be the one recorded. A sequence without a period is
+// one iteration, with a note saying so.
+//
 // Records are kept by *time*, not by arrival: CUPTI delivers buffers late, so
 // a kernel of a recorded iteration may arrive after its end mark.
 //
@@ -25,6 +32,7 @@
 #include "deepum/profiler/Records.h"
 #include "deepum/v1/profile.pb.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -104,6 +112,10 @@ public:
   MarkEffect step(uint64_t TimeNs);
 
   RecorderState state() const;
+  /// --mode access-set: whether the kernel just launched must send the blocks
+  /// it faulted on home. Inside the recorded window, and before any mark
+  /// (without marks the iterations are only known at the end).
+  bool accessSetActive() const;
   /// Complete iterations inside the recorded window.
   uint32_t recordedIterations() const;
   /// Complete iterations seen, skipped ones included.
@@ -117,8 +129,9 @@ public:
   std::vector<std::pair<uint64_t, uint64_t>> faultedRangesSince(uint64_t SinceNs) const;
 
   /// The profile of every complete recorded iteration — after a crash or an
-  /// early exit, the ones completed so far. With no mark at all the whole run
-  /// is one iteration. Fails when marks were seen but none was recorded.
+  /// early exit, the ones completed so far. With no mark at all the
+  /// iterations come from the period of the kernel sequence, or the whole run
+  /// is one. Fails when marks were seen but none was recorded.
   llvm::Expected<deepum::v1::Profile> buildProfile() const;
 
 private:
@@ -132,6 +145,11 @@ private:
   };
 
   bool keepLocked(uint64_t TimeNs) const;
+  /// The device that ran most kernels starting in [Begin, End].
+  uint32_t mainDeviceLocked(uint64_t Begin, uint64_t End) const;
+  /// Without marks: the windows of the iterations --skip and --iterations
+  /// select among those the period gives, and a note; empty without a period.
+  std::vector<Window> periodWindowsLocked(std::string &Note) const;
   void pruneBeforeLocked(uint64_t TimeNs);
   MarkEffect beginLocked(uint64_t TimeNs);
   MarkEffect endLocked(uint64_t TimeNs);
@@ -169,6 +187,17 @@ private:
   /// Start of the recorded window, once it has opened.
   std::optional<uint64_t> WindowBegin;
 };
+
+/// Where the iterations of an unmarked kernel sequence (execution IDs, in
+/// launch order) end: the exclusive end index of each, the last being
+/// Ids.size(). The period is the smallest one of which the run ends with two
+/// or more whole repetitions covering at least half the longest such
+/// repetition and a quarter of the run; an iteration ends where the kernels that close the last one
+/// occur (lengthened until, inside the periodic end, they occur once per
+/// period), ends closer than half a period apart merged. Kernels before the
+/// first such end make the first iteration (warm-up included). Empty when
+/// the sequence has no period.
+std::vector<size_t> periodIterationEnds(llvm::ArrayRef<uint64_t> Ids);
 
 /// One line for stderr: iterations, kernels, faults, dropped records.
 std::string describeProfile(const deepum::v1::Profile &P);

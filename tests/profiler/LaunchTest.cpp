@@ -188,6 +188,13 @@ TEST(Launch, RecognisesPythonCommands) {
 }
 
 TEST(Launch, FindsThePythonPackage) {
+  // Installed: <prefix>/bin/deepum-profile and <prefix>/share/deepum/python.
+  std::string Prefix = scratchDir("Launch.InstalledPython");
+  ASSERT_FALSE(llvm::sys::fs::create_directories(Prefix + "/share/deepum/python/deepum/_autoload"));
+  script(Prefix, "share/deepum/python/deepum/_autoload/sitecustomize.py", "\n");
+  EXPECT_EQ(takeOk(findPythonPackage("", Prefix + "/bin/deepum-profile")),
+            Prefix + "/share/deepum/python");
+
   // Build tree: <source>/build/tools/deepum-profile and <source>/python.
   std::string Lib = DEEPUM_TEST_INJECTION_LIBRARY;
   std::string Build = Lib.substr(0, Lib.rfind("/lib/"));

@@ -70,7 +70,9 @@ def install(mark: Callable[[], None], optim=None) -> bool:
     if _installed:
         return True
     if optim is None:
-        import torch.optim as optim
+        import torch
+
+        optim = torch.optim
     register = getattr(getattr(optim, "optimizer", None), "register_optimizer_step_post_hook",
                        None)
     if register is not None:

@@ -3,6 +3,7 @@ import importlib
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import types
 import unittest
@@ -160,6 +161,70 @@ class Autoload(unittest.TestCase):
         # The same script without deepum-run: its own three marks.
         _, _, marks = self.run_script("explicit", autoload=False)
         self.assertEqual(marks, 3)
+
+
+FAKE_TORCH = textwrap.dedent("""
+    # A PyTorch 2.x with a GPU, as far as deepum.enable() and the hook can tell.
+    import types
+
+    calls = []
+
+
+    class CUDAPluggableAllocator:
+        def __init__(self, path, alloc_fn, free_fn):
+            calls.append(("allocator", path, alloc_fn, free_fn))
+
+
+    def change_current_allocator(allocator):
+        calls.append(("change_current_allocator",))
+
+
+    hooks = []
+    cuda = types.SimpleNamespace(
+        is_available=lambda: True, is_initialized=lambda: False,
+        memory=types.SimpleNamespace(CUDAPluggableAllocator=CUDAPluggableAllocator,
+                                     change_current_allocator=change_current_allocator))
+    optim = types.SimpleNamespace(
+        optimizer=types.SimpleNamespace(register_optimizer_step_post_hook=hooks.append))
+    __version__ = "2.99-fake"
+""")
+
+PROBE = textwrap.dedent("""
+    import torch, deepum
+    print(torch.calls)
+    print(deepum.enabled(), len(torch.hooks))
+    for _ in range(2):
+        torch.hooks[0](None, (), {})  # two optimizer steps: libdeepum's deepum_step, no GPU
+    print("stepped")
+""")
+
+
+class AutoloadWithPyTorch2(unittest.TestCase):
+    """The start-up hook against a stand-in PyTorch 2.x that reports a GPU, with the real libdeepum."""
+
+    def test_allocator_installed_and_optimizer_hook_registered(self):
+        import deepum
+        try:
+            library = str(deepum.library_path())
+        except FileNotFoundError as e:
+            self.skipTest(f"libdeepum is not built: {e}")
+        from deepum import run
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "torch"))
+            with open(os.path.join(tmp, "torch", "__init__.py"), "w") as f:
+                f.write(FAKE_TORCH)
+            env = run.build_env(run.parse(["--", "python3"]), dict(os.environ))
+            env["PYTHONPATH"] += os.pathsep + tmp
+            env["DEEPUM_LIBRARY"] = library
+            env.pop("DEEPUM_PLAN", None)
+            r = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
+                               text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0], str([("allocator", library, "deepum_malloc", "deepum_free"),
+                                        ("change_current_allocator",)]))
+        self.assertEqual(lines[1], "True 1")
+        self.assertEqual(lines[2], "stepped")
 
 
 if __name__ == "__main__":

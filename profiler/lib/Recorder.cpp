@@ -213,18 +213,38 @@ MarkEffect Recorder::endLocked(uint64_t T) {
   return E;
 }
 
+void Recorder::rangeMarkLocked() {
+  if (SawRangeMark)
+    return;
+  SawRangeMark = true;
+  if (!SawStepMark || State == RecorderState::Done)
+    return;
+  // The program marks its iterations itself: what deepum_step() counted so
+  // far (an optimizer hook's marks) no longer counts, --skip starts here.
+  State = RecorderState::Skipping;
+  InIteration = false;
+  Seen = 0;
+  Recorded.clear();
+  WindowBegin.reset();
+}
+
 MarkEffect Recorder::beginIteration(uint64_t T) {
   std::lock_guard<std::mutex> L(Mu);
+  rangeMarkLocked();
   return beginLocked(T);
 }
 
 MarkEffect Recorder::endIteration(uint64_t T) {
   std::lock_guard<std::mutex> L(Mu);
+  rangeMarkLocked();
   return endLocked(T);
 }
 
 MarkEffect Recorder::step(uint64_t T) {
   std::lock_guard<std::mutex> L(Mu);
+  if (SawRangeMark)
+    return {}; // begin/end marks win
+  SawStepMark = true;
   if (!InIteration && !SawMark) {
     // The first deepum_step() ends the iteration that began with the run.
     MarkEffect Opened = beginLocked(Origin);

@@ -238,6 +238,61 @@ TEST(Recorder, SkipThenRecordWithDeepumStep) {
   EXPECT_EQ(R.seenIterations(), 3u);
 }
 
+TEST(Recorder, BeginEndMarksWinOverDeepumStep) {
+  // A Python program under deepum-profile: the optimizer hook calls
+  // deepum_step() every step, and the script brackets steps with
+  // cudaProfilerStart/Stop itself from its third step on.
+  RecorderOptions O;
+  O.Skip = 1;
+  O.Iterations = 2;
+  Recorder R(O);
+  R.setOrigin(0);
+  R.addAllocation(Base, 2 * MiB, 0, 0, AllocationSource::Allocator);
+  R.addKernel(kernel("s0", 10, 20));
+  R.step(100);
+  R.addKernel(kernel("s1", 110, 120));
+  EXPECT_TRUE(R.step(200).IterationRecorded);
+  EXPECT_EQ(R.recordedIterations(), 1u);
+  // The script's own marks: the count starts again, --skip 1 skips [300, 400].
+  R.beginIteration(300);
+  EXPECT_EQ(R.recordedIterations(), 0u);
+  EXPECT_EQ(R.state(), RecorderState::Skipping);
+  R.addKernel(kernel("a", 310, 320));
+  EXPECT_FALSE(R.step(350).IterationRecorded); // the hook's mark: nothing
+  R.endIteration(400);
+  R.beginIteration(500);
+  R.addKernel(kernel("b", 510, 520));
+  R.step(550);
+  EXPECT_TRUE(R.endIteration(600).IterationRecorded);
+  R.beginIteration(700);
+  R.addKernel(kernel("c", 710, 720));
+  EXPECT_TRUE(R.endIteration(800).RecordingFinished);
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.iterations_size(), 2);
+  EXPECT_EQ(P.iterations(0).start_ns(), 500u);
+  EXPECT_EQ(P.iterations(0).end_ns(), 600u);
+  EXPECT_EQ(P.iterations(1).start_ns(), 700u);
+  ASSERT_EQ(P.kernels_size(), 2);
+  EXPECT_EQ(P.kernels(0).name(), "b");
+  EXPECT_EQ(R.seenIterations(), 3u);
+}
+
+TEST(Recorder, DeepumStepMarksThatFinishedRecordingStand) {
+  RecorderOptions O;
+  O.Iterations = 1;
+  Recorder R(O);
+  R.setOrigin(0);
+  R.addAllocation(Base, 2 * MiB, 0, 0, AllocationSource::Allocator);
+  R.addKernel(kernel("s0", 10, 20));
+  EXPECT_TRUE(R.step(100).RecordingFinished); // the profile is written here
+  R.beginIteration(200);
+  R.addKernel(kernel("late", 210, 220));
+  EXPECT_FALSE(R.endIteration(300).IterationRecorded);
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.iterations_size(), 1);
+  EXPECT_EQ(P.kernels(0).name(), "s0");
+}
+
 TEST(Recorder, RangesLeaveGapsOutsideIterations) {
   RecorderOptions O;
   O.Iterations = 2;

@@ -12,6 +12,12 @@
 // (begin/end). The first `Skip` iterations are ignored; after `Iterations`
 // more, recording is finished and later records are discarded.
 //
+// Begin/end marks win over deepum_step(), which a Python program under
+// deepum-profile calls at every optimizer step without being asked: from the
+// first begin or end mark on, deepum_step() marks nothing, and what it had
+// counted is forgotten (--skip counts from that mark) unless recording had
+// already finished.
+//
 // Without any mark the iterations are found when the profile is built, from
 // the period of the kernel sequence (periodIterationEnds): the run must end
 // with at least two identical iterations. `Skip` and `Iterations` then count
@@ -152,6 +158,8 @@ private:
   std::vector<Window> periodWindowsLocked(std::string &Note) const;
   void pruneBeforeLocked(uint64_t TimeNs);
   MarkEffect beginLocked(uint64_t TimeNs);
+  /// A begin or end mark: the first one discards what deepum_step() counted.
+  void rangeMarkLocked();
   MarkEffect endLocked(uint64_t TimeNs);
 
   const RecorderOptions Opts;
@@ -178,6 +186,8 @@ private:
 
   RecorderState State = RecorderState::Skipping;
   bool SawMark = false;
+  /// deepum_step() marks were seen / begin-end marks (profiler API, NVTX) were seen.
+  bool SawStepMark = false, SawRangeMark = false;
   bool InIteration = false;
   uint64_t Origin = 0;
   uint64_t CurrentBegin = 0;

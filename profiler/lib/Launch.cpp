@@ -101,10 +101,9 @@ static std::vector<std::string> shebangWords(const std::string &Path) {
     return Words;
   Head = Head.take_until([](char C) { return C == '\n' || C == '\r'; });
   SmallVector<StringRef, 4> Parts;
-  Head.split(Parts, ' ', -1, /*KeepEmpty=*/false);
+  SplitString(Head, Parts); // on spaces and tabs
   for (StringRef P : Parts)
-    if (!P.trim().empty())
-      Words.push_back(P.trim().str());
+    Words.push_back(P.str());
   return Words;
 }
 

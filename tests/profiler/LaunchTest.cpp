@@ -172,7 +172,7 @@ TEST(Launch, RecognisesPythonCommands) {
   // A script is judged by its #! line.
   std::string Dir = scratchDir("Launch.PythonScripts");
   std::string Env = script(Dir, "env.py", "#!/usr/bin/env -S python3 -u\nprint(1)\n");
-  std::string Direct = script(Dir, "direct", "#!/usr/bin/python3.11\n");
+  std::string Direct = script(Dir, "direct", "#! /usr/bin/python3.11\t-u\r\n");
   std::string Shell = script(Dir, "run.sh", "#!/bin/sh\nexec python3 train.py\n");
   std::string NoLine = script(Dir, "plain", "python3\n");
   EXPECT_TRUE(isPythonCommand({"./env.py"}, Env));

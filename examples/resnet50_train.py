@@ -1,16 +1,18 @@
 """Train torchvision's ResNet-50 on synthetic data: an unmodified training script.
 
-Runs as is, under `deepum-profile` and under `deepum-run`; deepum is not imported.
+Runs as is, under `deepum-profile` and under `deepum-run`; deepum is not imported (each
+optimizer step marks an iteration).
     python3 examples/resnet50_train.py --batch 64 --steps 20
 """
 import argparse
+import os
 import time
 
 import torch
 import torchvision
 
 
-def main():
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--steps", type=int, default=20)
@@ -20,10 +22,16 @@ def main():
     p.add_argument("--deterministic", action="store_true",
                    help="deterministic algorithms (for bit-for-bit comparisons)")
     p.add_argument("--save", help="write the final parameters here (torch.save)")
-    args = p.parse_args()
+    return p.parse_args(argv)
+
+
+def main():
+    args = parse_args()
 
     torch.manual_seed(args.seed)
     if args.deterministic:
+        # cuBLAS is deterministic only with a fixed workspace, named before its first use.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)
         torch.backends.cudnn.benchmark = False
     device = torch.device(args.device)

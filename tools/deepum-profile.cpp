@@ -27,6 +27,18 @@ static cl::opt<std::string> Output("o", cl::desc("Profile to write"), cl::value_
 static cl::opt<std::string> Allocator("allocator-library",
                                       cl::desc("Preload deepum's allocator into a C++ program"),
                                       cl::value_desc("LIB"), cl::cat(Category));
+static cl::opt<bool> Python("python",
+                            cl::desc("Install deepum's allocator from Python at start-up (default: "
+                                     "when COMMAND runs python or a python script)"),
+                            cl::cat(Category));
+static cl::opt<bool> NoPython("no-python",
+                              cl::desc("Leave the command's allocator alone, even for python"),
+                              cl::cat(Category));
+static cl::opt<std::string>
+    PythonPackage("python-package",
+                  cl::desc("The folder holding deepum's Python package (default: found next "
+                           "to deepum-profile)"),
+                  cl::value_desc("DIR"), cl::cat(Category));
 static cl::opt<std::string> Injection("injection-library",
                                       cl::desc("The profiler's injection library (default: "
                                                "next to deepum-profile or in ../lib)"),
@@ -51,6 +63,14 @@ int main(int argc, char **argv) {
   Opts.Command.assign(Command.begin(), Command.end());
   Opts.InjectionLibrary = Injection;
   Opts.AllocatorLibrary = Allocator;
+  if (Python && NoPython) {
+    errs() << "deepum-profile: --python and --no-python contradict each other\n";
+    return 1;
+  }
+  Opts.Python = Python     ? deepum::profiler::PythonMode::On
+                : NoPython ? deepum::profiler::PythonMode::Off
+                           : deepum::profiler::PythonMode::Auto;
+  Opts.PythonPackage = PythonPackage;
   Opts.ToolPath = sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&anchor));
   ExitOnError ExitOnErr("deepum-profile: ");
   return ExitOnErr(deepum::profiler::runProfile(Opts, errs()));

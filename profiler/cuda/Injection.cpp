@@ -546,8 +546,10 @@ void Profiler::mark(MarkAction A) {
 void Profiler::sendTouchedBlocksHome() {
   // After each launch: wait for the kernel, collect the blocks it faulted on,
   // and migrate them back to the host so the next kernel faults on all it
-  // touches. Only inside the recorded window: skipped iterations run natural.
-  if (Rec.state() != RecorderState::Recording || Stopped)
+  // touches. Only inside the recorded window (or before any mark, when the
+  // iterations are found from the period at the end): skipped iterations
+  // run natural.
+  if (!Rec.accessSetActive() || Stopped)
     return;
   ReentryGuard Guard;
   if (!Guard.Active)

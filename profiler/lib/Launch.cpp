@@ -7,12 +7,14 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <optional>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,6 +53,112 @@ Expected<std::string> findInjectionLibrary(const std::string &Explicit,
                " (looked at " + join(Tried, ", ") + "); pass --injection-library");
 }
 
+//===-- Python commands ----------------------------------------------------===//
+
+/// python, python3, python3.12 (any folder); not python3-config.
+static bool isPythonName(StringRef Path) {
+  StringRef Name = sys::path::filename(Path);
+  if (!Name.consume_front("python"))
+    return false;
+  return llvm::all_of(Name, [](char C) { return isDigit(C) || C == '.'; });
+}
+
+/// The program `env ARGS...` runs: the first word that is no option and no
+/// VAR=VALUE.
+static std::optional<StringRef> programAfterEnv(ArrayRef<std::string> Args) {
+  for (const std::string &A : Args) {
+    StringRef W(A);
+    if (W.startswith("-") || W.contains('='))
+      continue;
+    return W;
+  }
+  return std::nullopt;
+}
+
+/// Whether `Argv` (a command line or a `#!` line split into words) starts a
+/// Python interpreter, directly or through env.
+static bool startsPython(ArrayRef<std::string> Argv) {
+  if (Argv.empty())
+    return false;
+  if (isPythonName(Argv.front()))
+    return true;
+  if (sys::path::filename(Argv.front()) != "env")
+    return false;
+  std::optional<StringRef> Next = programAfterEnv(Argv.drop_front());
+  return Next && isPythonName(*Next);
+}
+
+/// The words of the `#!` line of `Path`, or none when it has none.
+static std::vector<std::string> shebangWords(const std::string &Path) {
+  std::vector<std::string> Words;
+  if (Path.empty() || !sys::fs::is_regular_file(Path))
+    return Words;
+  auto Buf = MemoryBuffer::getFileSlice(Path, 256, 0);
+  if (!Buf)
+    return Words;
+  StringRef Head = (*Buf)->getBuffer();
+  if (!Head.consume_front("#!"))
+    return Words;
+  Head = Head.take_until([](char C) { return C == '\n' || C == '\r'; });
+  SmallVector<StringRef, 4> Parts;
+  SplitString(Head, Parts); // on spaces and tabs
+  for (StringRef P : Parts)
+    Words.push_back(P.str());
+  return Words;
+}
+
+bool isPythonCommand(const std::vector<std::string> &Command,
+                     const std::string &ResolvedProgram) {
+  if (startsPython(Command))
+    return true;
+  return startsPython(shebangWords(ResolvedProgram));
+}
+
+bool wantsPython(PythonMode Python, const std::vector<std::string> &Command,
+                 const std::string &ResolvedProgram) {
+  switch (Python) {
+  case PythonMode::On:
+    return true;
+  case PythonMode::Off:
+    return false;
+  case PythonMode::Auto:
+    break;
+  }
+  return isPythonCommand(Command, ResolvedProgram);
+}
+
+static constexpr const char *kAutoloadScript = "deepum/_autoload/sitecustomize.py";
+
+Expected<std::string> findPythonPackage(const std::string &Explicit,
+                                        const std::string &ToolPath) {
+  if (!Explicit.empty()) {
+    if (!sys::fs::exists(Explicit + "/" + kAutoloadScript))
+      return usage("--python-package " + Explicit + " holds no " + kAutoloadScript);
+    SmallString<256> Abs(Explicit);
+    (void)sys::fs::make_absolute(Abs);
+    return std::string(Abs);
+  }
+  SmallString<256> Dir(ToolPath);
+  sys::path::remove_filename(Dir);
+  std::vector<std::string> Tried;
+  // Installed: bin/ and share/deepum/python; deepum-run's ../python; built:
+  // <source>/build/tools/ and <source>/python.
+  for (const char *Rel : {"../share/deepum/python", "../python", "../../python"}) {
+    SmallString<256> P(Dir);
+    sys::path::append(P, Rel);
+    sys::path::remove_dots(P, /*remove_dot_dot=*/true);
+    if (sys::fs::exists(P + "/" + kAutoloadScript)) {
+      SmallString<256> Abs(P);
+      (void)sys::fs::make_absolute(Abs);
+      return std::string(Abs);
+    }
+    Tried.push_back(std::string(P));
+  }
+  return usage("a Python command needs deepum's Python package to install the allocator, "
+               "not found (looked at " +
+               join(Tried, ", ") + "); pass --python-package DIR, or --no-python");
+}
+
 Expected<SessionConfig> makeSessionConfig(const ProfileOptions &Opts,
                                           const std::string &SessionDirectory) {
   if (Opts.Command.empty())
@@ -84,8 +192,11 @@ Expected<SessionConfig> makeSessionConfig(const ProfileOptions &Opts,
 Expected<std::vector<std::string>> childEnvironment(const ProfileOptions &Opts,
                                                     const SessionConfig &Config,
                                                     const std::string &InjectionLibrary,
-                                                    const std::vector<std::string> &Parent) {
+                                                    const std::vector<std::string> &Parent,
+                                                    const std::string &PythonPackage) {
   std::vector<std::pair<std::string, std::string>> Set = Config.toEnvironment();
+  const bool Python = !PythonPackage.empty();
+  const bool InstallsAllocator = Python || !Opts.AllocatorLibrary.empty();
   Set.emplace_back("CUDA_INJECTION64_PATH", InjectionLibrary);
   Set.emplace_back(kEnvLibrary, InjectionLibrary);
   std::string Cupti = Opts.CuptiLibrary;
@@ -94,7 +205,7 @@ Expected<std::vector<std::string>> childEnvironment(const ProfileOptions &Opts,
     Cupti = DEEPUM_CUPTI_LIBRARY;
 #endif
   std::vector<std::string> Env;
-  std::string Preload;
+  std::string Preload, PythonPath;
   bool NvtxSet = false;
   for (const std::string &Var : Parent) {
     StringRef Name = StringRef(Var).split('=').first;
@@ -108,6 +219,14 @@ Expected<std::vector<std::string>> childEnvironment(const ProfileOptions &Opts,
     }
     if (Name == "NVTX_INJECTION64_PATH")
       NvtxSet = true;
+    if (Python && Name == "PYTHONPATH") {
+      PythonPath = Value.str();
+      continue;
+    }
+    if (Python && Name == "DEEPUM_AUTOLOAD")
+      continue; // set below
+    if (InstallsAllocator && (Name == "DEEPUM_PLAN" || Name == "DEEPUM_PLAN_TEMPLATE"))
+      continue; // profiling records the program without a plan
     if (llvm::any_of(Set, [&](const auto &S) { return S.first == Name; }))
       continue;
     if (Name.startswith("DEEPUM_PROFILE_"))
@@ -129,6 +248,17 @@ Expected<std::vector<std::string>> childEnvironment(const ProfileOptions &Opts,
   }
   if (!Preload.empty())
     Set.emplace_back("LD_PRELOAD", Preload);
+  if (Python) {
+    // deepum-run's start-up hook: the interpreter imports it before the
+    // script and installs deepum's allocator (python/deepum/_autoload).
+    SmallString<256> Autoload(PythonPackage);
+    sys::path::append(Autoload, "deepum", "_autoload");
+    std::string Path = (Twine(Autoload) + ":" + PythonPackage).str();
+    if (!PythonPath.empty())
+      Path += ":" + PythonPath;
+    Set.emplace_back("PYTHONPATH", Path);
+    Set.emplace_back("DEEPUM_AUTOLOAD", "1");
+  }
   for (auto &[Name, Value] : Set)
     Env.push_back((Twine(Name) + "=" + Value).str());
   return Env;
@@ -227,12 +357,6 @@ Expected<int> runProfile(const ProfileOptions &Opts, raw_ostream &Log) {
   auto Config = makeSessionConfig(Opts, std::string(Dir));
   if (!Config)
     return Config.takeError();
-  std::vector<std::string> Parent;
-  for (char **E = environ; *E; ++E)
-    Parent.emplace_back(*E);
-  auto Env = childEnvironment(Opts, *Config, *Injection, Parent);
-  if (!Env)
-    return Env.takeError();
   std::string Program = Opts.Command.front();
   if (Program.find('/') == std::string::npos) {
     auto Found = sys::findProgramByName(Program);
@@ -240,6 +364,19 @@ Expected<int> runProfile(const ProfileOptions &Opts, raw_ostream &Log) {
       return usage(Program + ": command not found");
     Program = *Found;
   }
+  std::string PythonPackage;
+  if (wantsPython(Opts.Python, Opts.Command, Program)) {
+    auto Found = findPythonPackage(Opts.PythonPackage, Opts.ToolPath);
+    if (!Found)
+      return Found.takeError();
+    PythonPackage = *Found;
+  }
+  std::vector<std::string> Parent;
+  for (char **E = environ; *E; ++E)
+    Parent.emplace_back(*E);
+  auto Env = childEnvironment(Opts, *Config, *Injection, Parent, PythonPackage);
+  if (!Env)
+    return Env.takeError();
 
   auto End = spawnAndWait(Program, Opts.Command, *Env);
   if (!End)

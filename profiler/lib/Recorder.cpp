@@ -2,6 +2,7 @@
 #include "deepum/profiler/Recorder.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/Signature.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
@@ -212,18 +213,38 @@ MarkEffect Recorder::endLocked(uint64_t T) {
   return E;
 }
 
+void Recorder::rangeMarkLocked() {
+  if (SawRangeMark)
+    return;
+  SawRangeMark = true;
+  if (!SawStepMark || State == RecorderState::Done)
+    return;
+  // The program marks its iterations itself: what deepum_step() counted so
+  // far (an optimizer hook's marks) no longer counts, --skip starts here.
+  State = RecorderState::Skipping;
+  InIteration = false;
+  Seen = 0;
+  Recorded.clear();
+  WindowBegin.reset();
+}
+
 MarkEffect Recorder::beginIteration(uint64_t T) {
   std::lock_guard<std::mutex> L(Mu);
+  rangeMarkLocked();
   return beginLocked(T);
 }
 
 MarkEffect Recorder::endIteration(uint64_t T) {
   std::lock_guard<std::mutex> L(Mu);
+  rangeMarkLocked();
   return endLocked(T);
 }
 
 MarkEffect Recorder::step(uint64_t T) {
   std::lock_guard<std::mutex> L(Mu);
+  if (SawRangeMark)
+    return {}; // begin/end marks win
+  SawStepMark = true;
   if (!InIteration && !SawMark) {
     // The first deepum_step() ends the iteration that began with the run.
     MarkEffect Opened = beginLocked(Origin);
@@ -240,6 +261,13 @@ MarkEffect Recorder::step(uint64_t T) {
 RecorderState Recorder::state() const {
   std::lock_guard<std::mutex> L(Mu);
   return State;
+}
+
+bool Recorder::accessSetActive() const {
+  std::lock_guard<std::mutex> L(Mu);
+  if (!Opts.AccessSetMode)
+    return false;
+  return State == RecorderState::Recording || (State == RecorderState::Skipping && !SawMark);
 }
 
 uint32_t Recorder::recordedIterations() const {
@@ -280,6 +308,63 @@ std::vector<std::pair<uint64_t, uint64_t>> Recorder::faultedRangesSince(uint64_t
   std::sort(Ranges.begin(), Ranges.end());
   Ranges.erase(std::unique(Ranges.begin(), Ranges.end()), Ranges.end());
   return Ranges;
+}
+
+//===-- Iterations from the period -----------------------------------------===//
+
+std::vector<size_t> periodIterationEnds(ArrayRef<uint64_t> Ids) {
+  const size_t L = Ids.size();
+  // For each candidate period P: the length of the run's end that repeats
+  // with period P (P plus the kernels equal to the one P before, counted
+  // back from the last).
+  size_t Longest = 0;
+  std::vector<std::pair<size_t, size_t>> Candidates; // period, periodic end length
+  for (size_t P = 1; 2 * P <= L; ++P) {
+    size_t Same = 0;
+    while (Same + P < L && Ids[L - 1 - Same] == Ids[L - 1 - Same - P])
+      ++Same;
+    if (Same < P)
+      continue; // fewer than two whole periods end the run
+    Candidates.emplace_back(P, Same + P);
+    Longest = std::max(Longest, Same + P);
+  }
+  // A repeated layer at the very end repeats over a short stretch only; the
+  // iteration's period covers (nearly) the whole steady state.
+  size_t Period = 0, Periodic = 0;
+  for (auto [P, Len] : Candidates)
+    if (2 * Len >= Longest) {
+      Period = P;
+      Periodic = Len;
+      break;
+    }
+  // A few equal kernels closing an unperiodic run are no iterations.
+  if (Period == 0 || 4 * Periodic < L)
+    return {};
+  const size_t PeriodicBegin = L - Periodic;
+
+  std::vector<size_t> Ends;
+  for (size_t Gram = 1;; Gram = std::min(2 * Gram, Period)) {
+    ArrayRef<uint64_t> Close = Ids.take_back(Gram);
+    Ends.clear();
+    for (size_t E = Gram; E <= L; ++E)
+      if (Ids.slice(E - Gram, Gram) == Close)
+        Ends.push_back(E);
+    // Inside the periodic end, the closing kernels must occur exactly at the
+    // period's multiples; elsewhere they recur inside an iteration.
+    bool Exact = true;
+    for (size_t E : Ends)
+      if (E >= PeriodicBegin + Gram && (L - E) % Period != 0)
+        Exact = false;
+    if (Exact || Gram == Period)
+      break;
+  }
+  std::vector<size_t> Kept;
+  for (size_t E : Ends)
+    if (Kept.empty() ? E > 0 : E - Kept.back() >= (Period + 1) / 2)
+      Kept.push_back(E);
+  if (Kept.empty() || Kept.back() != L)
+    Kept.push_back(L); // the last end is the run's end by construction
+  return Kept;
 }
 
 //===-- Building the profile -----------------------------------------------===//
@@ -330,20 +415,90 @@ double pcieBytesPerSecond(uint32_t Generation, uint32_t Width) {
   return kLaneBytesPerSecond[Generation] * Width;
 }
 
+uint32_t Recorder::mainDeviceLocked(uint64_t Begin, uint64_t End) const {
+  std::map<uint32_t, uint64_t> PerDevice;
+  for (const KernelRecord &K : Kernels)
+    if (K.StartNs >= Begin && K.StartNs <= End)
+      ++PerDevice[K.Device];
+  uint32_t Ordinal = Devices.empty() ? 0 : Devices.begin()->first;
+  uint64_t Most = 0;
+  for (auto [Dev, N] : PerDevice)
+    if (N > Most) {
+      Most = N;
+      Ordinal = Dev;
+    }
+  return Ordinal;
+}
+
+std::vector<Recorder::Window> Recorder::periodWindowsLocked(std::string &Note) const {
+  uint32_t Device = mainDeviceLocked(0, std::numeric_limits<uint64_t>::max());
+  std::vector<const KernelRecord *> Ks;
+  for (const KernelRecord &K : Kernels)
+    if (K.Device == Device)
+      Ks.push_back(&K);
+  std::stable_sort(Ks.begin(), Ks.end(), [](const KernelRecord *A, const KernelRecord *B) {
+    if (A->StartNs != B->StartNs)
+      return A->StartNs < B->StartNs;
+    return A->CorrelationId < B->CorrelationId;
+  });
+  std::vector<uint64_t> Ids;
+  Ids.reserve(Ks.size());
+  for (const KernelRecord *K : Ks)
+    Ids.push_back(format::executionId(K->Name, {K->GridX, K->GridY, K->GridZ, K->BlockX,
+                                                K->BlockY, K->BlockZ, K->SharedMemoryBytes}));
+  std::vector<size_t> Ends = periodIterationEnds(Ids);
+  if (Ends.size() < 2)
+    return {};
+  const size_t Found = Ends.size();
+  // --skip and --iterations count the iterations found; when the run had
+  // too few, the last ones are kept and the note says so.
+  size_t First = Opts.Skip, Count = Opts.Iterations;
+  if (First >= Found) {
+    Count = std::min<size_t>(Count, Found);
+    First = Found - Count;
+  } else {
+    Count = std::min<size_t>(Count, Found - First);
+  }
+  std::vector<Window> Ws;
+  for (size_t I = First; I < First + Count; ++I) {
+    size_t Begin = I == 0 ? 0 : Ends[I - 1], End = Ends[I];
+    uint64_t BeginNs = Ks[Begin]->StartNs, EndNs = 0;
+    if (End < Ks.size()) {
+      EndNs = Ks[End]->StartNs > BeginNs ? Ks[End]->StartNs - 1 : BeginNs;
+    } else {
+      for (size_t K = Begin; K < End; ++K)
+        EndNs = std::max({EndNs, Ks[K]->EndNs, Ks[K]->StartNs});
+    }
+    Ws.push_back({BeginNs, EndNs});
+  }
+  Note = formatv("no iteration mark was seen: {0} iteration(s) found from the period of the "
+                 "kernel sequence, {1} skipped, {2} recorded",
+                 Found, First, Count)
+             .str();
+  if (First != Opts.Skip || Count != Opts.Iterations)
+    Note += formatv(" (--skip {0} --iterations {1} asked for more)", Opts.Skip, Opts.Iterations)
+                .str();
+  return Ws;
+}
+
 Expected<Profile> Recorder::buildProfile() const {
   std::lock_guard<std::mutex> L(Mu);
 
   // The window of complete recorded iterations.
   std::vector<Window> Iters = Recorded;
   bool WholeRun = false;
+  std::string PeriodNote;
   if (Iters.empty()) {
     if (SawMark)
       return createStringError(
           inconvertibleErrorCode(),
           "no complete iteration was recorded: %u iteration(s) ended, %u skipped (--skip %u)", Seen,
           std::min(Seen, Opts.Skip), Opts.Skip);
-    WholeRun = true;
-    Iters.push_back({0, std::numeric_limits<uint64_t>::max()});
+    Iters = periodWindowsLocked(PeriodNote);
+    if (Iters.empty()) {
+      WholeRun = true;
+      Iters.push_back({0, std::numeric_limits<uint64_t>::max()});
+    }
   }
   uint64_t WinBegin = Iters.front().Begin, WinEnd = Iters.back().End;
   auto InWindow = [&](uint64_t T) { return T >= WinBegin && T <= WinEnd; };
@@ -357,17 +512,7 @@ Expected<Profile> Recorder::buildProfile() const {
 
   // Kernels: the device that ran most of them is the profile's device.
   std::vector<const KernelRecord *> Ks;
-  std::map<uint32_t, uint64_t> PerDevice;
-  for (const KernelRecord &K : Kernels)
-    if (InWindow(K.StartNs))
-      ++PerDevice[K.Device];
-  uint32_t DeviceOrdinal = Devices.empty() ? 0 : Devices.begin()->first;
-  uint64_t Most = 0;
-  for (auto [Dev, N] : PerDevice)
-    if (N > Most) {
-      Most = N;
-      DeviceOrdinal = Dev;
-    }
+  uint32_t DeviceOrdinal = mainDeviceLocked(WinBegin, WinEnd);
   uint64_t OtherDeviceKernels = 0;
   for (const KernelRecord &K : Kernels) {
     if (!InWindow(K.StartNs))
@@ -685,7 +830,10 @@ Expected<Profile> Recorder::buildProfile() const {
   // What the schema has no field for goes into the notes, for people to read.
   std::vector<std::string> Notes;
   if (WholeRun)
-    Notes.push_back("no iteration mark was seen: the whole run is one iteration");
+    Notes.push_back("no iteration mark was seen and the kernel sequence has no period: the "
+                    "whole run is one iteration");
+  if (!PeriodNote.empty())
+    Notes.push_back(PeriodNote);
   uint64_t Copies = 0, CopyBytes = 0, Sets = 0, SetBytes = 0;
   for (const TransferRecord &T : Transfers) {
     if (!InWindow(T.StartNs))

@@ -102,6 +102,18 @@ def enable(plan: Optional[str] = None, gpu_memory: Optional[str] = None,
 
 
 def step() -> None:
-    """Marks the end of a training iteration (a no-op when deepum is not enabled)."""
+    """Marks the end of a training iteration (a no-op when deepum is not enabled).
+
+    Under deepum-run and deepum-profile each optimizer step marks one already
+    (deepum._autostep); once the script calls step() itself, only its calls do.
+    """
+    from deepum import _autostep
+
+    if _autostep.explicit_step():
+        _mark()
+
+
+def _mark() -> None:
+    """libdeepum's deepum_step: the executor's iteration, the profiler's mark."""
     if _lib is not None:
         _lib.deepum_step()

@@ -140,6 +140,106 @@ TEST(Launch, RefusesAForeignInjection) {
               HasSubstr("another tool injects itself"));
 }
 
+//===-- Python commands ----------------------------------------------------===//
+
+/// A file holding `Text`, made executable, in `Dir`.
+std::string script(const std::string &Dir, const std::string &Name, const std::string &Text) {
+  std::string Path = Dir + "/" + Name;
+  std::error_code EC;
+  llvm::raw_fd_ostream OS(Path, EC);
+  OS << Text;
+  OS.close();
+  llvm::sys::fs::setPermissions(Path, llvm::sys::fs::all_read | llvm::sys::fs::all_exe |
+                                          llvm::sys::fs::owner_write);
+  return Path;
+}
+
+TEST(Launch, RecognisesPythonCommands) {
+  for (std::vector<std::string> C :
+       {std::vector<std::string>{"python", "train.py"},
+        {"python3", "-m", "torch.distributed.run", "train.py"},
+        {"/usr/local/bin/python3.11", "train.py"},
+        {"/usr/bin/env", "CUDA_VISIBLE_DEVICES=0", "python3", "-u", "train.py"}})
+    EXPECT_TRUE(isPythonCommand(C, "")) << C.front();
+  for (std::vector<std::string> C :
+       {std::vector<std::string>{"./trainer", "--steps", "3"},
+        {"python3-config", "--libs"},
+        {"pythonista"},
+        {"env", "A=1", "./trainer"},
+        {"bash", "-c", "python3 train.py"}})
+    EXPECT_FALSE(isPythonCommand(C, "")) << C.front();
+
+  // A script is judged by its #! line.
+  std::string Dir = scratchDir("Launch.PythonScripts");
+  std::string Env = script(Dir, "env.py", "#!/usr/bin/env -S python3 -u\nprint(1)\n");
+  std::string Direct = script(Dir, "direct", "#! /usr/bin/python3.11\t-u\r\n");
+  std::string Shell = script(Dir, "run.sh", "#!/bin/sh\nexec python3 train.py\n");
+  std::string NoLine = script(Dir, "plain", "python3\n");
+  EXPECT_TRUE(isPythonCommand({"./env.py"}, Env));
+  EXPECT_TRUE(isPythonCommand({"direct"}, Direct));
+  EXPECT_FALSE(isPythonCommand({"./run.sh"}, Shell));
+  EXPECT_FALSE(isPythonCommand({"./plain"}, NoLine));
+  EXPECT_FALSE(isPythonCommand({"./missing"}, Dir + "/missing"));
+
+  // --python and --no-python override the guess.
+  EXPECT_TRUE(wantsPython(PythonMode::On, {"./trainer"}, ""));
+  EXPECT_FALSE(wantsPython(PythonMode::Off, {"python3", "train.py"}, ""));
+  EXPECT_TRUE(wantsPython(PythonMode::Auto, {"python3", "train.py"}, ""));
+}
+
+TEST(Launch, FindsThePythonPackage) {
+  // Installed: <prefix>/bin/deepum-profile and <prefix>/share/deepum/python.
+  std::string Prefix = scratchDir("Launch.InstalledPython");
+  ASSERT_FALSE(llvm::sys::fs::create_directories(Prefix + "/share/deepum/python/deepum/_autoload"));
+  script(Prefix, "share/deepum/python/deepum/_autoload/sitecustomize.py", "\n");
+  EXPECT_EQ(takeOk(findPythonPackage("", Prefix + "/bin/deepum-profile")),
+            Prefix + "/share/deepum/python");
+
+  // Build tree: <source>/build/tools/deepum-profile and <source>/python.
+  std::string Lib = DEEPUM_TEST_INJECTION_LIBRARY;
+  std::string Build = Lib.substr(0, Lib.rfind("/lib/"));
+  std::string Source = Build.substr(0, Build.rfind('/'));
+  if (!llvm::sys::fs::exists(Source + "/python/deepum/_autoload/sitecustomize.py"))
+    GTEST_SKIP() << "the build folder is not inside the source tree";
+  EXPECT_EQ(takeOk(findPythonPackage("", Build + "/tools/deepum-profile")), Source + "/python");
+  EXPECT_EQ(takeOk(findPythonPackage(Source + "/python", "/nonexistent/bin/deepum-profile")),
+            Source + "/python");
+  EXPECT_THAT(errorText(findPythonPackage("", "/nonexistent/bin/deepum-profile")),
+              HasSubstr("pass --python-package DIR, or --no-python"));
+  EXPECT_THAT(errorText(findPythonPackage("/nonexistent", "")), HasSubstr("holds no"));
+}
+
+TEST(Launch, PythonCommandsGetDeepumsAllocator) {
+  ProfileOptions O;
+  O.Output = "/tmp/x.pb";
+  O.Command = {"python3", "train.py"};
+  SessionConfig C = takeOk(makeSessionConfig(O, "/tmp/s"));
+  std::vector<std::string> Parent = {"PATH=/bin", "PYTHONPATH=/mine", "DEEPUM_PLAN=old.plan.pb",
+                                     "DEEPUM_PLAN_TEMPLATE=old{rank}.pb", "DEEPUM_AUTOLOAD=0"};
+  std::vector<std::string> Py =
+      takeOk(childEnvironment(O, C, "/lib/inj.so", Parent, "/opt/deepum/python"));
+  // The start-up hook first, the package, then the user's path.
+  EXPECT_THAT(Py, Contains("PYTHONPATH=/opt/deepum/python/deepum/_autoload:/opt/deepum/python:/mine"));
+  EXPECT_THAT(Py, Contains("DEEPUM_AUTOLOAD=1"));
+  EXPECT_THAT(Py, Not(Contains("DEEPUM_AUTOLOAD=0")));
+  // No plan: the profile records the program as it runs by itself.
+  EXPECT_THAT(Py, Not(Contains("DEEPUM_PLAN=old.plan.pb")));
+  EXPECT_THAT(Py, Not(Contains("DEEPUM_PLAN_TEMPLATE=old{rank}.pb")));
+  EXPECT_THAT(Py, Contains("DEEPUM_PROFILER_LIBRARY=/lib/inj.so"));
+
+  // A C++ command keeps its environment as it was.
+  O.Command = {"./trainer"};
+  std::vector<std::string> Cpp = takeOk(childEnvironment(O, C, "/lib/inj.so", Parent));
+  EXPECT_THAT(Cpp, Contains("PYTHONPATH=/mine"));
+  EXPECT_THAT(Cpp, Contains("DEEPUM_PLAN=old.plan.pb"));
+  EXPECT_THAT(Cpp, Contains("DEEPUM_AUTOLOAD=0"));
+  EXPECT_THAT(Cpp, Not(Contains("DEEPUM_AUTOLOAD=1")));
+
+  // Without a PYTHONPATH of the user's, only deepum's.
+  Py = takeOk(childEnvironment(O, C, "/lib/inj.so", {"PATH=/bin"}, "/p"));
+  EXPECT_THAT(Py, Contains("PYTHONPATH=/p/deepum/_autoload:/p"));
+}
+
 TEST(Launch, BadSessionEnvironmentIsReported) {
   auto Get = [](std::map<std::string, std::string> M) {
     return [M](const char *N) -> const char * {
@@ -180,6 +280,26 @@ TEST(Launch, TheCommandSeesTheProfilerEnvironment) {
               HasSubstr(std::string("CUDA_INJECTION64_PATH=") + DEEPUM_TEST_INJECTION_LIBRARY));
   EXPECT_THAT(Env, HasSubstr("DEEPUM_PROFILE_OUTPUT=" + Dir + "/out.profile.pb"));
   EXPECT_FALSE(llvm::sys::fs::exists(O.Output));
+}
+
+TEST(Launch, APythonCommandStartsWithDeepumLoaded) {
+  // The interpreter the launcher starts imports deepum before the script: on
+  // a machine without CUDA, deepum warns and the script runs unchanged.
+  if (!llvm::sys::fs::can_execute("/usr/bin/python3"))
+    GTEST_SKIP() << "no /usr/bin/python3";
+  std::string Dir = scratchDir("Launch.Python");
+  ProfileOptions O = baseOptions(Dir);
+  O.ToolPath = DEEPUM_TEST_PROFILE_TOOL;
+  O.Command = {"/usr/bin/python3", "-c",
+               "import os, sys; open('" + Dir +
+                   "/probe.txt', 'w').write(os.environ['DEEPUM_AUTOLOAD'] + ' ' + "
+                   "str('deepum' in sys.modules))"};
+  RunResult R = run(O);
+  EXPECT_THAT(R.Error, HasSubstr("exited with status 0 without loading the profiler"));
+  auto Buf = llvm::MemoryBuffer::getFile(Dir + "/probe.txt");
+  ASSERT_TRUE(bool(Buf)) << R.Error;
+  // sitecustomize ran (it turns DEEPUM_AUTOLOAD off for the script's children).
+  EXPECT_EQ((*Buf)->getBuffer(), "0 True");
 }
 
 TEST(Launch, RecordsIterationsAndPassesTheExitStatusOn) {

@@ -12,6 +12,7 @@ using namespace deepum;
 using namespace deepum::profiler;
 using namespace deepum::test;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -237,6 +238,61 @@ TEST(Recorder, SkipThenRecordWithDeepumStep) {
   EXPECT_EQ(R.seenIterations(), 3u);
 }
 
+TEST(Recorder, BeginEndMarksWinOverDeepumStep) {
+  // A Python program under deepum-profile: the optimizer hook calls
+  // deepum_step() every step, and the script brackets steps with
+  // cudaProfilerStart/Stop itself from its third step on.
+  RecorderOptions O;
+  O.Skip = 1;
+  O.Iterations = 2;
+  Recorder R(O);
+  R.setOrigin(0);
+  R.addAllocation(Base, 2 * MiB, 0, 0, AllocationSource::Allocator);
+  R.addKernel(kernel("s0", 10, 20));
+  R.step(100);
+  R.addKernel(kernel("s1", 110, 120));
+  EXPECT_TRUE(R.step(200).IterationRecorded);
+  EXPECT_EQ(R.recordedIterations(), 1u);
+  // The script's own marks: the count starts again, --skip 1 skips [300, 400].
+  R.beginIteration(300);
+  EXPECT_EQ(R.recordedIterations(), 0u);
+  EXPECT_EQ(R.state(), RecorderState::Skipping);
+  R.addKernel(kernel("a", 310, 320));
+  EXPECT_FALSE(R.step(350).IterationRecorded); // the hook's mark: nothing
+  R.endIteration(400);
+  R.beginIteration(500);
+  R.addKernel(kernel("b", 510, 520));
+  R.step(550);
+  EXPECT_TRUE(R.endIteration(600).IterationRecorded);
+  R.beginIteration(700);
+  R.addKernel(kernel("c", 710, 720));
+  EXPECT_TRUE(R.endIteration(800).RecordingFinished);
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.iterations_size(), 2);
+  EXPECT_EQ(P.iterations(0).start_ns(), 500u);
+  EXPECT_EQ(P.iterations(0).end_ns(), 600u);
+  EXPECT_EQ(P.iterations(1).start_ns(), 700u);
+  ASSERT_EQ(P.kernels_size(), 2);
+  EXPECT_EQ(P.kernels(0).name(), "b");
+  EXPECT_EQ(R.seenIterations(), 3u);
+}
+
+TEST(Recorder, DeepumStepMarksThatFinishedRecordingStand) {
+  RecorderOptions O;
+  O.Iterations = 1;
+  Recorder R(O);
+  R.setOrigin(0);
+  R.addAllocation(Base, 2 * MiB, 0, 0, AllocationSource::Allocator);
+  R.addKernel(kernel("s0", 10, 20));
+  EXPECT_TRUE(R.step(100).RecordingFinished); // the profile is written here
+  R.beginIteration(200);
+  R.addKernel(kernel("late", 210, 220));
+  EXPECT_FALSE(R.endIteration(300).IterationRecorded);
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.iterations_size(), 1);
+  EXPECT_EQ(P.kernels(0).name(), "s0");
+}
+
 TEST(Recorder, RangesLeaveGapsOutsideIterations) {
   RecorderOptions O;
   O.Iterations = 2;
@@ -295,6 +351,171 @@ TEST(Recorder, AllSkippedIsAnError) {
   R.step(200);
   EXPECT_THAT(errorText(R.buildProfile()),
               HasSubstr("no complete iteration was recorded: 2 iteration(s) ended, 2 skipped"));
+}
+
+//===-- Iterations from the period, without marks --------------------------===//
+
+/// One ID per letter: "ab ab" -> {'a', 'b', 'a', 'b'} (spaces for reading).
+std::vector<uint64_t> ids(const std::string &Letters) {
+  std::vector<uint64_t> V;
+  for (char C : Letters)
+    if (C != ' ')
+      V.push_back(static_cast<uint64_t>(C));
+  return V;
+}
+
+std::vector<size_t> ends(const std::string &Letters) { return periodIterationEnds(ids(Letters)); }
+
+TEST(PeriodIterations, PlainRepetition) {
+  EXPECT_EQ(ends("abcde abcde abcde"), (std::vector<size_t>{5, 10, 15}));
+}
+
+TEST(PeriodIterations, WarmUpJoinsTheFirstIteration) {
+  // Initialisation kernels, then an autotuning first iteration with extra kernels.
+  EXPECT_EQ(ends("iii abTTcde abcde abcde abcde"), (std::vector<size_t>{10, 15, 20, 25}));
+}
+
+TEST(PeriodIterations, RepeatedLayersAreNoIterations) {
+  // Forward layers l1 l2 three times, an optimizer that ends in two equal kernels.
+  EXPECT_EQ(ends("e lm lm lm g oo  e lm lm lm g oo  e lm lm lm g oo"),
+            (std::vector<size_t>{10, 20, 30}));
+  // The last four kernels of an iteration also occur inside it: the closing
+  // sequence is lengthened until only iteration ends match.
+  EXPECT_EQ(ends("abcd x abcd  abcd x abcd  abcd x abcd"), (std::vector<size_t>{9, 18, 27}));
+}
+
+TEST(PeriodIterations, NoPeriod) {
+  EXPECT_TRUE(ends("abcdefgh").empty());
+  EXPECT_TRUE(ends("abcde abcd").empty()); // one whole repetition is no period
+  // A run that ends in a few equal kernels is not periodic.
+  EXPECT_TRUE(ends("abcdefghijklmnop zzz").empty());
+  EXPECT_TRUE(ends("").empty());
+}
+
+TEST(PeriodIterations, ATrainingRunOfModelSize) {
+  // 500 initialisation kernels, then 20 iterations of 30 identical layers
+  // forward (40 kernels each) and backward (60), and an optimizer of 200.
+  std::vector<uint64_t> Run;
+  for (uint64_t I = 0; I < 500; ++I)
+    Run.push_back(1000 + I % 7);
+  std::vector<size_t> Expected;
+  for (int It = 0; It < 20; ++It) {
+    for (int Layer = 0; Layer < 30; ++Layer)
+      for (uint64_t K = 0; K < 40; ++K)
+        Run.push_back(2000 + K);
+    for (int Layer = 0; Layer < 30; ++Layer)
+      for (uint64_t K = 0; K < 60; ++K)
+        Run.push_back(3000 + K);
+    for (uint64_t K = 0; K < 200; ++K)
+      Run.push_back(4000 + K % 4);
+    Expected.push_back(Run.size());
+  }
+  EXPECT_EQ(periodIterationEnds(Run), Expected);
+}
+
+/// Adds `Names` (one kernel per letter) from `T`, 100 ns apart, each with a
+/// fault in the block of allocation `Base`.
+uint64_t launch(Recorder &R, const std::string &Names, uint64_t T) {
+  for (char C : Names) {
+    if (C == ' ')
+      continue;
+    R.addKernel(kernel(std::string(1, C), T, T + 50));
+    R.addFault(fault(Base, T + 10));
+    T += 100;
+  }
+  return T;
+}
+
+TEST(Recorder, WithoutMarksSkipAndIterationsCountPeriods) {
+  RecorderOptions O;
+  O.Skip = 1;
+  O.Iterations = 2;
+  Recorder R(O);
+  R.addAllocation(Base, 2 * MiB, 0, 1, AllocationSource::Allocator);
+  uint64_t T = launch(R, "iT abc", 1000); // warm-up: iteration 0
+  uint64_t Second = T;
+  T = launch(R, "abc", T);
+  uint64_t Third = T;
+  T = launch(R, "abc abc", T);
+  EXPECT_EQ(R.state(), RecorderState::Skipping);
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.iterations_size(), 2);
+  ASSERT_EQ(P.kernels_size(), 6);
+  EXPECT_EQ(P.kernels(0).start_ns(), Second);
+  EXPECT_EQ(P.iterations(0).start_ns(), Second);
+  EXPECT_EQ(P.iterations(0).kernel_count(), 3u);
+  EXPECT_EQ(P.iterations(1).start_ns(), Third);
+  EXPECT_EQ(P.iterations(1).first_kernel(), 3u);
+  EXPECT_EQ(P.iterations(1).kernel_count(), 3u);
+  // Only the faults of the recorded iterations, each attributed.
+  ASSERT_EQ(P.faults_size(), 6);
+  for (const v1::PageFault &F : P.faults())
+    EXPECT_GE(F.kernel_index(), 0);
+  EXPECT_THAT(P.workload().notes(),
+              HasSubstr("4 iteration(s) found from the period of the kernel sequence, 1 "
+                        "skipped, 2 recorded"));
+  EXPECT_THAT(P.workload().notes(), Not(HasSubstr("asked for more")));
+}
+
+TEST(Recorder, WithoutMarksTooFewPeriodsKeepsTheLast) {
+  RecorderOptions O;
+  O.Skip = 5;
+  O.Iterations = 1;
+  Recorder R(O);
+  R.addAllocation(Base, 2 * MiB, 0, 1, AllocationSource::Allocator);
+  uint64_t T = launch(R, "ab ab", 1000);
+  uint64_t Last = T;
+  launch(R, "ab", T);
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.iterations_size(), 1);
+  EXPECT_EQ(P.iterations(0).start_ns(), Last);
+  EXPECT_THAT(P.workload().notes(), HasSubstr("3 iteration(s) found"));
+  EXPECT_THAT(P.workload().notes(), HasSubstr("--skip 5 --iterations 1 asked for more"));
+}
+
+TEST(Recorder, WithoutMarksOrPeriodTheWholeRunIsOneIteration) {
+  RecorderOptions O;
+  O.Skip = 2;
+  O.Iterations = 3;
+  Recorder R(O);
+  R.addAllocation(Base, 2 * MiB, 0, 1, AllocationSource::Allocator);
+  launch(R, "abcdefg", 1000);
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.iterations_size(), 1);
+  EXPECT_EQ(P.iterations(0).kernel_count(), 7u);
+  EXPECT_THAT(P.workload().notes(),
+              HasSubstr("no iteration mark was seen and the kernel sequence has no period"));
+}
+
+TEST(Recorder, MarksWinOverThePeriod) {
+  RecorderOptions O;
+  O.Iterations = 1;
+  Recorder R(O);
+  R.setOrigin(0);
+  R.addAllocation(Base, 2 * MiB, 0, 1, AllocationSource::Allocator);
+  uint64_t T = launch(R, "ab ab ab", 1000);
+  R.step(T); // one mark after three periods: one iteration of six kernels
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.iterations_size(), 1);
+  EXPECT_EQ(P.iterations(0).kernel_count(), 6u);
+  EXPECT_THAT(P.workload().notes(), Not(HasSubstr("period")));
+}
+
+TEST(Recorder, AccessSetModeEngagesBeforeAnyMark) {
+  RecorderOptions O;
+  O.AccessSetMode = true;
+  O.Skip = 1;
+  Recorder R(O);
+  R.setOrigin(0);
+  // No mark yet: the iterations may come from the period, any may be recorded.
+  EXPECT_TRUE(R.accessSetActive());
+  R.step(100); // a mark: iteration 0 ends, recording begins
+  EXPECT_TRUE(R.accessSetActive());
+  Recorder Skipping(O);
+  Skipping.beginIteration(10); // marked and skipping: natural
+  EXPECT_FALSE(Skipping.accessSetActive());
+  Recorder Natural({});
+  EXPECT_FALSE(Natural.accessSetActive());
 }
 
 TEST(Recorder, DroppedRecordsAndRefusedCountersAreReported) {

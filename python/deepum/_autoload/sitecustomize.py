@@ -12,7 +12,14 @@ if os.environ.get("DEEPUM_AUTOLOAD") == "1":
         template = os.environ.get("DEEPUM_PLAN_TEMPLATE")
         deepum.enable(plan=template)
     except Exception as e:  # noqa: BLE001 - deepum must not stop the training
-        print(f"deepum-run: deepum not enabled: {e}", file=sys.stderr)
+        print(f"deepum: deepum not enabled: {e}", file=sys.stderr)
+    try:
+        # One iteration mark per optimizer step, for scripts that mark none.
+        from deepum import _autostep
+
+        _autostep.install(deepum._mark)
+    except Exception as e:  # noqa: BLE001
+        print(f"deepum: no iteration marks from optimizer steps: {e}", file=sys.stderr)
 
 # This file shadows any sitecustomize further down sys.path (Debian ships
 # one); run that one too, so deepum-run changes nothing else.

@@ -6,6 +6,12 @@
 // written by the program when recording finishes, or rebuilt here from the
 // last checkpoint when the program crashed first.
 //
+// A PyTorch program allocates with PyTorch's caching allocator (cudaMalloc),
+// which the profile cannot see: for a Python command the launcher also sets
+// up deepum's start-up hook (the one deepum-run uses, python/deepum/_autoload),
+// so the interpreter installs deepum's allocator, without a plan, before the
+// script runs, and marks an iteration at each optimizer step.
+//
 //===----------------------------------------------------------------------===//
 #ifndef DEEPUM_PROFILER_LAUNCH_H
 #define DEEPUM_PROFILER_LAUNCH_H
@@ -20,6 +26,9 @@
 #include <vector>
 
 namespace deepum::profiler {
+
+/// --python, --no-python, or neither (decided from the command).
+enum class PythonMode { Auto, On, Off };
 
 struct ProfileOptions {
   uint32_t Iterations = 1;
@@ -39,7 +48,30 @@ struct ProfileOptions {
   std::string AllocatorLibrary;
   /// libcupti, named in NVTX_INJECTION64_PATH so CUPTI sees NVTX ranges; empty: the build's.
   std::string CuptiLibrary;
+  /// Whether the command is a Python program that gets deepum's allocator.
+  PythonMode Python = PythonMode::Auto;
+  /// The folder holding deepum's Python package (deepum/_autoload inside);
+  /// empty: found next to the tool (see findPythonPackage).
+  std::string PythonPackage;
 };
+
+/// Whether `Command` runs Python: its program is named python, python3 or
+/// python3.X (any folder), is `env [VAR=VALUE...] python...`, or is a script
+/// whose `#!` line names such an interpreter (torchrun, a chmod +x train.py).
+/// `ResolvedProgram` is the program's path after the PATH search, to read
+/// the `#!` line from; empty: not read.
+bool isPythonCommand(const std::vector<std::string> &Command,
+                     const std::string &ResolvedProgram);
+
+/// Whether `Python` (--python / --no-python / auto) makes `Command` a Python one.
+bool wantsPython(PythonMode Python, const std::vector<std::string> &Command,
+                 const std::string &ResolvedProgram);
+
+/// The folder holding deepum's Python package: `Explicit` if given, else
+/// share/deepum/python beside the installed tool, ../python, or the source
+/// tree's python/ above the build folder.
+llvm::Expected<std::string> findPythonPackage(const std::string &Explicit,
+                                              const std::string &ToolPath);
 
 /// The injection library: `Explicit` if given, else libdeepum_profiler_injection.so
 /// in the tool's directory, ../lib or the build tree's lib directory.
@@ -51,11 +83,15 @@ llvm::Expected<SessionConfig> makeSessionConfig(const ProfileOptions &Opts,
                                                 const std::string &SessionDirectory);
 
 /// The command's environment: the parent's, with the profiler's variables set.
-/// Refuses a CUDA_INJECTION64_PATH set by someone else.
-llvm::Expected<std::vector<std::string>> childEnvironment(const ProfileOptions &Opts,
-                                                          const SessionConfig &Config,
-                                                          const std::string &InjectionLibrary,
-                                                          const std::vector<std::string> &Parent);
+/// Refuses a CUDA_INJECTION64_PATH set by someone else. With a non-empty
+/// `PythonPackage` (a Python command) deepum's start-up hook is put first on
+/// PYTHONPATH with DEEPUM_AUTOLOAD=1. Whenever deepum's allocator is installed,
+/// a plan named by the parent (DEEPUM_PLAN, DEEPUM_PLAN_TEMPLATE) is dropped:
+/// the profile records the program as it runs without one.
+llvm::Expected<std::vector<std::string>>
+childEnvironment(const ProfileOptions &Opts, const SessionConfig &Config,
+                 const std::string &InjectionLibrary, const std::vector<std::string> &Parent,
+                 const std::string &PythonPackage = "");
 
 /// Runs the command under the profiler. Returns the exit status deepum-profile
 /// should exit with (the command's, or 128 + signal), or an error when no

@@ -12,6 +12,19 @@
 // (begin/end). The first `Skip` iterations are ignored; after `Iterations`
 // more, recording is finished and later records are discarded.
 //
+// Begin/end marks win over deepum_step(), which a Python program under
+// deepum-profile calls at every optimizer step without being asked: from the
+// first begin or end mark on, deepum_step() marks nothing, and what it had
+// counted is forgotten (--skip counts from that mark) unless recording had
+// already finished.
+//
+// Without any mark the iterations are found when the profile is built, from
+// the period of the kernel sequence (periodIterationEnds): the run must end
+// with at least two identical iterations. `Skip` and `Iterations` then count
+// those, and --mode access-set sends blocks home from the start of the run,
+// since any iteration may be the one recorded. A sequence without a period is
+// one iteration, with a note saying so.
+//
 // Records are kept by *time*, not by arrival: CUPTI delivers buffers late, so
 // a kernel of a recorded iteration may arrive after its end mark.
 //
@@ -25,6 +38,7 @@
 #include "deepum/profiler/Records.h"
 #include "deepum/v1/profile.pb.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -104,6 +118,10 @@ public:
   MarkEffect step(uint64_t TimeNs);
 
   RecorderState state() const;
+  /// --mode access-set: whether the kernel just launched must send the blocks
+  /// it faulted on home. Inside the recorded window, and before any mark
+  /// (without marks the iterations are only known at the end).
+  bool accessSetActive() const;
   /// Complete iterations inside the recorded window.
   uint32_t recordedIterations() const;
   /// Complete iterations seen, skipped ones included.
@@ -117,8 +135,9 @@ public:
   std::vector<std::pair<uint64_t, uint64_t>> faultedRangesSince(uint64_t SinceNs) const;
 
   /// The profile of every complete recorded iteration — after a crash or an
-  /// early exit, the ones completed so far. With no mark at all the whole run
-  /// is one iteration. Fails when marks were seen but none was recorded.
+  /// early exit, the ones completed so far. With no mark at all the
+  /// iterations come from the period of the kernel sequence, or the whole run
+  /// is one. Fails when marks were seen but none was recorded.
   llvm::Expected<deepum::v1::Profile> buildProfile() const;
 
 private:
@@ -132,8 +151,15 @@ private:
   };
 
   bool keepLocked(uint64_t TimeNs) const;
+  /// The device that ran most kernels starting in [Begin, End].
+  uint32_t mainDeviceLocked(uint64_t Begin, uint64_t End) const;
+  /// Without marks: the windows of the iterations --skip and --iterations
+  /// select among those the period gives, and a note; empty without a period.
+  std::vector<Window> periodWindowsLocked(std::string &Note) const;
   void pruneBeforeLocked(uint64_t TimeNs);
   MarkEffect beginLocked(uint64_t TimeNs);
+  /// A begin or end mark: the first one discards what deepum_step() counted.
+  void rangeMarkLocked();
   MarkEffect endLocked(uint64_t TimeNs);
 
   const RecorderOptions Opts;
@@ -160,6 +186,8 @@ private:
 
   RecorderState State = RecorderState::Skipping;
   bool SawMark = false;
+  /// deepum_step() marks were seen / begin-end marks (profiler API, NVTX) were seen.
+  bool SawStepMark = false, SawRangeMark = false;
   bool InIteration = false;
   uint64_t Origin = 0;
   uint64_t CurrentBegin = 0;
@@ -169,6 +197,17 @@ private:
   /// Start of the recorded window, once it has opened.
   std::optional<uint64_t> WindowBegin;
 };
+
+/// Where the iterations of an unmarked kernel sequence (execution IDs, in
+/// launch order) end: the exclusive end index of each, the last being
+/// Ids.size(). The period is the smallest one of which the run ends with two
+/// or more whole repetitions covering at least half the longest such
+/// repetition and a quarter of the run; an iteration ends where the kernels that close the last one
+/// occur (lengthened until, inside the periodic end, they occur once per
+/// period), ends closer than half a period apart merged. Kernels before the
+/// first such end make the first iteration (warm-up included). Empty when
+/// the sequence has no period.
+std::vector<size_t> periodIterationEnds(llvm::ArrayRef<uint64_t> Ids);
 
 /// One line for stderr: iterations, kernels, faults, dropped records.
 std::string describeProfile(const deepum::v1::Profile &P);

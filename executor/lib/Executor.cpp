@@ -85,7 +85,7 @@ struct Counters {
   std::atomic<uint64_t> Allocations{0}, Frees{0}, ArenaBytesInUse{0}, ArenaPeak{0},
       ArenaPlacements{0}, PlacementMisses{0}, PrefetchBatches{0}, PrefetchBytes{0}, EvictBatches{0},
       EvictBytes{0}, DiscardBatches{0}, DiscardBytes{0}, DiscardsKeptLive{0}, Advises{0},
-      BudgetEvictions{0}, BackendErrors{0}, Launches{0};
+      AdviseBytes{0}, BudgetEvictions{0}, BackendErrors{0}, Launches{0};
 };
 
 /// A byte range of the arena and who owns it. Freed ranges stay (until
@@ -146,6 +146,7 @@ struct Executor::DeviceState {
   std::vector<uint64_t> NeededStamp;
   uint64_t Stamp = 0;
   std::atomic<uint64_t> ResidentBlocks{0};
+  std::atomic<uint64_t> PeakResidentBlocks{0}; // written under LaunchMu
   uint64_t Budget = 0;
   struct PendingAfter {
     uint32_t Position;
@@ -161,6 +162,22 @@ struct Executor::DeviceState {
   std::vector<uint32_t> Blocks;          // scratch
   uint32_t CurrentPosition = 0;
   std::atomic<bool> ErrorLogged{false};
+
+  // --- guarded by StatusMu (read by reports) ---
+  mutable std::mutex StatusMu;
+  std::string PlanPath; // the plan configured or set (empty: none)
+  std::string WhyNot;   // the first reason the plan is not replayed (empty: none known)
+
+  void setPath(std::string Path) {
+    std::lock_guard<std::mutex> Lock(StatusMu);
+    PlanPath = std::move(Path);
+  }
+  /// Keeps the first reason: later ones follow from it.
+  void setWhyNot(std::string Why) {
+    std::lock_guard<std::mutex> Lock(StatusMu);
+    if (WhyNot.empty())
+      WhyNot = std::move(Why);
+  }
 
   uint64_t blockBytes() const { return Plan ? Plan->UmBlockBytes : uint64_t{2} << 20; }
 };
@@ -266,6 +283,7 @@ Executor::Executor(Backend &B, ExecutorConfig Cfg) : Back(B), Config(std::move(C
     std::string Why;
     Tracking = Back.startLaunchTracking(this, Why);
     if (!Tracking) {
+      TrackingWhy = Why;
       log(LogLevel::Warn,
           "kernel launches cannot be observed (%s); deepum works as an allocator "
           "only, plans are not replayed",
@@ -322,6 +340,7 @@ void Executor::loadPlanFor(DeviceState &D) {
           D.Device);
     return;
   }
+  D.setPath(Path);
   // One read per file: devices sharing a plan share the result, and a bad
   // file is reported once, not once per device.
   // Whatever happens here (a bad file, no memory for its tables, a backend
@@ -342,12 +361,16 @@ void Executor::loadPlanFor(DeviceState &D) {
       CP.reset();
       Error = Path + ": unexpected failure";
     }
-    if (!CP)
+    if (!CP) {
       log(LogLevel::Warn, "not using plan: %s; training continues unplanned", Error.c_str());
+      PlanErrors[Path] = Error;
+    }
     Cached = PlanCache.emplace(Path, std::move(CP)).first;
   }
-  if (!Cached->second)
+  if (!Cached->second) {
+    D.setWhyNot("plan refused: " + PlanErrors[Path]);
     return;
+  }
   try {
     CompiledPlan CP = *Cached->second;
     uint64_t Budget = Config.budgetFor(D.Device, CP.GpuMemoryBytes);
@@ -358,6 +381,7 @@ void Executor::loadPlanFor(DeviceState &D) {
                         "unplanned", D.Device, Path.c_str());
     D.HasPlan.store(false, std::memory_order_release);
     D.PlanOn.store(false, std::memory_order_release);
+    D.setWhyNot("cannot set up the plan (out of memory?)");
   }
 }
 
@@ -377,6 +401,8 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
           "continues unplanned",
           D.Device, formatBytes(Plan->ArenaBytes).c_str(), S.Call, S.Message.c_str());
       D.Cursor.reset();
+      D.setWhyNot("cannot allocate the plan's " + formatBytes(Plan->ArenaBytes) + " arena (" +
+                  S.Call + ": " + S.Message + ")");
       return false;
     }
   }
@@ -393,6 +419,8 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
     if (Arena)
       (void)Back.freeManaged(D.Device, Arena);
     D.Cursor.reset();
+    D.setWhyNot(std::string("cannot create the action streams (") + S.Call + ": " + S.Message +
+                ")");
     return false;
   }
   D.ArenaBase = reinterpret_cast<uintptr_t>(Arena);
@@ -404,6 +432,11 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   D.Plan = std::move(Plan);
   D.HasPlan.store(true, std::memory_order_release);
   D.PlanOn.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> Lock(D.StatusMu);
+    D.PlanPath = D.Plan->Source;
+    D.WhyNot.clear();
+  }
   log(LogLevel::Info, "device %d: replaying %s (%zu positions, %s arena, budget %s)", D.Device,
       D.Plan->Source.c_str(), D.Plan->positions(), formatBytes(D.ArenaBytes).c_str(),
       D.Budget ? formatBytes(D.Budget).c_str() : "none");
@@ -735,8 +768,10 @@ static void issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) {
     for (const MemRange &R : A.Ranges) {
       BackendStatus S = Back.advise(D.Device, toAddress(D, R), A.Advice);
       noteError(D, S);
-      if (S.ok())
+      if (S.ok()) {
         bump(D.C.Advises);
+        bump(D.C.AdviseBytes, toAddress(D, R).Bytes);
+      }
     }
   }
   issueReleases(Back, D, P.ReleaseBefore[Pos]);
@@ -757,7 +792,9 @@ static void issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) {
   // The kernel's own blocks become resident whether prefetched or faulted in.
   for (uint32_t B : D.Blocks)
     D.Resident[B] = 1;
-  D.ResidentBlocks.fetch_add(D.Blocks.size());
+  const uint64_t Now = D.ResidentBlocks.fetch_add(D.Blocks.size()) + D.Blocks.size();
+  if (Now > D.PeakResidentBlocks.load(std::memory_order_relaxed))
+    D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
   if (Actions.empty())
     return;
   D.Ranges.clear();
@@ -912,6 +949,7 @@ void Executor::launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids,
     uint32_t Pos = Cur.advance(Ids[I], Skipped);
     if (Cur.takeOffNotice()) {
       log(LogLevel::Warn, "device %d: %s", Device, Cur.offReason().c_str());
+      D->setWhyNot("plan turned off: " + Cur.offReason());
       D->PlanOn = false;
       return;
     }
@@ -994,6 +1032,181 @@ bool Executor::stats(int Device, deepum_stats_t &Out) const {
     Out.resyncs = CS.Resyncs;
     Out.iterations = CS.Iterations;
   }
+  return true;
+}
+
+
+// ---------------------------------------------------------------------------
+// Report
+
+bool Executor::report(int Device, DeviceReport &Out) const {
+  Out = DeviceReport{};
+  if (!stats(Device, Out.Stats))
+    return false;
+  const DeviceState *D = device(Device);
+  Out.Backend = Back.name();
+  Out.UndecodedLaunches = Back.undecodedLaunches();
+  Out.AdviseBytes = D->C.AdviseBytes.load();
+  Out.PeakResidentBytes = D->PeakResidentBlocks.load() * D->blockBytes();
+  Out.PlanLoaded = D->HasPlan.load(std::memory_order_acquire);
+  if (Out.PlanLoaded) // Plan is immutable once HasPlan is set
+    Out.ProfileFingerprint = D->Plan->ProfileFingerprint;
+  std::string Why;
+  {
+    std::lock_guard<std::mutex> Lock(D->StatusMu);
+    Out.PlanPath = D->PlanPath;
+    Why = D->WhyNot;
+  }
+  if (Out.Stats.plan_active)
+    return true;
+  if (!Why.empty())
+    Out.WhyNot = std::move(Why);
+  else if (Out.PlanPath.empty())
+    Out.WhyNot = "no plan: DEEPUM_PLAN names none for device " + std::to_string(Device);
+  else if (!Config.TrackLaunches)
+    Out.WhyNot = "launch tracking is off in the configuration";
+  else if (!Tracking)
+    Out.WhyNot = "launch tracking unavailable: " + TrackingWhy;
+  else
+    Out.WhyNot = "plan not replayed";
+  return true;
+}
+
+namespace {
+void jsonString(std::string &O, const std::string &S) {
+  O += '"';
+  for (unsigned char Ch : S) {
+    if (Ch == '"' || Ch == '\\') {
+      O += '\\';
+      O += static_cast<char>(Ch);
+    } else if (Ch < 0x20) {
+      char Buf[8];
+      std::snprintf(Buf, sizeof Buf, "\\u%04x", Ch);
+      O += Buf;
+    } else {
+      O += static_cast<char>(Ch);
+    }
+  }
+  O += '"';
+}
+
+/// Appends `"Key":Value`, with a comma unless it opens an object.
+void jsonKey(std::string &O, const char *Key) {
+  if (!O.empty() && O.back() != '{')
+    O += ',';
+  O += '"';
+  O += Key;
+  O += "\":";
+}
+void jsonField(std::string &O, const char *Key, uint64_t V) {
+  jsonKey(O, Key);
+  O += std::to_string(V);
+}
+void jsonField(std::string &O, const char *Key, bool V) {
+  jsonKey(O, Key);
+  O += V ? "true" : "false";
+}
+void jsonField(std::string &O, const char *Key, const std::string &V) {
+  jsonKey(O, Key);
+  jsonString(O, V);
+}
+void jsonNull(std::string &O, const char *Key) {
+  jsonKey(O, Key);
+  O += "null";
+}
+
+void deviceJson(std::string &O, int Device, const DeviceReport &R) {
+  const deepum_stats_t &S = R.Stats;
+  O += '{';
+  jsonField(O, "schema", uint64_t{1});
+  jsonField(O, "device", static_cast<uint64_t>(Device));
+  jsonField(O, "backend", std::string(R.Backend));
+  if (R.PlanPath.empty()) {
+    jsonNull(O, "plan");
+  } else {
+    jsonKey(O, "plan");
+    O += '{';
+    jsonField(O, "path", R.PlanPath);
+    jsonField(O, "loaded", R.PlanLoaded);
+    if (R.PlanLoaded && R.ProfileFingerprint) {
+      char Buf[24];
+      std::snprintf(Buf, sizeof Buf, "%016llx",
+                    static_cast<unsigned long long>(R.ProfileFingerprint));
+      jsonField(O, "profile_fingerprint", std::string(Buf));
+    } else {
+      jsonNull(O, "profile_fingerprint");
+    }
+    O += '}';
+  }
+  jsonField(O, "active", S.plan_active != 0);
+  if (R.WhyNot.empty())
+    jsonNull(O, "why_not");
+  else
+    jsonField(O, "why_not", R.WhyNot);
+  jsonField(O, "launch_tracking", S.launch_tracking != 0);
+  jsonKey(O, "launches");
+  O += '{';
+  jsonField(O, "seen", S.launches);
+  jsonField(O, "matched", S.launches_matched);
+  jsonField(O, "undecoded", R.UndecodedLaunches);
+  jsonField(O, "inserted", S.launches_inserted);
+  jsonField(O, "positions_missing", S.positions_missing);
+  O += '}';
+  jsonField(O, "resyncs", S.resyncs);
+  jsonField(O, "iterations", S.iterations);
+  auto Calls = [&](const char *Key, uint64_t N, uint64_t Bytes) {
+    jsonKey(O, Key);
+    O += '{';
+    jsonField(O, "calls", N);
+    jsonField(O, "bytes", Bytes);
+    O += '}';
+  };
+  Calls("prefetch", S.prefetch_batches, S.prefetch_bytes);
+  Calls("evict", S.evict_batches, S.evict_bytes);
+  Calls("discard", S.discard_batches, S.discard_bytes);
+  Calls("advise", S.advises, R.AdviseBytes);
+  jsonField(O, "discards_kept_live_bytes", S.discards_kept_live);
+  jsonField(O, "budget_eviction_bytes", S.budget_evictions);
+  jsonField(O, "backend_errors", S.backend_errors);
+  jsonField(O, "budget_bytes", S.budget_bytes);
+  jsonField(O, "resident_bytes", S.resident_bytes);
+  jsonField(O, "peak_resident_bytes", R.PeakResidentBytes);
+  jsonKey(O, "memory");
+  O += '{';
+  jsonField(O, "allocations", S.allocations);
+  jsonField(O, "frees", S.frees);
+  jsonField(O, "bytes_in_use", S.bytes_in_use);
+  jsonField(O, "peak_bytes_in_use", S.peak_bytes_in_use);
+  jsonField(O, "bytes_reserved", S.bytes_reserved);
+  jsonField(O, "arena_placements", S.arena_placements);
+  jsonField(O, "placement_misses", S.placement_misses);
+  O += '}';
+  O += '}';
+}
+} // namespace
+
+bool Executor::statsJson(int Device, std::string &Out) const {
+  Out.clear();
+  DeviceReport R;
+  if (Device != kAllDevices) {
+    if (!report(Device, R))
+      return false;
+    deviceJson(Out, Device, R);
+    return true;
+  }
+  Out = "{\"schema\":1,\"devices\":[";
+  bool First = true;
+  for (int I = 0; I < kMaxDevices; ++I) {
+    if (!report(I, R))
+      continue;
+    if (!First)
+      Out += ',';
+    First = false;
+    std::string One;
+    deviceJson(One, I, R);
+    Out += One;
+  }
+  Out += "]}";
   return true;
 }
 

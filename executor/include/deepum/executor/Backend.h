@@ -107,6 +107,9 @@ public:
   /// backend cannot observe launches, e.g. the CUPTI subscriber is taken.
   virtual bool startLaunchTracking(LaunchObserver *Observer, std::string &Why) = 0;
   virtual void stopLaunchTracking() = 0;
+  /// Launches the backend saw but could not decode into execution IDs (the
+  /// executor never hears of them; reported in its statistics).
+  virtual uint64_t undecodedLaunches() { return 0; }
 };
 
 } // namespace deepum::executor

@@ -120,6 +120,7 @@ struct Executor::DeviceState {
   std::atomic<bool> HasPlan{false};         // Plan is set (read without AllocMu)
   uintptr_t ArenaBase = 0;
   uint64_t ArenaBytes = 0;
+  uint64_t ArenaMapped = 0; // ArenaBytes rounded up to kManagedPageBytes (what was allocated)
   std::map<uint64_t, ArenaEntry> Arena;
   std::vector<StreamClock> AllocClocks;
   uint32_t NextSequence = 0;
@@ -393,8 +394,11 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   std::vector<uint64_t> NeededStamp(Plan->ArenaBlocks, 0);
   D.Cursor.emplace(*Plan, Config.Cursor);
   void *Arena = nullptr;
+  // Whole pages, so that ranges rounded out to pages stay inside the allocation.
+  const uint64_t Mapped =
+      (Plan->ArenaBytes + kManagedPageBytes - 1) / kManagedPageBytes * kManagedPageBytes;
   if (Plan->ArenaBytes) {
-    BackendStatus S = Back.allocateManaged(D.Device, Plan->ArenaBytes, &Arena);
+    BackendStatus S = Back.allocateManaged(D.Device, Mapped, &Arena);
     if (!S.ok() || !Arena) {
       log(LogLevel::Warn,
           "device %d: cannot allocate the plan's %s arena (%s: %s); training "
@@ -425,6 +429,7 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   }
   D.ArenaBase = reinterpret_cast<uintptr_t>(Arena);
   D.ArenaBytes = Plan->ArenaBytes;
+  D.ArenaMapped = Mapped;
   D.NextSequence = 0;
   D.Resident = std::move(Resident);
   D.NeededStamp = std::move(NeededStamp);
@@ -652,6 +657,32 @@ uint64_t rangeBytes(const std::vector<MemRange> &Rs) {
   return B;
 }
 
+MemRange toAddress(const Executor::DeviceState &D, const MemRange &ArenaRange) {
+  uint64_t Off = ArenaRange.Address;
+  uint64_t Bytes = std::min<uint64_t>(ArenaRange.Bytes, D.ArenaBytes - std::min(Off, D.ArenaBytes));
+  return {D.ArenaBase + Off, Bytes};
+}
+
+/// The address range of arena range `R` for a prefetch or an eviction: every
+/// page it touches, within the arena's allocation.
+MemRange pagesAround(const Executor::DeviceState &D, const MemRange &R) {
+  const MemRange A = toAddress(D, R);
+  constexpr uint64_t P = kManagedPageBytes;
+  const uint64_t Start = std::max<uint64_t>(A.Address / P * P, D.ArenaBase);
+  const uint64_t End =
+      std::min<uint64_t>((A.Address + A.Bytes + P - 1) / P * P, D.ArenaBase + D.ArenaMapped);
+  return {Start, End > Start ? End - Start : 0};
+}
+
+/// The address range of arena range `R` for a discard: the whole pages inside
+/// it, none of a neighbour's (Bytes = 0 when it holds no whole page).
+MemRange pagesInside(const Executor::DeviceState &D, const MemRange &R) {
+  const MemRange A = toAddress(D, R);
+  constexpr uint64_t P = kManagedPageBytes;
+  const uint64_t Start = (A.Address + P - 1) / P * P;
+  const uint64_t End = (A.Address + A.Bytes) / P * P;
+  return {Start, End > Start ? End - Start : 0};
+}
 /// Orders the action stream after everything enqueued so far on the compute
 /// streams that launched since the last time (a discard or eviction never
 /// overtakes a kernel still using the data).
@@ -715,7 +746,7 @@ static void enforceBudget(Backend &Back, Executor::DeviceState &D, uint64_t Inco
   for (uint64_t I = 0; I < Need; ++I) {
     uint32_t B = Victims[I].second;
     D.Resident[B] = 0;
-    D.Ranges.push_back({D.ArenaBase + B * BlockBytes, BlockBytes});
+    D.Ranges.push_back(pagesAround(D, {B * BlockBytes, BlockBytes}));
   }
   D.ResidentBlocks.fetch_sub(Need);
   std::sort(D.Ranges.begin(), D.Ranges.end(),
@@ -726,8 +757,8 @@ static void enforceBudget(Backend &Back, Executor::DeviceState &D, uint64_t Inco
   D.ReleasedSincePrefetch = true;
   if (S.ok()) {
     bump(D.C.EvictBatches);
-    bump(D.C.EvictBytes, Need * BlockBytes);
-    bump(D.C.BudgetEvictions, Need * BlockBytes);
+    bump(D.C.EvictBytes, rangeBytes(D.Ranges));
+    bump(D.C.BudgetEvictions, rangeBytes(D.Ranges));
   }
 }
 
@@ -745,11 +776,6 @@ void stampBlocks(Executor::DeviceState &D, uint64_t Off, uint64_t Bytes, uint64_
   }
 }
 
-MemRange toAddress(const Executor::DeviceState &D, const MemRange &ArenaRange) {
-  uint64_t Off = ArenaRange.Address;
-  uint64_t Bytes = std::min<uint64_t>(ArenaRange.Bytes, D.ArenaBytes - std::min(Off, D.ArenaBytes));
-  return {D.ArenaBase + Off, Bytes};
-}
 } // namespace
 
 /// Prefetches and advice of one position, before its launch runs.
@@ -802,7 +828,8 @@ static void issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) {
     if (A.Kind == PlanActionKind::Advise)
       continue; // issued first, above
     for (const MemRange &R : A.Ranges)
-      D.Ranges.push_back(toAddress(D, R));
+      if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+        D.Ranges.push_back(Pages);
   }
   if (D.Ranges.empty())
     return;
@@ -831,12 +858,15 @@ constexpr uint64_t kDiscardDeferralLaunches = 64;
 /// Issues evictions and discards: `Evict` and `Discard` hold arena ranges.
 /// Discard parts that overlap a live allocation are deferred (never
 /// discarded while live); deferred parts past their deadline are evicted,
-/// which keeps their contents. Called with LaunchMu held.
+/// which keeps their contents. Only the whole pages inside a free part are
+/// discarded (kManagedPageBytes): never a byte of a neighbour. Called with
+/// LaunchMu held.
 static void issueRanges(Backend &Back, Executor::DeviceState &D, std::vector<MemRange> Evict,
                         const std::vector<MemRange> &DiscardIn) {
   const uint64_t BB = D.blockBytes();
   const uint64_t Now = D.C.Launches.load(std::memory_order_relaxed);
-  std::vector<MemRange> Discard;
+  std::vector<MemRange> Discard;      // free parts, arena offsets
+  std::vector<MemRange> DiscardPages; // their whole pages, addresses
   {
     std::lock_guard<std::mutex> Lock(D.AllocMu);
     auto Split = [&](const MemRange &R, uint64_t Deadline) {
@@ -868,10 +898,13 @@ static void issueRanges(Backend &Back, Executor::DeviceState &D, std::vector<Mem
       Split(Def.Range, Def.Deadline);
     for (const MemRange &R : DiscardIn)
       Split(R, Now + kDiscardDeferralLaunches);
-    if (!Discard.empty())
+    for (const MemRange &R : Discard)
+      if (MemRange Pages = pagesInside(D, R); Pages.Bytes)
+        DiscardPages.push_back(Pages);
+    if (!DiscardPages.empty())
       D.DiscardsInFlight.fetch_add(1, std::memory_order_release);
   }
-  if (Evict.empty() && Discard.empty())
+  if (Evict.empty() && DiscardPages.empty())
     return;
   orderAfterCompute(Back, D);
   auto MarkGone = [&](const MemRange &R) {
@@ -887,7 +920,8 @@ static void issueRanges(Backend &Back, Executor::DeviceState &D, std::vector<Mem
     D.Ranges.clear();
     for (const MemRange &R : Evict) {
       MarkGone(R);
-      D.Ranges.push_back(toAddress(D, R));
+      if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+        D.Ranges.push_back(Pages);
     }
     BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
     noteError(D, S);
@@ -897,26 +931,23 @@ static void issueRanges(Backend &Back, Executor::DeviceState &D, std::vector<Mem
       bump(D.C.EvictBytes, rangeBytes(D.Ranges));
     }
   }
-  if (!Discard.empty()) {
-    D.Ranges.clear();
-    for (const MemRange &R : Discard) {
-      MarkGone(R);
-      D.Ranges.push_back(toAddress(D, R));
-    }
-    BackendStatus S = Back.discardBatch(D.Device, D.Ranges, D.ReleaseStream);
-    D.ReleasedSincePrefetch = true;
-    noteError(D, S);
-    if (S.ok()) {
-      bump(D.C.DiscardBatches);
-      bump(D.C.DiscardBytes, rangeBytes(D.Ranges));
-    }
-    // New owners of these ranges wait for this event (see tryPlace).
-    std::lock_guard<std::mutex> Lock(D.AllocMu);
-    if (!D.DiscardEvent)
-      noteError(D, Back.createEvent(D.Device, &D.DiscardEvent));
-    if (D.DiscardEvent)
-      noteError(D, Back.recordEvent(D.Device, D.DiscardEvent, D.ReleaseStream));
+  if (DiscardPages.empty())
+    return;
+  for (const MemRange &R : Discard)
+    MarkGone(R);
+  BackendStatus S = Back.discardBatch(D.Device, DiscardPages, D.ReleaseStream);
+  D.ReleasedSincePrefetch = true;
+  noteError(D, S);
+  if (S.ok()) {
+    bump(D.C.DiscardBatches);
+    bump(D.C.DiscardBytes, rangeBytes(DiscardPages));
   }
+  // New owners of these ranges wait for this event (see tryPlace).
+  std::lock_guard<std::mutex> Lock(D.AllocMu);
+  if (!D.DiscardEvent)
+    noteError(D, Back.createEvent(D.Device, &D.DiscardEvent));
+  if (D.DiscardEvent)
+    noteError(D, Back.recordEvent(D.Device, D.DiscardEvent, D.ReleaseStream));
 }
 
 /// Evictions and discards of one list (ReleaseBefore or AfterLaunch of a position).

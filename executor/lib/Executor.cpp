@@ -867,43 +867,45 @@ static void issueRanges(Backend &Back, Executor::DeviceState &D, std::vector<Mem
   const uint64_t Now = D.C.Launches.load(std::memory_order_relaxed);
   std::vector<MemRange> Discard;      // free parts, arena offsets
   std::vector<MemRange> DiscardPages; // their whole pages, addresses
-  {
-    std::lock_guard<std::mutex> Lock(D.AllocMu);
-    auto Split = [&](const MemRange &R, uint64_t Deadline) {
-      uint64_t Cur = R.Address, End = R.Address + R.Bytes;
-      auto It = D.Arena.upper_bound(Cur);
-      if (It != D.Arena.begin())
-        --It;
-      for (; It != D.Arena.end() && It->first < End && Cur < End; ++It) {
-        if (!It->second.Live || It->second.End <= Cur)
-          continue;
-        uint64_t LiveStart = std::max(It->first, Cur), LiveEnd = std::min(It->second.End, End);
-        if (LiveStart > Cur)
-          Discard.push_back({Cur, LiveStart - Cur});
-        MemRange LivePart{LiveStart, LiveEnd - LiveStart};
-        if (Now < Deadline) {
-          D.Deferred.push_back({LivePart, Deadline});
-        } else {
-          Evict.push_back(LivePart);
-          bump(D.C.DiscardsKeptLive, LivePart.Bytes);
-        }
-        Cur = LiveEnd;
+  // Finding a range free, discarding it and recording the event its next
+  // owner waits for (see tryPlace) are one step under AllocMu: an allocation
+  // placed over the range in between would neither be seen live here nor
+  // wait for the discard, which could then destroy its data.
+  std::unique_lock<std::mutex> AllocLock(D.AllocMu);
+  auto Split = [&](const MemRange &R, uint64_t Deadline) {
+    uint64_t Cur = R.Address, End = R.Address + R.Bytes;
+    auto It = D.Arena.upper_bound(Cur);
+    if (It != D.Arena.begin())
+      --It;
+    for (; It != D.Arena.end() && It->first < End && Cur < End; ++It) {
+      if (!It->second.Live || It->second.End <= Cur)
+        continue;
+      uint64_t LiveStart = std::max(It->first, Cur), LiveEnd = std::min(It->second.End, End);
+      if (LiveStart > Cur)
+        Discard.push_back({Cur, LiveStart - Cur});
+      MemRange LivePart{LiveStart, LiveEnd - LiveStart};
+      if (Now < Deadline) {
+        D.Deferred.push_back({LivePart, Deadline});
+      } else {
+        Evict.push_back(LivePart);
+        bump(D.C.DiscardsKeptLive, LivePart.Bytes);
       }
-      if (Cur < End)
-        Discard.push_back({Cur, End - Cur});
-    };
-    std::vector<Executor::DeviceState::DeferredDiscard> Old;
-    Old.swap(D.Deferred);
-    for (const auto &Def : Old)
-      Split(Def.Range, Def.Deadline);
-    for (const MemRange &R : DiscardIn)
-      Split(R, Now + kDiscardDeferralLaunches);
-    for (const MemRange &R : Discard)
-      if (MemRange Pages = pagesInside(D, R); Pages.Bytes)
-        DiscardPages.push_back(Pages);
-    if (!DiscardPages.empty())
-      D.DiscardsInFlight.fetch_add(1, std::memory_order_release);
-  }
+      Cur = LiveEnd;
+    }
+    if (Cur < End)
+      Discard.push_back({Cur, End - Cur});
+  };
+  std::vector<Executor::DeviceState::DeferredDiscard> Old;
+  Old.swap(D.Deferred);
+  for (const auto &Def : Old)
+    Split(Def.Range, Def.Deadline);
+  for (const MemRange &R : DiscardIn)
+    Split(R, Now + kDiscardDeferralLaunches);
+  for (const MemRange &R : Discard)
+    if (MemRange Pages = pagesInside(D, R); Pages.Bytes)
+      DiscardPages.push_back(Pages);
+  if (DiscardPages.empty())
+    AllocLock.unlock(); // evictions keep the data: no allocation waits for them
   if (Evict.empty() && DiscardPages.empty())
     return;
   orderAfterCompute(Back, D);
@@ -943,7 +945,7 @@ static void issueRanges(Backend &Back, Executor::DeviceState &D, std::vector<Mem
     bump(D.C.DiscardBytes, rangeBytes(DiscardPages));
   }
   // New owners of these ranges wait for this event (see tryPlace).
-  std::lock_guard<std::mutex> Lock(D.AllocMu);
+  D.DiscardsInFlight.fetch_add(1, std::memory_order_release);
   if (!D.DiscardEvent)
     noteError(D, Back.createEvent(D.Device, &D.DiscardEvent));
   if (D.DiscardEvent)

@@ -2,7 +2,9 @@
 //
 // What reaches the backend: discards rounded inward to whole managed pages
 // (never a byte of a live neighbour), prefetches and evictions rounded
-// outward (whole pages, inside the arena's allocation).
+// outward (whole pages, inside the arena's allocation); and a block freed
+// and placed again while a discard of it is being issued is ordered after
+// that discard.
 //
 //===----------------------------------------------------------------------===//
 #include "deepum/executor/Executor.h"
@@ -11,6 +13,11 @@
 #include "ExecutorTestSupport.h"
 
 #include "gtest/gtest.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
 
 using namespace deepum::executor;
 using deepum::test::kBlock;
@@ -137,6 +144,88 @@ TEST(BoundaryTest, PrefetchesAndEvictionsCoverWholePagesInsideTheArena) {
   ASSERT_TRUE(E.stats(0, S));
   EXPECT_EQ(S.prefetch_bytes, In[0].Bytes + In[1].Bytes);
   EXPECT_EQ(S.evict_bytes, Out[0].Bytes);
+}
+
+/// Runs `OnDiscard` (once) while a discard call is in progress.
+class HookedDiscardBackend : public deepum::test::ForwardingBackend {
+public:
+  HookedDiscardBackend() : ForwardingBackend({.EventsCompleteAtOnce = false}) {}
+  BackendStatus discardBatch(int D, std::span<const MemRange> R, StreamHandle S) override {
+    BackendStatus St = Inner.discardBatch(D, R, S);
+    if (OnDiscard) {
+      auto F = std::move(OnDiscard);
+      OnDiscard = nullptr;
+      F();
+    }
+    return St;
+  }
+  std::function<void()> OnDiscard;
+};
+
+TEST(BoundaryTest, ABlockPlacedWhileItsDiscardIsIssuedWaitsForTheDiscard) {
+  // Tensor X (sequence 0) is used by launch 11 and freed just after that launch
+  // is queued; the discard of its range comes with launch 11's end. Tensor Y
+  // (sequence 1) has the same planned range and is allocated, on another
+  // thread, while that discard is being issued. Y's stream must wait for an
+  // event recorded after the discard, or the discard could destroy Y's data.
+  HookedDiscardBackend B;
+  Executor E(B, ExecutorConfig{});
+  PlanBuilder PB({10, 11});
+  PB.place(0, kBlock, 0).place(1, kBlock, 0).action(v1::ACTION_KIND_DISCARD, 1, 0, kBlock, 1);
+  PB.proto().mutable_layout()->set_ticks(4);
+  auto *Pls = PB.proto().mutable_layout()->mutable_placements();
+  Pls->Mutable(0)->set_live_begin(0); // X, then Y: the same bytes, one after the other
+  Pls->Mutable(0)->set_live_end(2);
+  Pls->Mutable(1)->set_live_begin(2);
+  Pls->Mutable(1)->set_live_end(4);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  E.markIteration();
+  void *X = E.allocate(kBlock, 0, S1);
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(X), Base);
+  B.Inner.launch(0, S1, 10);
+
+  std::atomic<void *> Y{nullptr};
+  std::atomic<bool> Placed{false};
+  std::thread Other;
+  B.OnDiscard = [&] {
+    Other = std::thread([&] {
+      Y = E.allocate(kBlock, 0, S1);
+      Placed = true;
+    });
+    // Give the other thread its chance to place Y in the middle of the discard.
+    for (int I = 0; I < 300 && !Placed; ++I)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  uint64_t Id = 11;
+  E.launchBegin(0, S1, &Id, 1);
+  E.deallocate(X, 0, S1); // right after the launch is queued
+  E.launchEnd(0, S1);     // its discard: Y is placed meanwhile
+  ASSERT_TRUE(Other.joinable()) << "no discard was issued";
+  Other.join();
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(Y.load()), Base) << "Y was not placed over X's range";
+
+  const auto Calls = B.Inner.calls();
+  uint64_t DiscardSeq = 0;
+  StreamHandle Release = 0;
+  for (const FakeCall &C : Calls)
+    if (C.Kind == FakeCallKind::Discard) {
+      DiscardSeq = C.Sequence;
+      Release = C.Stream;
+    }
+  bool Ordered = false;
+  for (const FakeCall &Wait : Calls) {
+    if (Wait.Kind != FakeCallKind::StreamWaitEvent || Wait.Stream != S1)
+      continue;
+    // The latest record of that event before the wait must follow the discard.
+    uint64_t RecordSeq = 0;
+    for (const FakeCall &Rec : Calls)
+      if (Rec.Kind == FakeCallKind::RecordEvent && Rec.Event == Wait.Event &&
+          Rec.Sequence < Wait.Sequence && Rec.Stream == Release)
+        RecordSeq = Rec.Sequence;
+    Ordered |= RecordSeq > DiscardSeq;
+  }
+  EXPECT_TRUE(Ordered) << "Y's stream does not wait for the discard of its range";
 }
 
 } // namespace

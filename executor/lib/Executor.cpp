@@ -683,6 +683,7 @@ MemRange pagesInside(const Executor::DeviceState &D, const MemRange &R) {
   const uint64_t End = (A.Address + A.Bytes) / P * P;
   return {Start, End > Start ? End - Start : 0};
 }
+
 /// Orders the action stream after everything enqueued so far on the compute
 /// streams that launched since the last time (a discard or eviction never
 /// overtakes a kernel still using the data).
@@ -918,13 +919,13 @@ static void issueRanges(Backend &Back, Executor::DeviceState &D, std::vector<Mem
         D.ResidentBlocks.fetch_sub(1);
       }
   };
-  if (!Evict.empty()) {
-    D.Ranges.clear();
-    for (const MemRange &R : Evict) {
-      MarkGone(R);
-      if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
-        D.Ranges.push_back(Pages);
-    }
+  D.Ranges.clear();
+  for (const MemRange &R : Evict) {
+    MarkGone(R);
+    if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+      D.Ranges.push_back(Pages);
+  }
+  if (!D.Ranges.empty()) {
     BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
     noteError(D, S);
     D.ReleasedSincePrefetch = true;

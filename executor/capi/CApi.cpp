@@ -11,6 +11,12 @@
 // found at run time in the injection library the driver loaded: libdeepum
 // does not link the profiler, and without it the cost is one atomic load.
 //
+// deepum_stats_json reports, as one JSON object, what each device did and
+// whether its plan is replayed (and if not, why). With DEEPUM_STATS=path set
+// when deepum starts, the same report (every device) is written to that path
+// at exit: from an atexit handler, which makes no CUDA call (the runtime may
+// be torn down by then), writes a temporary file and renames it over the path.
+//
 //===----------------------------------------------------------------------===//
 #include "deepum/deepum.h"
 
@@ -21,15 +27,66 @@
 #include "deepum/profiler/Hooks.h"
 
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+
+#include <unistd.h>
 
 using namespace deepum::executor;
 
 namespace {
 std::atomic<Executor *> Global{nullptr};
 std::mutex InitMu;
+
+// DEEPUM_STATS as read at start (never freed: the exit handler needs it after
+// static destructors may have run), and the process that registered the
+// handler (a forked child that exits through atexit must not overwrite it).
+const char *StatsPath = nullptr;
+pid_t StatsPid = 0;
+
+void writeStatsAtExit() {
+  try {
+    Executor *E = Global.load(std::memory_order_acquire);
+    if (!E || !StatsPath || getpid() != StatsPid)
+      return;
+    std::string Json;
+    if (!E->statsJson(kAllDevices, Json))
+      return;
+    Json += '\n';
+    const std::string Tmp = std::string(StatsPath) + ".tmp." + std::to_string(getpid());
+    std::FILE *F = std::fopen(Tmp.c_str(), "w");
+    bool Ok = F && std::fwrite(Json.data(), 1, Json.size(), F) == Json.size();
+    int Err = errno;
+    if (F && std::fclose(F) != 0 && Ok) {
+      Ok = false;
+      Err = errno;
+    }
+    if (Ok && std::rename(Tmp.c_str(), StatsPath) != 0) {
+      Ok = false;
+      Err = errno;
+    }
+    if (!Ok) {
+      if (F)
+        std::remove(Tmp.c_str());
+      log(LogLevel::Warn, "DEEPUM_STATS: cannot write %s: %s", StatsPath, std::strerror(Err));
+    }
+  } catch (...) {
+  }
+}
+
+void registerStatsAtExit() {
+  const char *Path = std::getenv("DEEPUM_STATS");
+  if (!Path || !*Path)
+    return;
+  StatsPath = strdup(Path);
+  StatsPid = getpid();
+  if (!StatsPath || std::atexit(writeStatsAtExit) != 0)
+    log(LogLevel::Warn, "DEEPUM_STATS: cannot arrange the report at exit; it is not written");
+}
 
 Executor *start(const char *PlanPath, bool &Created) {
   Created = false;
@@ -47,6 +104,7 @@ Executor *start(const char *PlanPath, bool &Created) {
     auto *E = new Executor(capiBackend(), std::move(C));
     Global.store(E, std::memory_order_release);
     Created = true;
+    registerStatsAtExit();
     return E;
   } catch (...) {
     log(LogLevel::Error, "initialisation failed; allocations fall back to nothing");
@@ -158,6 +216,23 @@ int deepum_get_stats(int device, deepum_stats_t *out, size_t out_size) {
     return -1;
   std::memcpy(out, &S, out_size < sizeof S ? out_size : sizeof S);
   return 0;
+}
+
+int deepum_stats_json(int device, char *buf, size_t size) {
+  try {
+    Executor *E = Global.load(std::memory_order_acquire);
+    std::string Json;
+    if (!E || !E->statsJson(device, Json) || Json.size() > 0x7fffffff)
+      return -1;
+    if (buf && size > 0) {
+      size_t N = Json.size() < size - 1 ? Json.size() : size - 1;
+      std::memcpy(buf, Json.data(), N);
+      buf[N] = '\0';
+    }
+    return static_cast<int>(Json.size());
+  } catch (...) {
+    return -1;
+  }
 }
 
 } // extern "C"

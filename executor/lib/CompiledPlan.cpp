@@ -50,6 +50,7 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
   Out.Source = Source;
   Out.Model = P.Model;
   Out.GpuMemoryBytes = P.GpuMemoryBytes;
+  Out.ProfileFingerprint = P.ProfileFingerprint;
   Out.UmBlockBytes = P.UmBlockBytes;
   Out.PositionIds = P.PositionIds;
   const auto N = static_cast<uint32_t>(Out.PositionIds.size());

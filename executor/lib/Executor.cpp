@@ -85,7 +85,7 @@ struct Counters {
   std::atomic<uint64_t> Allocations{0}, Frees{0}, ArenaBytesInUse{0}, ArenaPeak{0},
       ArenaPlacements{0}, PlacementMisses{0}, PrefetchBatches{0}, PrefetchBytes{0}, EvictBatches{0},
       EvictBytes{0}, DiscardBatches{0}, DiscardBytes{0}, DiscardsKeptLive{0}, Advises{0},
-      BudgetEvictions{0}, BackendErrors{0}, Launches{0};
+      AdviseBytes{0}, BudgetEvictions{0}, BackendErrors{0}, Launches{0};
 };
 
 /// A byte range of the arena and who owns it. Freed ranges stay (until
@@ -120,6 +120,7 @@ struct Executor::DeviceState {
   std::atomic<bool> HasPlan{false};         // Plan is set (read without AllocMu)
   uintptr_t ArenaBase = 0;
   uint64_t ArenaBytes = 0;
+  uint64_t ArenaMapped = 0; // ArenaBytes rounded up to kManagedPageBytes (what was allocated)
   std::map<uint64_t, ArenaEntry> Arena;
   std::vector<StreamClock> AllocClocks;
   uint32_t NextSequence = 0;
@@ -146,6 +147,7 @@ struct Executor::DeviceState {
   std::vector<uint64_t> NeededStamp;
   uint64_t Stamp = 0;
   std::atomic<uint64_t> ResidentBlocks{0};
+  std::atomic<uint64_t> PeakResidentBlocks{0}; // written under LaunchMu
   uint64_t Budget = 0;
   struct PendingAfter {
     uint32_t Position;
@@ -161,6 +163,22 @@ struct Executor::DeviceState {
   std::vector<uint32_t> Blocks;          // scratch
   uint32_t CurrentPosition = 0;
   std::atomic<bool> ErrorLogged{false};
+
+  // --- guarded by StatusMu (read by reports) ---
+  mutable std::mutex StatusMu;
+  std::string PlanPath; // the plan configured or set (empty: none)
+  std::string WhyNot;   // the first reason the plan is not replayed (empty: none known)
+
+  void setPath(std::string Path) {
+    std::lock_guard<std::mutex> Lock(StatusMu);
+    PlanPath = std::move(Path);
+  }
+  /// Keeps the first reason: later ones follow from it.
+  void setWhyNot(std::string Why) {
+    std::lock_guard<std::mutex> Lock(StatusMu);
+    if (WhyNot.empty())
+      WhyNot = std::move(Why);
+  }
 
   uint64_t blockBytes() const { return Plan ? Plan->UmBlockBytes : uint64_t{2} << 20; }
 };
@@ -266,6 +284,7 @@ Executor::Executor(Backend &B, ExecutorConfig Cfg) : Back(B), Config(std::move(C
     std::string Why;
     Tracking = Back.startLaunchTracking(this, Why);
     if (!Tracking) {
+      TrackingWhy = Why;
       log(LogLevel::Warn,
           "kernel launches cannot be observed (%s); deepum works as an allocator "
           "only, plans are not replayed",
@@ -322,6 +341,7 @@ void Executor::loadPlanFor(DeviceState &D) {
           D.Device);
     return;
   }
+  D.setPath(Path);
   // One read per file: devices sharing a plan share the result, and a bad
   // file is reported once, not once per device.
   // Whatever happens here (a bad file, no memory for its tables, a backend
@@ -342,12 +362,16 @@ void Executor::loadPlanFor(DeviceState &D) {
       CP.reset();
       Error = Path + ": unexpected failure";
     }
-    if (!CP)
+    if (!CP) {
       log(LogLevel::Warn, "not using plan: %s; training continues unplanned", Error.c_str());
+      PlanErrors[Path] = Error;
+    }
     Cached = PlanCache.emplace(Path, std::move(CP)).first;
   }
-  if (!Cached->second)
+  if (!Cached->second) {
+    D.setWhyNot("plan refused: " + PlanErrors[Path]);
     return;
+  }
   try {
     CompiledPlan CP = *Cached->second;
     uint64_t Budget = Config.budgetFor(D.Device, CP.GpuMemoryBytes);
@@ -358,6 +382,7 @@ void Executor::loadPlanFor(DeviceState &D) {
                         "unplanned", D.Device, Path.c_str());
     D.HasPlan.store(false, std::memory_order_release);
     D.PlanOn.store(false, std::memory_order_release);
+    D.setWhyNot("cannot set up the plan (out of memory?)");
   }
 }
 
@@ -369,14 +394,19 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   std::vector<uint64_t> NeededStamp(Plan->ArenaBlocks, 0);
   D.Cursor.emplace(*Plan, Config.Cursor);
   void *Arena = nullptr;
+  // Whole pages, so that ranges rounded out to pages stay inside the allocation.
+  const uint64_t Mapped =
+      (Plan->ArenaBytes + kManagedPageBytes - 1) / kManagedPageBytes * kManagedPageBytes;
   if (Plan->ArenaBytes) {
-    BackendStatus S = Back.allocateManaged(D.Device, Plan->ArenaBytes, &Arena);
+    BackendStatus S = Back.allocateManaged(D.Device, Mapped, &Arena);
     if (!S.ok() || !Arena) {
       log(LogLevel::Warn,
           "device %d: cannot allocate the plan's %s arena (%s: %s); training "
           "continues unplanned",
           D.Device, formatBytes(Plan->ArenaBytes).c_str(), S.Call, S.Message.c_str());
       D.Cursor.reset();
+      D.setWhyNot("cannot allocate the plan's " + formatBytes(Plan->ArenaBytes) + " arena (" +
+                  S.Call + ": " + S.Message + ")");
       return false;
     }
   }
@@ -393,10 +423,13 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
     if (Arena)
       (void)Back.freeManaged(D.Device, Arena);
     D.Cursor.reset();
+    D.setWhyNot(std::string("cannot create the action streams (") + S.Call + ": " + S.Message +
+                ")");
     return false;
   }
   D.ArenaBase = reinterpret_cast<uintptr_t>(Arena);
   D.ArenaBytes = Plan->ArenaBytes;
+  D.ArenaMapped = Mapped;
   D.NextSequence = 0;
   D.Resident = std::move(Resident);
   D.NeededStamp = std::move(NeededStamp);
@@ -404,6 +437,11 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   D.Plan = std::move(Plan);
   D.HasPlan.store(true, std::memory_order_release);
   D.PlanOn.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> Lock(D.StatusMu);
+    D.PlanPath = D.Plan->Source;
+    D.WhyNot.clear();
+  }
   log(LogLevel::Info, "device %d: replaying %s (%zu positions, %s arena, budget %s)", D.Device,
       D.Plan->Source.c_str(), D.Plan->positions(), formatBytes(D.ArenaBytes).c_str(),
       D.Budget ? formatBytes(D.Budget).c_str() : "none");
@@ -619,6 +657,33 @@ uint64_t rangeBytes(const std::vector<MemRange> &Rs) {
   return B;
 }
 
+MemRange toAddress(const Executor::DeviceState &D, const MemRange &ArenaRange) {
+  uint64_t Off = ArenaRange.Address;
+  uint64_t Bytes = std::min<uint64_t>(ArenaRange.Bytes, D.ArenaBytes - std::min(Off, D.ArenaBytes));
+  return {D.ArenaBase + Off, Bytes};
+}
+
+/// The address range of arena range `R` for a prefetch or an eviction: every
+/// page it touches, within the arena's allocation.
+MemRange pagesAround(const Executor::DeviceState &D, const MemRange &R) {
+  const MemRange A = toAddress(D, R);
+  constexpr uint64_t P = kManagedPageBytes;
+  const uint64_t Start = std::max<uint64_t>(A.Address / P * P, D.ArenaBase);
+  const uint64_t End =
+      std::min<uint64_t>((A.Address + A.Bytes + P - 1) / P * P, D.ArenaBase + D.ArenaMapped);
+  return {Start, End > Start ? End - Start : 0};
+}
+
+/// The address range of arena range `R` for a discard: the whole pages inside
+/// it, none of a neighbour's (Bytes = 0 when it holds no whole page).
+MemRange pagesInside(const Executor::DeviceState &D, const MemRange &R) {
+  const MemRange A = toAddress(D, R);
+  constexpr uint64_t P = kManagedPageBytes;
+  const uint64_t Start = (A.Address + P - 1) / P * P;
+  const uint64_t End = (A.Address + A.Bytes) / P * P;
+  return {Start, End > Start ? End - Start : 0};
+}
+
 /// Orders the action stream after everything enqueued so far on the compute
 /// streams that launched since the last time (a discard or eviction never
 /// overtakes a kernel still using the data).
@@ -682,7 +747,7 @@ static void enforceBudget(Backend &Back, Executor::DeviceState &D, uint64_t Inco
   for (uint64_t I = 0; I < Need; ++I) {
     uint32_t B = Victims[I].second;
     D.Resident[B] = 0;
-    D.Ranges.push_back({D.ArenaBase + B * BlockBytes, BlockBytes});
+    D.Ranges.push_back(pagesAround(D, {B * BlockBytes, BlockBytes}));
   }
   D.ResidentBlocks.fetch_sub(Need);
   std::sort(D.Ranges.begin(), D.Ranges.end(),
@@ -693,8 +758,8 @@ static void enforceBudget(Backend &Back, Executor::DeviceState &D, uint64_t Inco
   D.ReleasedSincePrefetch = true;
   if (S.ok()) {
     bump(D.C.EvictBatches);
-    bump(D.C.EvictBytes, Need * BlockBytes);
-    bump(D.C.BudgetEvictions, Need * BlockBytes);
+    bump(D.C.EvictBytes, rangeBytes(D.Ranges));
+    bump(D.C.BudgetEvictions, rangeBytes(D.Ranges));
   }
 }
 
@@ -712,11 +777,6 @@ void stampBlocks(Executor::DeviceState &D, uint64_t Off, uint64_t Bytes, uint64_
   }
 }
 
-MemRange toAddress(const Executor::DeviceState &D, const MemRange &ArenaRange) {
-  uint64_t Off = ArenaRange.Address;
-  uint64_t Bytes = std::min<uint64_t>(ArenaRange.Bytes, D.ArenaBytes - std::min(Off, D.ArenaBytes));
-  return {D.ArenaBase + Off, Bytes};
-}
 } // namespace
 
 /// Prefetches and advice of one position, before its launch runs.
@@ -735,8 +795,10 @@ static void issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) {
     for (const MemRange &R : A.Ranges) {
       BackendStatus S = Back.advise(D.Device, toAddress(D, R), A.Advice);
       noteError(D, S);
-      if (S.ok())
+      if (S.ok()) {
         bump(D.C.Advises);
+        bump(D.C.AdviseBytes, toAddress(D, R).Bytes);
+      }
     }
   }
   issueReleases(Back, D, P.ReleaseBefore[Pos]);
@@ -757,7 +819,9 @@ static void issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) {
   // The kernel's own blocks become resident whether prefetched or faulted in.
   for (uint32_t B : D.Blocks)
     D.Resident[B] = 1;
-  D.ResidentBlocks.fetch_add(D.Blocks.size());
+  const uint64_t Now = D.ResidentBlocks.fetch_add(D.Blocks.size()) + D.Blocks.size();
+  if (Now > D.PeakResidentBlocks.load(std::memory_order_relaxed))
+    D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
   if (Actions.empty())
     return;
   D.Ranges.clear();
@@ -765,7 +829,8 @@ static void issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) {
     if (A.Kind == PlanActionKind::Advise)
       continue; // issued first, above
     for (const MemRange &R : A.Ranges)
-      D.Ranges.push_back(toAddress(D, R));
+      if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+        D.Ranges.push_back(Pages);
   }
   if (D.Ranges.empty())
     return;
@@ -794,47 +859,55 @@ constexpr uint64_t kDiscardDeferralLaunches = 64;
 /// Issues evictions and discards: `Evict` and `Discard` hold arena ranges.
 /// Discard parts that overlap a live allocation are deferred (never
 /// discarded while live); deferred parts past their deadline are evicted,
-/// which keeps their contents. Called with LaunchMu held.
+/// which keeps their contents. Only the whole pages inside a free part are
+/// discarded (kManagedPageBytes): never a byte of a neighbour. Called with
+/// LaunchMu held.
 static void issueRanges(Backend &Back, Executor::DeviceState &D, std::vector<MemRange> Evict,
                         const std::vector<MemRange> &DiscardIn) {
   const uint64_t BB = D.blockBytes();
   const uint64_t Now = D.C.Launches.load(std::memory_order_relaxed);
-  std::vector<MemRange> Discard;
-  {
-    std::lock_guard<std::mutex> Lock(D.AllocMu);
-    auto Split = [&](const MemRange &R, uint64_t Deadline) {
-      uint64_t Cur = R.Address, End = R.Address + R.Bytes;
-      auto It = D.Arena.upper_bound(Cur);
-      if (It != D.Arena.begin())
-        --It;
-      for (; It != D.Arena.end() && It->first < End && Cur < End; ++It) {
-        if (!It->second.Live || It->second.End <= Cur)
-          continue;
-        uint64_t LiveStart = std::max(It->first, Cur), LiveEnd = std::min(It->second.End, End);
-        if (LiveStart > Cur)
-          Discard.push_back({Cur, LiveStart - Cur});
-        MemRange LivePart{LiveStart, LiveEnd - LiveStart};
-        if (Now < Deadline) {
-          D.Deferred.push_back({LivePart, Deadline});
-        } else {
-          Evict.push_back(LivePart);
-          bump(D.C.DiscardsKeptLive, LivePart.Bytes);
-        }
-        Cur = LiveEnd;
+  std::vector<MemRange> Discard;      // free parts, arena offsets
+  std::vector<MemRange> DiscardPages; // their whole pages, addresses
+  // Finding a range free, discarding it and recording the event its next
+  // owner waits for (see tryPlace) are one step under AllocMu: an allocation
+  // placed over the range in between would neither be seen live here nor
+  // wait for the discard, which could then destroy its data.
+  std::unique_lock<std::mutex> AllocLock(D.AllocMu);
+  auto Split = [&](const MemRange &R, uint64_t Deadline) {
+    uint64_t Cur = R.Address, End = R.Address + R.Bytes;
+    auto It = D.Arena.upper_bound(Cur);
+    if (It != D.Arena.begin())
+      --It;
+    for (; It != D.Arena.end() && It->first < End && Cur < End; ++It) {
+      if (!It->second.Live || It->second.End <= Cur)
+        continue;
+      uint64_t LiveStart = std::max(It->first, Cur), LiveEnd = std::min(It->second.End, End);
+      if (LiveStart > Cur)
+        Discard.push_back({Cur, LiveStart - Cur});
+      MemRange LivePart{LiveStart, LiveEnd - LiveStart};
+      if (Now < Deadline) {
+        D.Deferred.push_back({LivePart, Deadline});
+      } else {
+        Evict.push_back(LivePart);
+        bump(D.C.DiscardsKeptLive, LivePart.Bytes);
       }
-      if (Cur < End)
-        Discard.push_back({Cur, End - Cur});
-    };
-    std::vector<Executor::DeviceState::DeferredDiscard> Old;
-    Old.swap(D.Deferred);
-    for (const auto &Def : Old)
-      Split(Def.Range, Def.Deadline);
-    for (const MemRange &R : DiscardIn)
-      Split(R, Now + kDiscardDeferralLaunches);
-    if (!Discard.empty())
-      D.DiscardsInFlight.fetch_add(1, std::memory_order_release);
-  }
-  if (Evict.empty() && Discard.empty())
+      Cur = LiveEnd;
+    }
+    if (Cur < End)
+      Discard.push_back({Cur, End - Cur});
+  };
+  std::vector<Executor::DeviceState::DeferredDiscard> Old;
+  Old.swap(D.Deferred);
+  for (const auto &Def : Old)
+    Split(Def.Range, Def.Deadline);
+  for (const MemRange &R : DiscardIn)
+    Split(R, Now + kDiscardDeferralLaunches);
+  for (const MemRange &R : Discard)
+    if (MemRange Pages = pagesInside(D, R); Pages.Bytes)
+      DiscardPages.push_back(Pages);
+  if (DiscardPages.empty())
+    AllocLock.unlock(); // evictions keep the data: no allocation waits for them
+  if (Evict.empty() && DiscardPages.empty())
     return;
   orderAfterCompute(Back, D);
   auto MarkGone = [&](const MemRange &R) {
@@ -846,12 +919,13 @@ static void issueRanges(Backend &Back, Executor::DeviceState &D, std::vector<Mem
         D.ResidentBlocks.fetch_sub(1);
       }
   };
-  if (!Evict.empty()) {
-    D.Ranges.clear();
-    for (const MemRange &R : Evict) {
-      MarkGone(R);
-      D.Ranges.push_back(toAddress(D, R));
-    }
+  D.Ranges.clear();
+  for (const MemRange &R : Evict) {
+    MarkGone(R);
+    if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+      D.Ranges.push_back(Pages);
+  }
+  if (!D.Ranges.empty()) {
     BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
     noteError(D, S);
     D.ReleasedSincePrefetch = true;
@@ -860,26 +934,23 @@ static void issueRanges(Backend &Back, Executor::DeviceState &D, std::vector<Mem
       bump(D.C.EvictBytes, rangeBytes(D.Ranges));
     }
   }
-  if (!Discard.empty()) {
-    D.Ranges.clear();
-    for (const MemRange &R : Discard) {
-      MarkGone(R);
-      D.Ranges.push_back(toAddress(D, R));
-    }
-    BackendStatus S = Back.discardBatch(D.Device, D.Ranges, D.ReleaseStream);
-    D.ReleasedSincePrefetch = true;
-    noteError(D, S);
-    if (S.ok()) {
-      bump(D.C.DiscardBatches);
-      bump(D.C.DiscardBytes, rangeBytes(D.Ranges));
-    }
-    // New owners of these ranges wait for this event (see tryPlace).
-    std::lock_guard<std::mutex> Lock(D.AllocMu);
-    if (!D.DiscardEvent)
-      noteError(D, Back.createEvent(D.Device, &D.DiscardEvent));
-    if (D.DiscardEvent)
-      noteError(D, Back.recordEvent(D.Device, D.DiscardEvent, D.ReleaseStream));
+  if (DiscardPages.empty())
+    return;
+  for (const MemRange &R : Discard)
+    MarkGone(R);
+  BackendStatus S = Back.discardBatch(D.Device, DiscardPages, D.ReleaseStream);
+  D.ReleasedSincePrefetch = true;
+  noteError(D, S);
+  if (S.ok()) {
+    bump(D.C.DiscardBatches);
+    bump(D.C.DiscardBytes, rangeBytes(DiscardPages));
   }
+  // New owners of these ranges wait for this event (see tryPlace).
+  D.DiscardsInFlight.fetch_add(1, std::memory_order_release);
+  if (!D.DiscardEvent)
+    noteError(D, Back.createEvent(D.Device, &D.DiscardEvent));
+  if (D.DiscardEvent)
+    noteError(D, Back.recordEvent(D.Device, D.DiscardEvent, D.ReleaseStream));
 }
 
 /// Evictions and discards of one list (ReleaseBefore or AfterLaunch of a position).
@@ -912,6 +983,7 @@ void Executor::launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids,
     uint32_t Pos = Cur.advance(Ids[I], Skipped);
     if (Cur.takeOffNotice()) {
       log(LogLevel::Warn, "device %d: %s", Device, Cur.offReason().c_str());
+      D->setWhyNot("plan turned off: " + Cur.offReason());
       D->PlanOn = false;
       return;
     }
@@ -994,6 +1066,181 @@ bool Executor::stats(int Device, deepum_stats_t &Out) const {
     Out.resyncs = CS.Resyncs;
     Out.iterations = CS.Iterations;
   }
+  return true;
+}
+
+
+// ---------------------------------------------------------------------------
+// Report
+
+bool Executor::report(int Device, DeviceReport &Out) const {
+  Out = DeviceReport{};
+  if (!stats(Device, Out.Stats))
+    return false;
+  const DeviceState *D = device(Device);
+  Out.Backend = Back.name();
+  Out.UndecodedLaunches = Back.undecodedLaunches();
+  Out.AdviseBytes = D->C.AdviseBytes.load();
+  Out.PeakResidentBytes = D->PeakResidentBlocks.load() * D->blockBytes();
+  Out.PlanLoaded = D->HasPlan.load(std::memory_order_acquire);
+  if (Out.PlanLoaded) // Plan is immutable once HasPlan is set
+    Out.ProfileFingerprint = D->Plan->ProfileFingerprint;
+  std::string Why;
+  {
+    std::lock_guard<std::mutex> Lock(D->StatusMu);
+    Out.PlanPath = D->PlanPath;
+    Why = D->WhyNot;
+  }
+  if (Out.Stats.plan_active)
+    return true;
+  if (!Why.empty())
+    Out.WhyNot = std::move(Why);
+  else if (Out.PlanPath.empty())
+    Out.WhyNot = "no plan: DEEPUM_PLAN names none for device " + std::to_string(Device);
+  else if (!Config.TrackLaunches)
+    Out.WhyNot = "launch tracking is off in the configuration";
+  else if (!Tracking)
+    Out.WhyNot = "launch tracking unavailable: " + TrackingWhy;
+  else
+    Out.WhyNot = "plan not replayed";
+  return true;
+}
+
+namespace {
+void jsonString(std::string &O, const std::string &S) {
+  O += '"';
+  for (unsigned char Ch : S) {
+    if (Ch == '"' || Ch == '\\') {
+      O += '\\';
+      O += static_cast<char>(Ch);
+    } else if (Ch < 0x20) {
+      char Buf[8];
+      std::snprintf(Buf, sizeof Buf, "\\u%04x", Ch);
+      O += Buf;
+    } else {
+      O += static_cast<char>(Ch);
+    }
+  }
+  O += '"';
+}
+
+/// Appends `"Key":Value`, with a comma unless it opens an object.
+void jsonKey(std::string &O, const char *Key) {
+  if (!O.empty() && O.back() != '{')
+    O += ',';
+  O += '"';
+  O += Key;
+  O += "\":";
+}
+void jsonField(std::string &O, const char *Key, uint64_t V) {
+  jsonKey(O, Key);
+  O += std::to_string(V);
+}
+void jsonField(std::string &O, const char *Key, bool V) {
+  jsonKey(O, Key);
+  O += V ? "true" : "false";
+}
+void jsonField(std::string &O, const char *Key, const std::string &V) {
+  jsonKey(O, Key);
+  jsonString(O, V);
+}
+void jsonNull(std::string &O, const char *Key) {
+  jsonKey(O, Key);
+  O += "null";
+}
+
+void deviceJson(std::string &O, int Device, const DeviceReport &R) {
+  const deepum_stats_t &S = R.Stats;
+  O += '{';
+  jsonField(O, "schema", uint64_t{1});
+  jsonField(O, "device", static_cast<uint64_t>(Device));
+  jsonField(O, "backend", std::string(R.Backend));
+  if (R.PlanPath.empty()) {
+    jsonNull(O, "plan");
+  } else {
+    jsonKey(O, "plan");
+    O += '{';
+    jsonField(O, "path", R.PlanPath);
+    jsonField(O, "loaded", R.PlanLoaded);
+    if (R.PlanLoaded && R.ProfileFingerprint) {
+      char Buf[24];
+      std::snprintf(Buf, sizeof Buf, "%016llx",
+                    static_cast<unsigned long long>(R.ProfileFingerprint));
+      jsonField(O, "profile_fingerprint", std::string(Buf));
+    } else {
+      jsonNull(O, "profile_fingerprint");
+    }
+    O += '}';
+  }
+  jsonField(O, "active", S.plan_active != 0);
+  if (R.WhyNot.empty())
+    jsonNull(O, "why_not");
+  else
+    jsonField(O, "why_not", R.WhyNot);
+  jsonField(O, "launch_tracking", S.launch_tracking != 0);
+  jsonKey(O, "launches");
+  O += '{';
+  jsonField(O, "seen", S.launches);
+  jsonField(O, "matched", S.launches_matched);
+  jsonField(O, "undecoded", R.UndecodedLaunches);
+  jsonField(O, "inserted", S.launches_inserted);
+  jsonField(O, "positions_missing", S.positions_missing);
+  O += '}';
+  jsonField(O, "resyncs", S.resyncs);
+  jsonField(O, "iterations", S.iterations);
+  auto Calls = [&](const char *Key, uint64_t N, uint64_t Bytes) {
+    jsonKey(O, Key);
+    O += '{';
+    jsonField(O, "calls", N);
+    jsonField(O, "bytes", Bytes);
+    O += '}';
+  };
+  Calls("prefetch", S.prefetch_batches, S.prefetch_bytes);
+  Calls("evict", S.evict_batches, S.evict_bytes);
+  Calls("discard", S.discard_batches, S.discard_bytes);
+  Calls("advise", S.advises, R.AdviseBytes);
+  jsonField(O, "discards_kept_live_bytes", S.discards_kept_live);
+  jsonField(O, "budget_eviction_bytes", S.budget_evictions);
+  jsonField(O, "backend_errors", S.backend_errors);
+  jsonField(O, "budget_bytes", S.budget_bytes);
+  jsonField(O, "resident_bytes", S.resident_bytes);
+  jsonField(O, "peak_resident_bytes", R.PeakResidentBytes);
+  jsonKey(O, "memory");
+  O += '{';
+  jsonField(O, "allocations", S.allocations);
+  jsonField(O, "frees", S.frees);
+  jsonField(O, "bytes_in_use", S.bytes_in_use);
+  jsonField(O, "peak_bytes_in_use", S.peak_bytes_in_use);
+  jsonField(O, "bytes_reserved", S.bytes_reserved);
+  jsonField(O, "arena_placements", S.arena_placements);
+  jsonField(O, "placement_misses", S.placement_misses);
+  O += '}';
+  O += '}';
+}
+} // namespace
+
+bool Executor::statsJson(int Device, std::string &Out) const {
+  Out.clear();
+  DeviceReport R;
+  if (Device != kAllDevices) {
+    if (!report(Device, R))
+      return false;
+    deviceJson(Out, Device, R);
+    return true;
+  }
+  Out = "{\"schema\":1,\"devices\":[";
+  bool First = true;
+  for (int I = 0; I < kMaxDevices; ++I) {
+    if (!report(I, R))
+      continue;
+    if (!First)
+      Out += ',';
+    First = false;
+    std::string One;
+    deviceJson(One, I, R);
+    Out += One;
+  }
+  Out += "]}";
   return true;
 }
 

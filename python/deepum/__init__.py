@@ -117,3 +117,39 @@ def _mark() -> None:
     """libdeepum's deepum_step: the executor's iteration, the profiler's mark."""
     if _lib is not None:
         _lib.deepum_step()
+
+
+def stats(device: int = 0) -> Optional[dict]:
+    """deepum's report (libdeepum's deepum_stats_json) as a dict, or None.
+
+    The plan and its profile fingerprint, "active" and, when the plan is not
+    replayed, "why_not"; launches seen / matched / undecoded, resyncs,
+    prefetch / evict / discard / advise calls and bytes, backend errors,
+    budget, peak resident bytes (docs/executor.md lists the keys). `device=-1`
+    gives every device: {"schema": 1, "devices": [...]}. None when libdeepum is
+    not loaded in this process, has not started, or does not know `device`.
+    """
+    import json
+
+    lib = _lib
+    if lib is None:
+        try:  # loaded by PyTorch's pluggable allocator or by deepum-run: find it, never load it
+            lib = ctypes.CDLL(str(library_path()), mode=os.RTLD_NOLOAD)
+        except OSError:
+            return None
+    try:
+        report = lib.deepum_stats_json
+    except AttributeError:  # a libdeepum older than the report
+        return None
+    report.restype = ctypes.c_int
+    report.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    size = 4096
+    for _ in range(4):  # the counts may grow between the calls
+        buf = ctypes.create_string_buffer(size)
+        n = report(device, buf, size)
+        if n < 0:
+            return None
+        if n < size:
+            return json.loads(buf.raw[:n].decode("utf-8", errors="replace"))
+        size = n + 1024
+    return None

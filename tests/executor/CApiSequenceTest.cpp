@@ -22,6 +22,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -143,6 +144,9 @@ TEST(CApiSequenceTest, AnyCallSequenceIsSafeAndNeverHandsOutLiveMemoryTwice) {
         (void)deepum_get_stats(Devices[Rng() % std::size(Devices)], &S,
                                Rng() % 2 ? sizeof S : 8);
         (void)deepum_get_stats(0, nullptr, 0);
+        char Buf[64];
+        const int Dev = Rng() % 3 ? Devices[Rng() % std::size(Devices)] : -1;
+        (void)deepum_stats_json(Dev, Rng() % 2 ? Buf : nullptr, Rng() % 2 ? sizeof Buf : 0);
       }
     }
     for (const Mine &M : Held) {
@@ -182,6 +186,26 @@ TEST(CApiSequenceTest, AnyCallSequenceIsSafeAndNeverHandsOutLiveMemoryTwice) {
   ASSERT_EQ(deepum_get_stats(0, &S, sizeof S), 0);
   EXPECT_EQ(S.plan_active, 1u) << "the plan should have loaded";
   EXPECT_GT(S.arena_placements, 0u);
+
+  // The JSON report, snprintf-style: the length first, then the text.
+  const int N = deepum_stats_json(0, nullptr, 0);
+  ASSERT_GT(N, 0);
+  std::string Json(static_cast<size_t>(N) + 1, 'x');
+  ASSERT_EQ(deepum_stats_json(0, Json.data(), Json.size()), N);
+  EXPECT_EQ(Json[static_cast<size_t>(N)], '\0');
+  Json.resize(static_cast<size_t>(N));
+  EXPECT_EQ(Json.rfind("{\"schema\":1,\"device\":0,", 0), 0u) << Json;
+  EXPECT_NE(Json.find("\"active\":true"), std::string::npos) << Json;
+  EXPECT_NE(Json.find("\"placement_misses\":"), std::string::npos) << Json;
+  EXPECT_EQ(Json.back(), '}');
+  char Small[8] = "abcdefg";
+  EXPECT_EQ(deepum_stats_json(0, Small, 4), N); // truncated, terminated
+  EXPECT_STREQ(Small, "{\"s");
+  EXPECT_EQ(deepum_stats_json(0, Small, 0), N); // nothing written
+  EXPECT_STREQ(Small, "{\"s");
+  EXPECT_GT(deepum_stats_json(-1, nullptr, 0), N); // every device: two in use here
+  EXPECT_EQ(deepum_stats_json(-2, Small, sizeof Small), -1);
+  EXPECT_EQ(deepum_stats_json(64, Small, sizeof Small), -1);
 }
 
 } // namespace

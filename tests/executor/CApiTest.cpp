@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -45,6 +46,15 @@ TEST(CApiTest, EntryPointsNeverAbort) {
   EXPECT_EQ(deepum_get_stats(0, reinterpret_cast<deepum_stats_t *>(Prefix), sizeof Prefix), 0);
   EXPECT_EQ(Prefix[0], S.allocations);
   EXPECT_TRUE(deepum::stats(0).has_value());
+  // The report says why nothing is replayed.
+  const std::string Json = deepum::statsJson(0);
+  EXPECT_NE(Json.find("\"backend\":\"cuda\""), std::string::npos) << Json;
+  EXPECT_NE(Json.find("\"active\":false"), std::string::npos) << Json;
+  EXPECT_NE(Json.find("\"why_not\":\"plan refused: /nonexistent/model.plan.pb"),
+            std::string::npos)
+      << Json;
+  EXPECT_EQ(deepum_stats_json(0, nullptr, 0), static_cast<int>(Json.size()));
+  EXPECT_TRUE(deepum::statsJson(-7).empty());
 }
 
 } // namespace

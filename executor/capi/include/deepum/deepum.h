@@ -73,6 +73,18 @@ void deepum_step(void);
  * unknown device or when deepum is not started. */
 int deepum_get_stats(int device, deepum_stats_t *out, size_t out_size);
 
+/* The report of `device` (-1: every device in use, {"schema":1,"devices":[...]})
+ * as one JSON object: the plan's path and profile fingerprint, whether it is
+ * replayed and if not why ("why_not"), launches seen / matched / undecoded,
+ * resyncs, prefetch / evict / discard / advise calls and bytes, backend
+ * errors, budget, peak resident bytes (docs/executor.md lists the keys).
+ * snprintf-style: writes at most `size` bytes including the terminating NUL
+ * (`buf` may be NULL when `size` is 0) and returns the length of the whole
+ * report, or -1 for an unknown device or when deepum is not started. With
+ * DEEPUM_STATS=path set when deepum starts, the report of every device is
+ * written to that path at exit. */
+int deepum_stats_json(int device, char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

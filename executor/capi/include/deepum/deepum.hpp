@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 
 namespace deepum {
 
@@ -36,6 +37,21 @@ inline std::optional<Stats> stats(int Device = 0) {
   if (deepum_get_stats(Device, &S, sizeof S) != 0)
     return std::nullopt;
   return S;
+}
+
+/// The JSON report of one device (-1: every device), see deepum_stats_json;
+/// empty when deepum has not started or the device is unknown.
+inline std::string statsJson(int Device = 0) {
+  for (std::string Out(4096, '\0');;) {
+    const int N = deepum_stats_json(Device, Out.data(), Out.size());
+    if (N < 0)
+      return {};
+    if (static_cast<std::size_t>(N) < Out.size()) {
+      Out.resize(static_cast<std::size_t>(N));
+      return Out;
+    }
+    Out.assign(static_cast<std::size_t>(N) + 1024, '\0'); // it grew: once more
+  }
 }
 
 /// Managed memory from deepum's pool, ordered on `Stream` (a cudaStream_t).

@@ -46,6 +46,16 @@ struct MemRange {
   uint64_t Bytes = 0;
 };
 
+/// The page the executor rounds managed ranges to before they reach the
+/// backend: discards inward (whole pages inside the range only, so a driver
+/// that works in pages never touches a byte of a neighbour), prefetches and
+/// evictions outward (every page the range touches). CUDA 13 documents no
+/// alignment for cudaMemDiscardBatchAsync and rounds prefetch ranges to the
+/// CPU page itself; Unified Memory migrates and keeps residency in 64 KiB GPU
+/// pages (as the stand-in's model does), which is also the largest CPU page
+/// of the hosts CUDA supports.
+inline constexpr uint64_t kManagedPageBytes = uint64_t{64} << 10;
+
 /// cudaMemAdvise advice, mirroring deepum.v1.Advice.
 enum class MemAdvice {
   SetReadMostly,
@@ -107,6 +117,9 @@ public:
   /// backend cannot observe launches, e.g. the CUPTI subscriber is taken.
   virtual bool startLaunchTracking(LaunchObserver *Observer, std::string &Why) = 0;
   virtual void stopLaunchTracking() = 0;
+  /// Launches the backend saw but could not decode into execution IDs (the
+  /// executor never hears of them; reported in its statistics).
+  virtual uint64_t undecodedLaunches() { return 0; }
 };
 
 } // namespace deepum::executor

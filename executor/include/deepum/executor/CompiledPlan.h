@@ -50,6 +50,9 @@ struct CompiledPlan {
   uint64_t ArenaBytes = 0;
   uint64_t UmBlockBytes = uint64_t{2} << 20;
   uint64_t GpuMemoryBytes = 0; ///< The plan's capacity (0 = unspecified).
+  /// The metadata's profile_fingerprint: the planner's hash of the profiled
+  /// launch sequence (0 = the plan carries none).
+  uint64_t ProfileFingerprint = 0;
   std::vector<uint64_t> PositionIds;
   /// Positions of each execution ID, ascending.
   std::unordered_map<uint64_t, std::vector<uint32_t>> IdPositions;

@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace deepum::executor {
 
@@ -60,6 +61,20 @@ struct ExecutorConfig {
   static ExecutorConfig fromEnvironment();
 };
 
+/// Everything deepum_stats_json reports about one device: the counters of
+/// deepum_stats_t, the plan and, when it is not being replayed, why not.
+struct DeviceReport {
+  deepum_stats_t Stats{};
+  const char *Backend = "";
+  std::string PlanPath; ///< Empty: no plan was configured for the device.
+  bool PlanLoaded = false;
+  uint64_t ProfileFingerprint = 0; ///< The plan's (0 = none or no plan).
+  std::string WhyNot;              ///< Empty while the plan is active.
+  uint64_t UndecodedLaunches = 0;  ///< Process-wide (the backend's count).
+  uint64_t AdviseBytes = 0;
+  uint64_t PeakResidentBytes = 0;
+};
+
 class Executor final : public LaunchObserver {
 public:
   Executor(Backend &B, ExecutorConfig C);
@@ -73,6 +88,13 @@ public:
   void markIteration();
   /// False for a device out of range.
   bool stats(int Device, deepum_stats_t &Out) const;
+  /// False for a device out of range or not in use.
+  bool report(int Device, DeviceReport &Out) const;
+  /// The JSON object of deepum_stats_json (schema 1, docs/executor.md): one
+  /// device, or with kAllDevices {"schema":1,"devices":[...]} of every device
+  /// in use. Makes no backend call that reaches the GPU: safe at exit, after
+  /// CUDA is torn down. False for a device out of range or not in use.
+  bool statsJson(int Device, std::string &Out) const;
 
   /// Replaces a device's plan with a compiled one (tests and the simulator
   /// backend build plans in memory). Only before the device's first allocation.
@@ -100,7 +122,10 @@ private:
   std::atomic<bool> ExplicitSteps{false};
   /// Plans read so far by path (nullptr: unusable); guarded by device creation.
   std::map<std::string, std::shared_ptr<const CompiledPlan>> PlanCache;
+  /// Why each unusable plan in PlanCache was refused.
+  std::map<std::string, std::string> PlanErrors;
   bool Tracking = false;
+  std::string TrackingWhy; ///< Why launches cannot be observed (set once, in the constructor).
 };
 
 } // namespace deepum::executor

@@ -438,10 +438,22 @@ TEST_F(LaunchDecodingTest, AnUnseenGraphIsCountedAndSaidOnce) {
     Q.hGraph = reinterpret_cast<CUgraphExec>(&Empty);
     fire(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &Q, nullptr);
   }
+  // cudaGraphLaunch calls cuGraphLaunch: one launch, counted once.
+  cudaGraphLaunch_ptsz_v10000_params Outer{};
+  Outer.graphExec = reinterpret_cast<cudaGraphExec_t>(&Unknown);
+  cuGraphLaunch_ptsz_params Inner{};
+  Inner.hGraphExec = reinterpret_cast<CUgraphExec>(&Unknown);
+  CUpti_CallbackData D{};
+  D.callbackSite = CUPTI_API_ENTER;
+  D.functionParams = &Outer;
+  detail::onLaunchCallback(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, &D);
+  fire(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, &Inner, nullptr);
+  D.callbackSite = CUPTI_API_EXIT;
+  detail::onLaunchCallback(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, &D);
   const std::string Log = deepum::executor::LogCapture::stop();
   EXPECT_TRUE(R.Begins.empty());
   EXPECT_TRUE(R.Ends.empty());
-  EXPECT_EQ(detail::unseenGraphLaunches() - Before, 3u) << "the unknown graph's launches only";
+  EXPECT_EQ(detail::unseenGraphLaunches() - Before, 4u) << "the unknown graph's launches only";
   size_t Lines = 0;
   for (size_t At = Log.find("steps aside"); At != std::string::npos;
        At = Log.find("steps aside", At + 1))

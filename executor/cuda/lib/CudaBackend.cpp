@@ -183,7 +183,7 @@ struct ThreadLaunch {
   int Depth = 0;  // decodable launch callbacks in progress
   int Opaque = 0; // opaque outer launches in progress
   bool DecodedInOpaque = false;
-  bool Captured = false; // the outermost launch in progress is being captured
+  bool Silent = false; // the outermost launch in progress is captured or unseen
   int Device = 0;
   StreamHandle Stream = 0;
 };
@@ -281,6 +281,7 @@ enum class Decoded {
   No,       // carries no launch we can name
   Reported, // reported to the observer
   Captured, // a launch into a capturing stream: counted, not reported
+  Unseen,   // a graph launch whose kernels were never read: counted, not reported
 };
 
 void begin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) {
@@ -314,7 +315,7 @@ Decoded decodeGraph(CUpti_CallbackDomain Domain, const void *Exec, StreamHandle 
                       "a CUDA graph launch whose kernels deepum cannot see (graph instantiated "
                       "before deepum started, or its nodes unreadable): the plan steps aside for "
                       "such launches");
-      return Decoded::No;
+      return Decoded::Unseen;
     }
     if (It->second.empty()) // no kernel nodes (copies, memsets): nothing to report
       return Decoded::No;
@@ -448,8 +449,10 @@ void onLaunch(void *, CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const 
       TL.Depth--;
       return;
     }
-    TL.Captured = D == Decoded::Captured;
-    if (TL.Captured)
+    // Captured or unseen: the callbacks nested in it (cudaGraphLaunch calls
+    // cuGraphLaunch) belong to the same launch and are not counted again.
+    TL.Silent = D != Decoded::Reported;
+    if (D == Decoded::Captured)
       tracker().Captured.fetch_add(1, std::memory_order_relaxed);
     TL.DecodedInOpaque = true;
     return;
@@ -463,8 +466,8 @@ void onLaunch(void *, CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const 
     return; // enter was not decodable
   if (--TL.Depth > 0)
     return;
-  if (TL.Captured) {
-    TL.Captured = false;
+  if (TL.Silent) {
+    TL.Silent = false;
     return;
   }
   if (LaunchObserver *O = tracker().Observer.load(std::memory_order_acquire))

@@ -64,6 +64,10 @@ bash bench/gpu/relocation.sh "$bundle" "$build_abs" "$root"
 bytes=$(du -sb "$bundle" | cut -f1)
 mib=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}')
 echo "pack: bundle $bundle: $mib MiB ($bytes bytes) in $(find "$bundle" -type f | wc -l) files"
+# The oldest C and C++ runtimes the GPU machine may have.
+echo "pack: needs $(find "$bundle"/bin "$bundle"/lib "$bundle"/tests -type f -exec objdump -T {} + \
+  2>/dev/null | grep -o 'GLIBC_[0-9.]*\|GLIBCXX_[0-9.]*' | sort -uV | awk -F_ '
+  {v[$1] = $2} END {printf "glibc >= %s, libstdc++ GLIBCXX >= %s", v["GLIBC"], v["GLIBCXX"]}')"
 if ((bytes > limit_mib * 1048576)); then
   echo "pack: $bundle is over its $limit_mib MiB budget" >&2
   exit 1

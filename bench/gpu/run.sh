@@ -3,7 +3,7 @@
 # with the bundle (bench/gpu/pack.sh) carried as .gpu, each gathering its
 # results into $OUT (two files per call: CALL.tar.gz and CALL.summary.txt):
 #   bench/gpu/run.sh smoke            device, CUPTI, the gpu-labelled tests, libdeepum under PyTorch
-#   bench/gpu/run.sh model resnet50   profile; plan here at the full and half footprint; replays
+#   bench/gpu/run.sh model resnet50   profile; plan there at the full and half footprint; replays
 #   bench/gpu/run.sh model gpt2
 # And here, without a GPU (CI runs it):
 #   bench/gpu/run.sh --dry-run        pack (incremental), size, relocation, planning a shipped
@@ -21,15 +21,24 @@ fi
 py="${PYTHON:-python3}"
 max_files=8
 max_file_bytes=$((16 * 1048576))
+# Every step ends by this many seconds into the call, leaving time to gather
+# within the machine's 10 minutes a command.
+deadline=${DEEPUM_GPU_CALL_SECONDS:-540}
 
 say() { echo "== $*" | tee -a "$work/run.log"; }
 
-# Runs a step under a time limit, its output in $work/NAME.txt; records the
-# exit status and wall time in the summary. Never stops the call.
+# Runs a step under a time limit (cut to what is left before the deadline),
+# its output in $work/NAME.txt; records the exit status and wall time in the
+# summary. Never stops the call.
 step() {
   local name=$1 limit=$2
   shift 2
-  local t0=$SECONDS rc
+  local t0=$SECONDS rc left=$((deadline - SECONDS))
+  if ((left < 10)); then
+    printf '%-32s not run: the call is out of time\n' "$name" >>"$work/steps.txt"
+    return 124
+  fi
+  ((limit > left)) && limit=$left
   say "$name: $*"
   timeout --kill-after=10 "$limit" "$@" >"$work/$name.txt" 2>&1
   rc=$?
@@ -154,10 +163,11 @@ check_out() {
 }
 
 smoke() {
-  local device
+  local device cupti
   {
     nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free --format=csv
-    echo "libcupti: $(find_cupti)"
+    cupti=$(find_cupti)
+    echo "libcupti.so.13: ${cupti:-found by the loader}"
     "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
   } >"$work/device.txt" 2>&1
   cat "$work/device.txt" | tee -a "$work/run.log"
@@ -166,11 +176,12 @@ smoke() {
   for t in "$g"/tests/*_test; do
     (cd "$g" && step "$(basename "$t")" 240 "$t" --gtest_color=no)
   done
-  step torch-resnet50 120 "$py" examples/resnet50_train.py --batch 16 --steps 3
+  step torch-resnet50 120 "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 3
   DEEPUM_STATS="$work/deepum-resnet50.stats.json" step deepum-resnet50 120 \
-    "$py" -m deepum.run -- "$py" examples/resnet50_train.py --batch 16 --steps 3
+    "$py" -m deepum.run -- "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 3
   step profile-resnet50 180 "$g/bin/deepum-profile" --skip 1 --iterations 2 \
-    -o "$work/resnet50-small.profile.pb.gz" -- "$py" examples/resnet50_train.py --batch 16 --steps 4 &&
+    -o "$work/resnet50-small.profile.pb.gz" -- \
+    "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 4 &&
     step inspect-resnet50 60 "$g/bin/deepum-inspect" "$work/resnet50-small.profile.pb.gz" &&
     plan_profile resnet50-small "$work/resnet50-small.profile.pb.gz" "$device"
 }
@@ -178,8 +189,8 @@ smoke() {
 model() {
   local name=$1 device script steps=30 which budget
   case "$name" in
-  resnet50) script=(examples/resnet50_train.py --batch 64) ;;
-  gpt2) script=(examples/gpt2_train.py --size medium --batch 4 --seq-len 1024) ;;
+  resnet50) script=("$g/examples/resnet50_train.py" --batch 64) ;;
+  gpt2) script=("$g/examples/gpt2_train.py" --size medium --batch 4 --seq-len 1024) ;;
   *)
     echo "run.sh: unknown model $name (resnet50, gpt2)" >&2
     return 2
@@ -269,6 +280,10 @@ case "${1:-}" in
   exit $?
   ;;
 smoke | model)
+  if [[ $1 == model && ${2:-} != resnet50 && ${2:-} != gpt2 ]]; then
+    echo "usage: bench/gpu/run.sh model resnet50|gpt2" >&2
+    exit 2
+  fi
   call=$1
   [[ $call == model ]] && call="model-${2:-}"
   out="${OUT:-$PWD/gpu-out}"

@@ -90,7 +90,10 @@ plan_profile() {
   for which in fit half; do
     ratio=1
     [[ $which == half ]] && ratio=2
-    budget=$(budget_for "$profile" "$ratio" "$device") || return 1
+    budget=$(budget_for "$profile" "$ratio" "$device") || {
+      say "$name: deepum-sim could not size the $which plan"
+      return 1
+    }
     echo "$budget" >"$work/$name.$which.budget"
     step "$name.plan-$which" 120 "$g/bin/deepum-plan" "$profile" --gpu-memory "$budget" \
       --device-model "$device" -o "$work/$name.$which.plan.pb" || return 1

@@ -23,7 +23,8 @@ max_files=8
 max_file_bytes=$((16 * 1048576))
 # Every step ends by this many seconds into the call, leaving time to gather
 # within the machine's 10 minutes a command.
-deadline=${DEEPUM_GPU_CALL_SECONDS:-540}
+call_seconds=${DEEPUM_GPU_CALL_SECONDS:-540}
+deadline=$((SECONDS + call_seconds))
 
 say() { echo "== $*" | tee -a "$work/run.log"; }
 
@@ -35,6 +36,7 @@ step() {
   shift 2
   local t0=$SECONDS rc left=$((deadline - SECONDS))
   if ((left < 10)); then
+    say "$name: not run, the call is out of time"
     printf '%-32s not run: the call is out of time\n' "$name" >>"$work/steps.txt"
     return 124
   fi
@@ -220,6 +222,7 @@ dry_run() {
   local t0=$SECONDS root copy fake tree bundle_bytes total
   root=$(cd "$here/../.." && pwd)
   bash "$root/bench/gpu/pack.sh" || return 1
+  deadline=$((SECONDS + call_seconds)) # the build does not count
   g=$(cd "$root/${DEEPUM_GPU_BUNDLE:-.gpu}" && pwd)
   # What travels: the working tree (tracked files) and the bundle.
   bundle_bytes=$(du -sb "$g" | cut -f1)

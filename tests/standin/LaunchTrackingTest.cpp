@@ -283,6 +283,9 @@ TEST(LaunchTracking, AGraphInstantiatedBeforeTrackingIsCountedAndSaidOnce) {
   const uint32_t Sizes[] = {sizeof(float *), sizeof(int)};
   ASSERT_EQ(Register(Fn, nullptr, &addOne, nullptr, Sizes, 2), 0);
 
+  if (cuda::CuptiSubscriber::instance().available())
+    GTEST_SKIP() << "launch tracking already started in this process; ctest runs each test alone";
+
   float *P = nullptr;
   int N = 128;
   ASSERT_EQ(

@@ -1,60 +1,305 @@
 #!/usr/bin/env bash
-# The GPU validation run (runs ON the GPU machine, from the repository root,
-# with .gpu/ carried). Two phases, because plans are compiled on the CPU
-# machine between them:
-#   bench/gpu/run.sh profile   gpu tests; profiles of the examples in both modes
-#   bench/gpu/run.sh replay    overhead and oversubscription runs with the plans in .gpu/plans
-# Results go to $OUT (or ./gpu-out). Never allocates more managed memory than the
-# card has free: oversubscription is emulated with DEEPUM_GPU_MEMORY.
+# The GPU validation: three calls on the GPU machine, from the repository root
+# with the bundle (bench/gpu/pack.sh) carried as .gpu, each gathering its
+# results into $OUT (two files per call: CALL.tar.gz and CALL.summary.txt):
+#   bench/gpu/run.sh smoke            device, CUPTI, the gpu-labelled tests, libdeepum under PyTorch
+#   bench/gpu/run.sh model resnet50   profile; plan there at the full and half footprint; replays
+#   bench/gpu/run.sh model gpt2
+# And here, without a GPU (CI runs it):
+#   bench/gpu/run.sh --dry-run        pack (incremental), size, relocation, planning a shipped
+#                                     profile with a moved copy of the bundle, gathering
+# Never allocates more managed memory than the card has: oversubscription is
+# emulated with a budget (--gpu-memory, DEEPUM_GPU_MEMORY) under a plan.
 set -uo pipefail
-out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
-g="$PWD/.gpu"
-export LD_LIBRARY_PATH="$g/lib:${LD_LIBRARY_PATH:-}"
-export PYTHONPATH="$g/python:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
-export DEEPUM_LIBRARY="$g/lib/libdeepum.so"
-py=python3
-log() { echo "== $*" | tee -a "$out/run.log"; }
+here=$(cd "$(dirname "$0")" && pwd)
+# The bundle: the one this script sits in, else $DEEPUM_GPU_BUNDLE, else .gpu.
+if [[ -f $here/../../MANIFEST ]]; then
+  g=$(cd "$here/../.." && pwd)
+else
+  g=$(cd "${DEEPUM_GPU_BUNDLE:-.gpu}" 2>/dev/null && pwd) || g=""
+fi
+py="${PYTHON:-python3}"
+max_files=8
+max_file_bytes=$((16 * 1048576))
+# Every step ends by this many seconds into the call, leaving time to gather
+# within the machine's 10 minutes a command.
+call_seconds=${DEEPUM_GPU_CALL_SECONDS:-540}
+deadline=$((SECONDS + call_seconds))
 
-{ nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free --format=csv; date -u; } \
-  > "$out/device.txt" 2>&1
-cat "$out/device.txt"
+say() { echo "== $*" | tee -a "$work/run.log"; }
 
-resnet=(examples/resnet50_train.py --batch 64)
-gpt2=(examples/gpt2_train.py --size medium --batch 4 --seq-len 1024)
+# Runs a step under a time limit (cut to what is left before the deadline),
+# its output in $work/NAME.txt; records the exit status and wall time in the
+# summary. Never stops the call.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS rc left=$((deadline - SECONDS))
+  if ((left < 10)); then
+    say "$name: not run, the call is out of time"
+    printf '%-32s not run: the call is out of time\n' "$name" >>"$work/steps.txt"
+    return 124
+  fi
+  ((limit > left)) && limit=$left
+  say "$name: $*"
+  timeout --kill-after=10 "$limit" "$@" >"$work/$name.txt" 2>&1
+  rc=$?
+  tail -n 5 "$work/$name.txt" | sed 's/^/   /'
+  printf '%-32s rc=%-3d %4d s\n' "$name" "$rc" $((SECONDS - t0)) >>"$work/steps.txt"
+  return $rc
+}
+
+# Makes the bundle's tools and libraries, libcupti and the Python package findable.
+setup_env() {
+  [[ -n $g && -x $g/bin/deepum-plan ]] || {
+    echo "run.sh: no bundle (run bench/gpu/pack.sh, carry .gpu)" >&2
+    exit 2
+  }
+  export PATH="$g/bin:$PATH"
+  export PYTHONPATH="$g/python:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
+  export DEEPUM_LIBRARY="$g/lib/libdeepum.so"
+  local cupti
+  cupti=$(find_cupti)
+  export LD_LIBRARY_PATH="$g/lib${cupti:+:$cupti}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
+# The directory of a libcupti.so.13 on this machine: the loader's, CUDA's,
+# PyTorch's wheel's; else the bundle's copy.
+find_cupti() {
+  local d
+  if ldconfig -p 2>/dev/null | grep -q 'libcupti\.so\.13 '; then
+    return
+  fi
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib \
+    $("$py" -c 'import nvidia, os; [print(os.path.join(p, s, "lib")) for p in nvidia.__path__ for s in ("cu13", "cuda_cupti")]' 2>/dev/null); do
+    [[ -f $d/libcupti.so.13 ]] && { echo "$d"; return; }
+  done
+  echo "$g/lib/cupti"
+}
+
+# deepum-sim's footprint (2 MiB blocks the steady-state iteration touches),
+# divided by RATIO: the budget a plan is compiled for.
+budget_for() {
+  local profile=$1 ratio=$2 device=$3
+  "$g/bin/deepum-sim" "$profile" --device "$device" --policy ideal --oversubscription "$ratio" \
+    --json | "$py" -c 'import json, sys; print(json.load(sys.stdin)["gpu_memory_bytes"])'
+}
+
+# Plans PROFILE at the full and half footprint into $work/NAME.{fit,half}.plan.pb
+# (the budgets in NAME.{fit,half}.budget).
+plan_profile() {
+  local name=$1 profile=$2 device=$3 which ratio budget
+  for which in fit half; do
+    ratio=1
+    [[ $which == half ]] && ratio=2
+    budget=$(budget_for "$profile" "$ratio" "$device") || {
+      say "$name: deepum-sim could not size the $which plan"
+      return 1
+    }
+    echo "$budget" >"$work/$name.$which.budget"
+    step "$name.plan-$which" 120 "$g/bin/deepum-plan" "$profile" --gpu-memory "$budget" \
+      --device-model "$device" -o "$work/$name.$which.plan.pb" || return 1
+  done
+}
+
+# The device model closest to this GPU.
+device_model() {
+  local name
+  name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  case "$name" in
+  *H200*) echo h200 ;;
+  *H100*PCIe*) echo h100-pcie ;;
+  *) echo h100-sxm ;;
+  esac
+}
+
+# Gathers $work into $out: CALL.summary.txt and CALL.tar.gz. While the archive
+# is over the per-file limit its largest file leaves it, and comes back on its
+# own if it fits and a file slot is left; the summary lists what could not.
+gather() {
+  local call=$1 out=$2 f size
+  local -a out_of_tar=() excludes=()
+  mkdir -p "$out"
+  {
+    echo "deepum GPU run: $call"
+    cat "$work/steps.txt" 2>/dev/null
+    echo
+    cat "$work/run.log" 2>/dev/null
+  } >"$out/$call.summary.txt"
+  while :; do
+    excludes=()
+    for f in "${out_of_tar[@]}"; do excludes+=("--exclude=./$f"); done
+    tar -C "$work" -czf "$out/$call.tar.gz" "${excludes[@]}" .
+    (($(stat -c %s "$out/$call.tar.gz") <= max_file_bytes)) && break
+    f=$(cd "$work" && find . -type f -printf '%s %P\n' | sort -rn |
+      while read -r size f; do
+        [[ " ${out_of_tar[*]} " == *" $f "* ]] || { echo "$f"; break; }
+      done)
+    [[ -n $f ]] || break
+    out_of_tar+=("$f")
+  done
+  for f in "${out_of_tar[@]}"; do
+    if (($(stat -c %s "$work/$f") <= max_file_bytes)) &&
+      (($(find "$out" -type f | wc -l) < max_files)); then
+      cp "$work/$f" "$out/$call.${f//\//_}"
+      echo "on its own, out of the archive: $f" >>"$out/$call.summary.txt"
+    else
+      echo "left out (too big to come back): $f" >>"$out/$call.summary.txt"
+    fi
+  done
+  check_out "$out"
+}
+
+# What comes back from the GPU machine: at most 8 files of 16 MiB.
+check_out() {
+  local out=$1 n f
+  n=$(find "$out" -type f | wc -l)
+  if ((n > max_files)); then
+    echo "run.sh: $out holds $n files; at most $max_files come back" >&2
+    return 1
+  fi
+  while read -r f; do
+    if (($(stat -c %s "$f") > max_file_bytes)); then
+      echo "run.sh: $f is over 16 MiB" >&2
+      return 1
+    fi
+  done < <(find "$out" -type f)
+  echo "gather: $n file(s) in $out, each within 16 MiB"
+}
+
+smoke() {
+  local device cupti
+  {
+    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free --format=csv
+    cupti=$(find_cupti)
+    echo "libcupti.so.13: ${cupti:-found by the loader}"
+    "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
+  } >"$work/device.txt" 2>&1
+  cat "$work/device.txt" | tee -a "$work/run.log"
+  device=$(device_model)
+  # The gpu-labelled tests, from the bundle's root (their paths are relative to it).
+  for t in "$g"/tests/*_test; do
+    (cd "$g" && step "$(basename "$t")" 240 "$t" --gtest_color=no)
+  done
+  step torch-resnet50 120 "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 3
+  DEEPUM_STATS="$work/deepum-resnet50.stats.json" step deepum-resnet50 120 \
+    "$py" -m deepum.run -- "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 3
+  step profile-resnet50 180 "$g/bin/deepum-profile" --skip 1 --iterations 2 \
+    -o "$work/resnet50-small.profile.pb.gz" -- \
+    "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 4 &&
+    step inspect-resnet50 60 "$g/bin/deepum-inspect" "$work/resnet50-small.profile.pb.gz" &&
+    plan_profile resnet50-small "$work/resnet50-small.profile.pb.gz" "$device"
+}
+
+model() {
+  local name=$1 device script steps=30 which budget
+  case "$name" in
+  resnet50) script=("$g/examples/resnet50_train.py" --batch 64) ;;
+  gpt2) script=("$g/examples/gpt2_train.py" --size medium --batch 4 --seq-len 1024) ;;
+  *)
+    echo "run.sh: unknown model $name (resnet50, gpt2)" >&2
+    return 2
+    ;;
+  esac
+  device=$(device_model)
+  step "$name.profile" 240 "$g/bin/deepum-profile" --skip 2 --iterations 5 \
+    -o "$work/$name.profile.pb.gz" -- "$py" "${script[@]}" --steps 9 || return 1
+  step "$name.inspect" 60 "$g/bin/deepum-inspect" "$work/$name.profile.pb.gz"
+  plan_profile "$name" "$work/$name.profile.pb.gz" "$device" || return 1
+  step "$name.torch" 60 "$py" "${script[@]}" --steps "$steps"
+  DEEPUM_STATS="$work/$name.noplan.stats.json" step "$name.deepum-noplan" 60 \
+    "$py" -m deepum.run -- "$py" "${script[@]}" --steps "$steps"
+  for which in fit half; do
+    budget=$(cat "$work/$name.$which.budget")
+    DEEPUM_STATS="$work/$name.$which.stats.json" DEEPUM_LOG=info step "$name.deepum-$which" 60 \
+      "$py" -m deepum.run --plan "$work/$name.$which.plan.pb" --gpu-memory "$budget" \
+      -- "$py" "${script[@]}" --steps "$steps"
+  done
+}
+
+# Here, no GPU: every step that needs none, on the bundle as the GPU machine gets it.
+dry_run() {
+  local t0=$SECONDS root copy fake tree bundle_bytes total
+  root=$(cd "$here/../.." && pwd)
+  bash "$root/bench/gpu/pack.sh" || return 1
+  deadline=$((SECONDS + call_seconds)) # the build does not count
+  g=$(cd "$root/${DEEPUM_GPU_BUNDLE:-.gpu}" && pwd)
+  # What travels: the working tree (tracked files) and the bundle.
+  bundle_bytes=$(du -sb "$g" | cut -f1)
+  tree=$(git -C "$root" ls-files -z | (cd "$root" && xargs -0 stat -c %s 2>/dev/null) |
+    awk '{s += $1} END {print s + 0}')
+  total=$((bundle_bytes + tree))
+  echo "dry-run: bundle $((bundle_bytes / 1048576)) MiB + working tree $((tree / 1048576)) MiB" \
+    "= $((total / 1048576)) MiB to carry (limit 64 MiB)"
+  ((total <= 64 * 1048576)) || {
+    echo "dry-run: over the 64 MiB the GPU machine takes" >&2
+    return 1
+  }
+  # A copy elsewhere: nothing may depend on where the bundle was built.
+  copy=$(mktemp -d "${TMPDIR:-/tmp}/deepum-bundle.XXXXXX")
+  cp -a "$g/." "$copy/"
+  bash "$copy/bench/gpu/relocation.sh" "$copy" "$root/${DEEPUM_GPU_BUILD:-build-gpu}" "$root" ||
+    return 1
+  # ... and the check can fail: a file naming the checkout is found.
+  mkdir -p "$copy.bad" && echo "built in $root/build-gpu/x" >"$copy.bad/note"
+  if bash "$copy/bench/gpu/relocation.sh" "$copy.bad" "$root/build-gpu" "$root" 2>/dev/null; then
+    echo "dry-run: the relocation check missed a build path" >&2
+    return 1
+  fi
+  rm -rf "$copy.bad"
+  g=$copy
+  work=$(mktemp -d "${TMPDIR:-/tmp}/deepum-gpu-work.XXXXXX")
+  setup_env
+  local device=h100-sxm
+  for t in "$g"/tests/*_test; do # no GPU here: they start and skip
+    (cd "$g" && step "$(basename "$t")" 120 "$t" --gtest_color=no) || return 1
+  done
+  plan_profile shipped-resnet50 "$g/profiles/resnet50.profile.pb.gz" "$device" || return 1
+  for which in fit half; do
+    [[ -s $work/shipped-resnet50.$which.plan.pb ]] || return 1
+    echo "dry-run: planned the shipped profile ($which, $(cat "$work/shipped-resnet50.$which.budget") bytes)"
+  done
+  # Gathering, on fake outputs shaped like a model call's: incompressible, one
+  # file too big to come back at all, two that must leave the archive.
+  fake=$(mktemp -d "${TMPDIR:-/tmp}/deepum-gpu-out.XXXXXX")
+  for f in gpt2.noplan.stats.json gpt2.fit.stats.json gpt2.torch.txt; do
+    head -c 100000 /dev/urandom >"$work/$f"
+  done
+  head -c $((10 * 1048576)) /dev/urandom >"$work/gpt2.profile.pb.gz"
+  head -c $((9 * 1048576)) /dev/urandom >"$work/gpt2.half.plan.pb"
+  head -c $((17 * 1048576)) /dev/urandom >"$work/gpt2.huge.profile.pb.gz"
+  gather dry-run "$fake" || return 1
+  grep -q 'left out (too big to come back): gpt2.huge.profile.pb.gz' "$fake/dry-run.summary.txt" &&
+    [[ -f $fake/dry-run.gpt2.profile.pb.gz ]] || {
+    echo "dry-run: gathering did not keep within the limits as it should" >&2
+    cat "$fake/dry-run.summary.txt" >&2
+    return 1
+  }
+  rm -rf "$copy" "$work" "$fake"
+  echo "dry-run: passed in $((SECONDS - t0)) s; bundle $((bundle_bytes / 1048576)) MiB" \
+    "($bundle_bytes bytes)"
+}
 
 case "${1:-}" in
-profile)
-  log "gpu-labelled tests"
-  for t in "$g"/tests/*; do "$t" --gtest_brief=1 2>&1 | tail -20; done | tee "$out/gpu-tests.txt"
-  for mode in natural access-set; do
-    log "profile resnet50 ($mode)"
-    "$g/bin/deepum-profile" --skip 2 --iterations 5 --mode "$mode" -o "$out/resnet50.$mode.profile.pb.gz" \
-      -- $py "${resnet[@]}" --steps 9 2>&1 | tail -15
-    log "profile gpt2-medium ($mode)"
-    "$g/bin/deepum-profile" --skip 2 --iterations 5 --mode "$mode" -o "$out/gpt2.$mode.profile.pb.gz" \
-      -- $py "${gpt2[@]}" --steps 9 2>&1 | tail -15
-  done
-  for f in "$out"/*.profile.pb.gz; do "$g/bin/deepum-inspect" "$f"; done
+--dry-run)
+  dry_run
+  exit $?
   ;;
-replay)
-  for model in resnet50 gpt2; do
-    script=("${resnet[@]}"); [[ $model == gpt2 ]] && script=("${gpt2[@]}")
-    log "$model: PyTorch's caching allocator"
-    $py "${script[@]}" --steps 50 > "$out/$model.torch.txt" 2>&1
-    log "$model: deepum without a plan"
-    $py -m deepum.run -- $py "${script[@]}" --steps 50 > "$out/$model.deepum.txt" 2>&1
-    log "$model: deepum with its plan, everything fits"
-    $py -m deepum.run --plan "$g/plans/$model.fit.plan.pb" -- $py "${script[@]}" --steps 50 \
-      > "$out/$model.deepum-plan.txt" 2>&1
-    budget=$(cat "$g/plans/$model.budget")
-    log "$model: budget $budget without a plan, then with"
-    DEEPUM_LOG=info $py -m deepum.run --gpu-memory "$budget" -- $py "${script[@]}" --steps 50 \
-      > "$out/$model.budget-noplan.txt" 2>&1
-    DEEPUM_LOG=info $py -m deepum.run --gpu-memory "$budget" --plan "$g/plans/$model.half.plan.pb" \
-      -- $py "${script[@]}" --steps 50 > "$out/$model.budget-plan.txt" 2>&1
-    tail -3 "$out/$model".*.txt
-  done
+smoke | model)
+  if [[ $1 == model && ${2:-} != resnet50 && ${2:-} != gpt2 ]]; then
+    echo "usage: bench/gpu/run.sh model resnet50|gpt2" >&2
+    exit 2
+  fi
+  call=$1
+  [[ $call == model ]] && call="model-${2:-}"
+  out="${OUT:-$PWD/gpu-out}"
+  work=$(mktemp -d "${TMPDIR:-/tmp}/deepum-gpu-$call.XXXXXX")
+  setup_env
+  trap 'gather "$call" "$out"' EXIT
+  if [[ $1 == smoke ]]; then smoke; else model "${2:-}"; fi
   ;;
 *)
-  echo "usage: bench/gpu/run.sh profile|replay" >&2; exit 2 ;;
+  echo "usage: bench/gpu/run.sh smoke | model resnet50|gpt2 | --dry-run" >&2
+  exit 2
+  ;;
 esac

@@ -18,6 +18,7 @@
 // from the driver callback nested in it.
 //
 //===----------------------------------------------------------------------===//
+#include "deepum/executor/Log.h"
 #include "deepum/executor/cuda/CudaBackend.h"
 #include "deepum/executor/cuda/Cupti.h"
 #include "deepum/executor/cuda/LaunchDecoding.h"
@@ -258,6 +259,88 @@ TEST(LaunchTracking, CapturedLaunchesAreReportedOnlyWhenTheGraphRuns) {
   Back->stopLaunchTracking();
   EXPECT_EQ(cudaGraphExecDestroy(Exec), cudaSuccess);
   EXPECT_EQ(cudaGraphDestroy(Graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(S), cudaSuccess);
+  EXPECT_EQ(cudaFree(P), cudaSuccess);
+}
+
+// A graph instantiated before deepum started tracking (as after
+// torch.compile(mode="reduce-overhead") warmed up before the allocator was
+// installed) was never read: its launches cannot be reported. deepum steps
+// aside for them, counts them and says so once; a graph instantiated while
+// tracking is still reported in full.
+void earlyHostSymbol() {}
+
+TEST(LaunchTracking, AGraphInstantiatedBeforeTrackingIsCountedAndSaidOnce) {
+  auto Register = reinterpret_cast<deepum_standin_register_twin_fn>(
+      dlsym(RTLD_DEFAULT, "deepum_standin_register_twin"));
+  ASSERT_TRUE(Register) << "not on the stand-in";
+  const char *Name = "_Z6addOnePfi";
+  const void *Fn = reinterpret_cast<const void *>(&earlyHostSymbol);
+  void **H = __cudaRegisterFatBinary(nullptr);
+  __cudaRegisterFunction(H, static_cast<const char *>(Fn), nullptr, Name, -1, nullptr, nullptr,
+                         nullptr, nullptr, nullptr);
+  __cudaRegisterFatBinaryEnd(H);
+  const uint32_t Sizes[] = {sizeof(float *), sizeof(int)};
+  ASSERT_EQ(Register(Fn, nullptr, &addOne, nullptr, Sizes, 2), 0);
+
+  if (cuda::CuptiSubscriber::instance().available())
+    GTEST_SKIP() << "launch tracking already started in this process; ctest runs each test alone";
+
+  float *P = nullptr;
+  int N = 128;
+  ASSERT_EQ(
+      cudaMallocManaged(reinterpret_cast<void **>(&P), N * sizeof(float), cudaMemAttachGlobal),
+      cudaSuccess);
+  cudaStream_t S = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&S, cudaStreamNonBlocking), cudaSuccess);
+  auto capture = [&](unsigned Kernels, cudaGraph_t &Graph, cudaGraphExec_t &Exec) {
+    void *Args[] = {&P, &N};
+    ASSERT_EQ(cudaStreamBeginCapture(S, cudaStreamCaptureModeGlobal), cudaSuccess);
+    for (unsigned K = 1; K <= Kernels; ++K)
+      ASSERT_EQ(cudaLaunchKernel(Fn, dim3(K), dim3(32), Args, 0, S), cudaSuccess);
+    ASSERT_EQ(cudaStreamEndCapture(S, &Graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&Exec, Graph, 0), cudaSuccess);
+  };
+  // Before deepum: no CUPTI subscriber in the process yet (one process per test).
+  cudaGraph_t Early = nullptr;
+  cudaGraphExec_t EarlyExec = nullptr;
+  capture(2, Early, EarlyExec);
+
+  auto Back = cuda::createCudaBackend();
+  Recorder R;
+  std::string Why;
+  ASSERT_TRUE(Back->startLaunchTracking(&R, Why)) << Why;
+  cudaGraph_t Late = nullptr;
+  cudaGraphExec_t LateExec = nullptr;
+  capture(3, Late, LateExec);
+  R.Ids.clear();
+  R.Ends = 0;
+
+  const uint64_t UnseenBefore = cuda::detail::unseenGraphLaunches();
+  LogCapture::start();
+  for (int Launch = 0; Launch < 3; ++Launch) {
+    ASSERT_EQ(cudaGraphLaunch(EarlyExec, S), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(LateExec, S), cudaSuccess);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(S), cudaSuccess);
+  const std::string Log = LogCapture::stop();
+  Back->stopLaunchTracking();
+
+  EXPECT_EQ(P[0], 15.0f) << "both graphs ran each time (2 + 3 kernels, 3 times)";
+  EXPECT_EQ(cuda::detail::unseenGraphLaunches() - UnseenBefore, 3u) << "the early graph's launches";
+  EXPECT_EQ(R.Ids.size(), 9u) << "the late graph's three kernels, three times";
+  EXPECT_EQ(R.Ends, 3u);
+  EXPECT_EQ(R.Open, 0);
+  size_t Lines = 0;
+  for (size_t At = Log.find("steps aside"); At != std::string::npos;
+       At = Log.find("steps aside", At + 1))
+    ++Lines;
+  EXPECT_EQ(Lines, UnseenBefore == 0 ? 1u : 0u) << "said once per process:\n" << Log;
+
+  EXPECT_EQ(cudaGraphExecDestroy(EarlyExec), cudaSuccess);
+  EXPECT_EQ(cudaGraphExecDestroy(LateExec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(Early), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(Late), cudaSuccess);
   EXPECT_EQ(cudaStreamDestroy(S), cudaSuccess);
   EXPECT_EQ(cudaFree(P), cudaSuccess);
 }

@@ -17,7 +17,12 @@
 // CUDA graphs: a graph launch is one callback for many kernels. When a graph
 // is instantiated (resource callback GRAPHEXEC_CREATED) its kernel nodes are
 // read once (in node order, which for captured graphs is capture order) and
-// their execution IDs cached; a graph launch then reports them all.
+// their execution IDs cached; a graph launch then reports them all. A launch
+// of a graph never read (instantiated before tracking started) reports
+// nothing: it is counted and logged once, and the plan steps aside for it.
+//
+// Streams: a _ptsz entry point's null stream is reported as the per-thread
+// stream handle, so the executor orders its actions after the right stream.
 //
 // Driver functions for graph inspection come from cudaGetDriverEntryPointByVersion,
 // so libdeepum has no link-time dependency on libcuda.
@@ -163,7 +168,9 @@ struct Tracker {
   std::shared_mutex GraphsMu;
   std::unordered_map<const void *, std::vector<uint64_t>> Graphs; // CUgraphExec -> IDs
   std::atomic<uint64_t> Undecoded{0};
-  std::atomic<uint64_t> Captured{0}; // launches into a capturing stream, not reported
+  std::atomic<uint64_t> Captured{0};            // launches into a capturing stream, not reported
+  std::atomic<uint64_t> UnseenGraphLaunches{0}; // graphs whose kernels were never read
+  std::atomic<bool> UnseenGraphWarned{false};
   std::vector<CuptiHandlerId> Handlers;
 };
 
@@ -176,7 +183,7 @@ struct ThreadLaunch {
   int Depth = 0;  // decodable launch callbacks in progress
   int Opaque = 0; // opaque outer launches in progress
   bool DecodedInOpaque = false;
-  bool Captured = false; // the outermost launch in progress is being captured
+  bool Silent = false; // the outermost launch in progress is captured or unseen
   int Device = 0;
   StreamHandle Stream = 0;
 };
@@ -274,6 +281,7 @@ enum class Decoded {
   No,       // carries no launch we can name
   Reported, // reported to the observer
   Captured, // a launch into a capturing stream: counted, not reported
+  Unseen,   // a graph launch whose kernels were never read: counted, not reported
 };
 
 void begin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) {
@@ -283,7 +291,17 @@ void begin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) {
     O->launchBegin(Device, Stream, Ids, Count);
 }
 
-/// A graph launch: the kernels cached when the graph was instantiated.
+/// The stream a launch runs on: a _ptsz entry point's null stream is the
+/// calling thread's per-thread stream (cudaStreamPerThread, CU_STREAM_PER_THREAD:
+/// the same handle), not the legacy default stream.
+StreamHandle launchStream(StreamHandle Stream, bool PerThread) {
+  return !Stream && PerThread ? reinterpret_cast<StreamHandle>(cudaStreamPerThread) : Stream;
+}
+
+/// A graph launch: the kernels cached when the graph was instantiated. A graph
+/// instantiated before tracking started (or whose nodes could not be read) is
+/// unknown: its kernels run unseen, so the plan steps aside for them; that is
+/// counted and said once.
 Decoded decodeGraph(CUpti_CallbackDomain Domain, const void *Exec, StreamHandle Stream,
                     bool PerThread, const CUpti_CallbackData *Cb) {
   Tracker &T = tracker();
@@ -291,10 +309,19 @@ Decoded decodeGraph(CUpti_CallbackDomain Domain, const void *Exec, StreamHandle 
   {
     std::shared_lock<std::shared_mutex> Lock(T.GraphsMu);
     auto It = T.Graphs.find(Exec);
-    if (It == T.Graphs.end() || It->second.empty())
+    if (It == T.Graphs.end()) {
+      T.UnseenGraphLaunches.fetch_add(1, std::memory_order_relaxed);
+      DEEPUM_LOG_ONCE(T.UnseenGraphWarned, LogLevel::Warn,
+                      "a CUDA graph launch whose kernels deepum cannot see (graph instantiated "
+                      "before deepum started, or its nodes unreadable): the plan steps aside for "
+                      "such launches");
+      return Decoded::Unseen;
+    }
+    if (It->second.empty()) // no kernel nodes (copies, memsets): nothing to report
       return Decoded::No;
     Ids = It->second;
   }
+  Stream = launchStream(Stream, PerThread);
   if (capturing(Domain, Stream, PerThread)) // becomes a child-graph node
     return Decoded::Captured;
   begin(deviceOf(Cb->context), Stream, Ids.data(), Ids.size());
@@ -394,6 +421,7 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
   }
   if (capturing(Domain, Stream, PerThread))
     return Decoded::Captured;
+  Stream = launchStream(Stream, PerThread);
   const char *Name = Cb->symbolName;
   if (!Name && Domain == CUPTI_CB_DOMAIN_DRIVER_API && driver().FuncGetName &&
       driver().FuncGetName(&Name, static_cast<CUfunction>(const_cast<void *>(Fn))) != CUDA_SUCCESS)
@@ -421,8 +449,10 @@ void onLaunch(void *, CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const 
       TL.Depth--;
       return;
     }
-    TL.Captured = D == Decoded::Captured;
-    if (TL.Captured)
+    // Captured or unseen: the callbacks nested in it (cudaGraphLaunch calls
+    // cuGraphLaunch) belong to the same launch and are not counted again.
+    TL.Silent = D != Decoded::Reported;
+    if (D == Decoded::Captured)
       tracker().Captured.fetch_add(1, std::memory_order_relaxed);
     TL.DecodedInOpaque = true;
     return;
@@ -436,8 +466,8 @@ void onLaunch(void *, CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const 
     return; // enter was not decodable
   if (--TL.Depth > 0)
     return;
-  if (TL.Captured) {
-    TL.Captured = false;
+  if (TL.Silent) {
+    TL.Silent = false;
     return;
   }
   if (LaunchObserver *O = tracker().Observer.load(std::memory_order_acquire))
@@ -604,36 +634,12 @@ public:
       return false;
     }
     Tracker &T = tracker();
-    const CUpti_CallbackId Runtime[] = {
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-        CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-        CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
-        CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
-    const CUpti_CallbackId Driver[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-                                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-                                       CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-                                       CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
     T.Observer.store(Observer, std::memory_order_release);
     if (!T.Handlers.empty())
       return true; // handlers already in place (a second executor in one process)
     int Added = 0;
-    for (CUpti_CallbackId Id : Runtime)
-      if (CuptiHandlerId H = S.addHandler(CUPTI_CB_DOMAIN_RUNTIME_API, Id, &onLaunch, nullptr)) {
-        T.Handlers.push_back(H);
-        ++Added;
-      }
-    for (CUpti_CallbackId Id : Driver)
-      if (CuptiHandlerId H = S.addHandler(CUPTI_CB_DOMAIN_DRIVER_API, Id, &onLaunch, nullptr)) {
+    for (const detail::LaunchCallback &L : detail::launchCallbacks())
+      if (CuptiHandlerId H = S.addHandler(L.Domain, L.Id, &onLaunch, nullptr)) {
         T.Handlers.push_back(H);
         ++Added;
       }
@@ -672,7 +678,34 @@ void setGraphKernels(const void *GraphExec, std::vector<uint64_t> Ids) {
   std::unique_lock<std::shared_mutex> Lock(T.GraphsMu);
   T.Graphs[GraphExec] = std::move(Ids);
 }
+std::span<const LaunchCallback> launchCallbacks() {
+  // Every id here must have a case in decode() (or be an opaque
+  // __cudaLaunchKernel): LaunchDecodingTest checks both directions.
+  static const LaunchCallback Ids[] = {
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000},
+      {CUPTI_CB_DOMAIN_RUNTIME_API,
+       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz},
+  };
+  return Ids;
+}
 uint64_t undecodedLaunches() { return tracker().Undecoded.load(); }
+uint64_t unseenGraphLaunches() { return tracker().UnseenGraphLaunches.load(); }
 uint64_t capturedLaunches() { return tracker().Captured.load(); }
 } // namespace detail
 

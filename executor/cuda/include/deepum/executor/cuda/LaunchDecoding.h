@@ -14,9 +14,18 @@
 #include <cupti.h>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace deepum::executor::cuda::detail {
+
+struct LaunchCallback {
+  CUpti_CallbackDomain Domain;
+  CUpti_CallbackId Id;
+};
+/// The launch callbacks the backend subscribes to, every one decoded by
+/// onLaunchCallback.
+std::span<const LaunchCallback> launchCallbacks();
 
 /// The handler the backend registers for launch callbacks (runtime and driver).
 void onLaunchCallback(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid,
@@ -30,6 +39,9 @@ void setGraphKernels(const void *GraphExec, std::vector<uint64_t> Ids);
 uint64_t undecodedLaunches();
 /// Launches into a capturing stream (graph nodes, not run): seen, not reported.
 uint64_t capturedLaunches();
+/// Graph launches of graphs whose kernels were never read (instantiated
+/// before tracking started): not reported, logged once.
+uint64_t unseenGraphLaunches();
 
 } // namespace deepum::executor::cuda::detail
 

@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["enable", "step", "enabled", "library_path", "resolve_plan_path"]
+__all__ = ["enable", "step", "enabled", "stats", "library_path", "resolve_plan_path"]
 
 _LIBRARY_NAME = "libdeepum.so"
 _lib: Optional[ctypes.CDLL] = None

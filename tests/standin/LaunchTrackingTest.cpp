@@ -345,4 +345,31 @@ TEST(LaunchTracking, AGraphInstantiatedBeforeTrackingIsCountedAndSaidOnce) {
   EXPECT_EQ(cudaFree(P), cudaSuccess);
 }
 
+// CUDA runtime API: cudaGetLastError "returns the last error that has been
+// produced by any of the runtime calls in the same instance of the CUDA
+// Runtime library in the host thread and resets it to cudaSuccess".
+// libdeepum's calls run on the program's threads: its own failures must not
+// reach the program's next cudaGetLastError, and must not swallow the
+// program's pending error either (PyTorch checks every launch that way).
+TEST(LaunchTracking, DeepumsFailedCallsNeitherLeakNorHideTheProgramsLastError) {
+  auto Back = cuda::createCudaBackend();
+  StreamHandle Stream = 0;
+  ASSERT_TRUE(Back->createStream(0, &Stream).ok());
+  (void)cudaGetLastError();
+  const MemRange Unmanaged{0x1000, 65536}; // no managed allocation there
+  // A failure of deepum's alone: cleared.
+  EXPECT_FALSE(Back->prefetchBatch(0, {&Unmanaged, 1}, 0, Stream).ok());
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_FALSE(Back->discardBatch(0, {&Unmanaged, 1}, Stream).ok());
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  // The program's own error pending (an allocation that failed): it survives
+  // deepum's failing calls in between.
+  void *P = nullptr;
+  ASSERT_EQ(cudaMalloc(&P, ~size_t{0} >> 2), cudaErrorMemoryAllocation);
+  EXPECT_FALSE(Back->prefetchBatch(0, {&Unmanaged, 1}, 0, Stream).ok());
+  EXPECT_FALSE(Back->advise(0, Unmanaged, MemAdvice::SetReadMostly).ok());
+  EXPECT_NE(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess); // and it was the program's to clear
+}
+
 } // namespace

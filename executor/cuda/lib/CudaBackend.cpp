@@ -50,15 +50,44 @@ namespace deepum::executor::cuda {
 
 namespace {
 
+/// The runtime keeps one last error per thread, and libdeepum's calls run on
+/// the program's threads (inside its launches' callbacks, its allocations).
+/// A failing call of ours must not surface in the program's next
+/// cudaGetLastError, so it is cleared; but clearing would also swallow an
+/// error of the program's own still pending (a failed launch that PyTorch
+/// checks right after it returns), so then it is left: the program sees an
+/// error either way. ErrorScope notes, for the backend call that opens it,
+/// whether the program had one pending.
+thread_local bool ProgramErrorPending = false;
+
+class ErrorScope {
+public:
+  ErrorScope() : Outer(ProgramErrorPending) {
+    ProgramErrorPending = cudaPeekAtLastError() != cudaSuccess;
+  }
+  ~ErrorScope() { ProgramErrorPending = Outer; }
+  ErrorScope(const ErrorScope &) = delete;
+  ErrorScope &operator=(const ErrorScope &) = delete;
+
+private:
+  bool Outer;
+};
+
+/// Clears the error a call of ours just left, unless the program's own is pending.
+void clearOwnError() {
+  if (!ProgramErrorPending)
+    (void)cudaGetLastError();
+}
+
 BackendStatus check(cudaError_t E, const char *Call) {
   if (E == cudaSuccess)
     return BackendStatus::success();
-  // Clear a non-sticky error so it does not surface in the program's next call.
-  (void)cudaGetLastError();
+  clearOwnError();
   return BackendStatus::failure(static_cast<int>(E), Call, cudaGetErrorString(E));
 }
 
-/// Makes `Device` current for the scope when it is not already.
+/// Makes `Device` current for the scope when it is not already (and opens the
+/// call's ErrorScope first).
 class DeviceGuard {
 public:
   explicit DeviceGuard(int Device) {
@@ -74,6 +103,7 @@ public:
   DeviceGuard &operator=(const DeviceGuard &) = delete;
 
 private:
+  ErrorScope Errors; // before any call of the guard's own
   int Previous = 0;
   bool Restore = false;
 };
@@ -264,8 +294,12 @@ bool capturing(CUpti_CallbackDomain Domain, StreamHandle Stream, bool PerThread)
     if (!S && PerThread)
       S = cudaStreamPerThread;
     cudaStreamCaptureStatus Status = cudaStreamCaptureStatusNone;
-    return cudaStreamIsCapturing(S, &Status) == cudaSuccess &&
-           Status != cudaStreamCaptureStatusNone;
+    ErrorScope Errors;
+    if (cudaStreamIsCapturing(S, &Status) != cudaSuccess) {
+      clearOwnError();
+      return false;
+    }
+    return Status != cudaStreamCaptureStatusNone;
   }
   const DriverApi &D = driver();
   if (!D.StreamIsCapturing)
@@ -479,9 +513,10 @@ public:
   const char *name() const override { return "cuda"; }
 
   int deviceCount() override {
+    ErrorScope Errors;
     int N = 0;
     if (cudaGetDeviceCount(&N) != cudaSuccess) {
-      (void)cudaGetLastError();
+      clearOwnError();
       return 0;
     }
     return N;
@@ -491,7 +526,7 @@ public:
     DeviceGuard G(Device);
     size_t Free = 0, Total = 0;
     if (cudaMemGetInfo(&Free, &Total) != cudaSuccess) {
-      (void)cudaGetLastError();
+      clearOwnError();
       return 0;
     }
     return Total;
@@ -528,26 +563,30 @@ public:
   }
 
   BackendStatus destroyEvent(int, EventHandle Event) override {
+    ErrorScope Errors;
     return check(cudaEventDestroy(reinterpret_cast<cudaEvent_t>(Event)), "cudaEventDestroy");
   }
 
   BackendStatus recordEvent(int, EventHandle Event, StreamHandle Stream) override {
+    ErrorScope Errors;
     return check(cudaEventRecord(reinterpret_cast<cudaEvent_t>(Event),
                                  reinterpret_cast<cudaStream_t>(Stream)),
                  "cudaEventRecord");
   }
 
   BackendStatus streamWaitEvent(int, StreamHandle Stream, EventHandle Event) override {
+    ErrorScope Errors;
     return check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(Stream),
                                      reinterpret_cast<cudaEvent_t>(Event), 0),
                  "cudaStreamWaitEvent");
   }
 
   EventState queryEvent(int, EventHandle Event) override {
+    ErrorScope Errors;
     cudaError_t E = cudaEventQuery(reinterpret_cast<cudaEvent_t>(Event));
     if (E == cudaSuccess)
       return EventState::Complete;
-    (void)cudaGetLastError();
+    clearOwnError();
     return E == cudaErrorNotReady ? EventState::Pending : EventState::Error;
   }
 
@@ -569,7 +608,7 @@ public:
     if (E != cudaErrorNotSupported && E != cudaErrorInvalidValue)
       return check(E, "cudaMemPrefetchBatchAsync");
     // Older drivers: one call per range.
-    (void)cudaGetLastError();
+    clearOwnError();
     for (size_t I = 0; I < Ptrs.size(); ++I) {
       BackendStatus S = check(
           cudaMemPrefetchAsync(Ptrs[I], Sizes[I], Loc, 0, reinterpret_cast<cudaStream_t>(Stream)),
@@ -597,6 +636,7 @@ public:
   }
 
   BackendStatus advise(int Device, MemRange Range, MemAdvice Advice) override {
+    ErrorScope Errors;
     cudaMemoryAdvise A = cudaMemAdviseSetReadMostly;
     cudaMemLocation Loc = locationOf(Device);
     switch (Advice) {

@@ -55,6 +55,8 @@ cupti=$(ldd "$bundle/lib/libdeepum_profiler_injection.so" | awk '$1 ~ /^libcupti
 strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/*.so* "$bundle"/tests/*
 mkdir -p "$bundle/python"
 cp -r python/deepum "$bundle/python/"
+mkdir -p "$bundle/python/tests"
+cp python/tests/gpu_pytorch.py "$bundle/python/tests/"
 find "$bundle/python" -name __pycache__ -prune -exec rm -rf {} +
 cp -r examples "$bundle/"
 cp tests/data/resnet50.profile.pb.gz "$bundle/profiles/"

@@ -181,6 +181,8 @@ smoke() {
   for t in "$g"/tests/*_test; do
     (cd "$g" && step "$(basename "$t")" 240 "$t" --gtest_color=no)
   done
+  # PyTorch on CUDA under deepum: profile, plan at half, bit-identical replay.
+  step gpu-pytorch 300 "$py" "$g/python/tests/gpu_pytorch.py" "$g/bin" "$g"
   step torch-resnet50 120 "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 3
   DEEPUM_STATS="$work/deepum-resnet50.stats.json" step deepum-resnet50 120 \
     "$py" -m deepum.run -- "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 3

@@ -271,7 +271,8 @@ llvm::Expected<Schedule> detail::planSchedule(const deepum::v1::Plan &Plan, Work
 
 // --- deepum ----------------------------------------------------------------------------
 
-DeepUmPrefetcher::DeepUmPrefetcher(const Workload &Wl, unsigned L) : W(Wl), Lookahead(L) {
+DeepUmPrefetcher::DeepUmPrefetcher(const Workload &Wl, unsigned L, double Wm)
+    : W(Wl), Lookahead(L), Watermark(Wm) {
   // Launch IDs: hashes of the profile's kernels or a plan's position IDs, any
   // uint64 (a DenseMap reserves 2^64-1 and 2^64-2).
   std::unordered_map<uint64_t, uint32_t> Dense;
@@ -313,6 +314,13 @@ void DeepUmPrefetcher::beforeLaunch(Engine &E, uint32_t P) {
     if (!E.isResident(U.Block, U.PageMask) &&
         !E.prefetchPages(U.Block, U.PageMask, /*RespectProtection=*/true))
       break;
+  // Proactive pre-eviction: keep `Watermark` of the capacity free for what
+  // comes next (the faults and prefetches of the following launches), so that
+  // their room is not made on their critical path. The victims are those the
+  // driver would choose, least recently migrated first, among blocks outside
+  // the window (the tables predict no use of them within the lookahead).
+  if (Watermark > 0)
+    E.preEvictTo(static_cast<uint64_t>(Watermark * static_cast<double>(E.capacityBytes())));
 }
 
 void DeepUmPrefetcher::afterLaunch(Engine &E, uint32_t P) {

@@ -33,6 +33,12 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
   S.Iterations = Opts.Iterations;
   S.WarmupIterations = Opts.Warmup;
   S.Lookahead = Opts.Lookahead;
+  if (!(Opts.DeepUmWatermark >= 0 && Opts.DeepUmWatermark < 1))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--deepum-watermark must be a fraction of the capacity in "
+                                   "[0, 1), e.g. 0.1 keeps 10% free");
+  S.DeepUmLookahead = Opts.DeepUmLookahead;
+  S.DeepUmWatermark = Opts.DeepUmWatermark;
   S.CheckInvariants = Opts.Check;
   S.Plan = Plan ? &*Plan : nullptr;
   if (Opts.Durations == "profile")

@@ -46,6 +46,10 @@ struct SimToolOptions {
   unsigned Iterations = 10;
   unsigned Warmup = 2;
   unsigned Lookahead = 8;
+  /// DeepUM's settings (SimOptions::DeepUmLookahead, DeepUmWatermark): its
+  /// lookahead (0 = Lookahead) and free-memory watermark (fraction, [0, 1)).
+  unsigned DeepUmLookahead = 0;
+  double DeepUmWatermark = 0;
   /// Kernel durations: "auto", "profile" or "roofline" (SimOptions::Durations).
   std::string Durations = "auto";
   bool Json = false;

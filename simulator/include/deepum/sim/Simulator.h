@@ -110,6 +110,13 @@ struct SimOptions {
   std::string ProfileName = "profile";
   /// Kernels the deepum and swap-layer prefetchers look ahead.
   unsigned Lookahead = 8;
+  /// DeepUM's own settings (docs/simulator.md), tuned per model by the result
+  /// generators: the launches its prefetcher looks ahead (0 = Lookahead), and
+  /// the free-memory watermark its pre-eviction keeps after each
+  /// observation, as a fraction of the capacity (0 = room is made only for
+  /// the prefetches themselves). In [0, 1).
+  unsigned DeepUmLookahead = 0;
+  double DeepUmWatermark = 0;
   /// Timeline: how many of the last measured iterations to record.
   unsigned TimelineIterations = 1;
   /// Check the model's invariants on every kernel (costs ~20% time).

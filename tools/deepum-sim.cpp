@@ -45,6 +45,10 @@ static cl::opt<double>
                     cl::desc("Fraction of the capacity DeepUM's pre-eviction keeps free after "
                              "each launch it observes (0: pre-evict only for its prefetches)"),
                     cl::init(0), cl::cat(Category));
+static cl::opt<bool> DeepUmTune("deepum-tune",
+                                cl::desc("Report DeepUM at its best lookahead and watermark for "
+                                         "this profile and capacity (searched)"),
+                                cl::cat(Category));
 static cl::opt<std::string>
     Durations("durations",
               cl::desc("Kernel durations: auto (roofline of --device when the profile was "
@@ -80,6 +84,7 @@ int main(int argc, char **argv) {
   Opts.Lookahead = Lookahead;
   Opts.DeepUmLookahead = DeepUmLookahead;
   Opts.DeepUmWatermark = DeepUmWatermark;
+  Opts.DeepUmTune = DeepUmTune;
   Opts.Durations = Durations;
   Opts.Json = Json;
   Opts.Compare = Compare;

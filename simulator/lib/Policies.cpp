@@ -335,3 +335,78 @@ void DeepUmPrefetcher::afterLaunch(Engine &E, uint32_t P) {
       Chain[Cur][It->second].PageMask |= F.PageMask;
   }
 }
+
+// --- DeepUM tuned per workload -------------------------------------------------------
+
+llvm::Expected<DeepUmTuning> deepum::sim::tuneDeepUm(const deepum::v1::Profile &P,
+                                                     const SimOptions &Opts,
+                                                     unsigned SearchIterations) {
+  SimOptions O = Opts;
+  O.Pol = Policy::DeepUm;
+  O.Plan = nullptr;
+  auto Run = [&](DeepUmSetting S, unsigned Iterations) {
+    O.DeepUmLookahead = S.Lookahead;
+    O.DeepUmWatermark = S.Watermark;
+    O.Iterations = Iterations;
+    return simulate(P, O);
+  };
+  DeepUmTuning T;
+  const unsigned Search = std::max(1u, std::min(SearchIterations, Opts.Iterations));
+  auto Try = [&](DeepUmSetting S) -> llvm::Expected<double> {
+    llvm::Expected<SimResult> R = Run(S, Search);
+    if (!R)
+      return R.takeError();
+    T.Tried.push_back({S, R->IterationUs});
+    return R->IterationUs;
+  };
+  // Lookahead first: the prefetcher's reach. Time per run grows with it, and
+  // past the best the window only adds blocks that find no room: stop after
+  // two in a row that do not improve.
+  double Best = 0;
+  DeepUmSetting BestS;
+  unsigned Worse = 0;
+  for (unsigned L : kDeepUmLookaheads) {
+    llvm::Expected<double> Us = Try({L, 0});
+    if (!Us)
+      return Us.takeError();
+    if (T.Tried.size() == 1 || *Us < Best) {
+      Best = *Us;
+      BestS = {L, 0};
+      Worse = 0;
+    } else if (++Worse == 2) {
+      break;
+    }
+  }
+  for (double Wm : kDeepUmWatermarks) {
+    llvm::Expected<double> Us = Try({BestS.Lookahead, Wm});
+    if (!Us)
+      return Us.takeError();
+  }
+  // The finalists at full length: the two best of the search and the
+  // caller's own setting (a short search must never make DeepUM worse).
+  std::vector<std::pair<DeepUmSetting, double>> Ranked = T.Tried;
+  std::stable_sort(Ranked.begin(), Ranked.end(),
+                   [](const auto &A, const auto &B) { return A.second < B.second; });
+  std::vector<DeepUmSetting> Finalists;
+  auto Add = [&](DeepUmSetting S) {
+    for (const DeepUmSetting &F : Finalists)
+      if (F.Lookahead == S.Lookahead && F.Watermark == S.Watermark)
+        return;
+    Finalists.push_back(S);
+  };
+  for (size_t I = 0; I < Ranked.size() && I < 2; ++I)
+    Add(Ranked[I].first);
+  Add({Opts.DeepUmLookahead ? Opts.DeepUmLookahead : Opts.Lookahead, 0});
+  bool First = true;
+  for (const DeepUmSetting &S : Finalists) {
+    llvm::Expected<SimResult> R = Run(S, Opts.Iterations);
+    if (!R)
+      return R.takeError();
+    if (First || R->IterationUs < T.Result.IterationUs) {
+      T.Result = std::move(*R);
+      T.Best = S;
+      First = false;
+    }
+  }
+  return T;
+}

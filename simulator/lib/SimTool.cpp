@@ -118,6 +118,7 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
   }
 
   std::vector<SimResult> Results;
+  DeepUmSetting Tuned{S.DeepUmLookahead ? S.DeepUmLookahead : S.Lookahead, S.DeepUmWatermark};
   std::optional<deepum::format::TraceWriter> Trace;
   if (!Opts.PerfettoOut.empty()) {
     // Before any work: the timeline must not replace an input.
@@ -140,6 +141,15 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
     llvm::Expected<SimResult> R = simulate(*P, S, Traced ? &*Trace : nullptr);
     if (!R)
       return R.takeError();
+    if (Pol == Policy::DeepUm && Opts.DeepUmTune) {
+      // The best DeepUM on this profile and capacity (the timeline, if any,
+      // is of the setting given; the tuned one is printed to reproduce it).
+      llvm::Expected<DeepUmTuning> T = tuneDeepUm(*P, S);
+      if (!T)
+        return T.takeError();
+      Tuned = T->Best;
+      *R = std::move(T->Result);
+    }
     if (ByExecutor)
       if (llvm::Error E = Opts.ExecutorReplay(*P, *Plan, S, *R))
         return E;
@@ -155,17 +165,32 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
     if (llvm::Error E = Trace->write(Opts.PerfettoOut, {Opts.ProfilePath, Opts.PlanPath}))
       return E;
 
+  // DeepUM's results carry the setting they ran with (tuned or given).
+  auto ToJson = [&](const SimResult &R) {
+    llvm::json::Value V = toJson(R);
+    if (R.PolicyName == policyName(Policy::DeepUm))
+      if (llvm::json::Object *O = V.getAsObject()) {
+        (*O)["deepum_lookahead"] = static_cast<int64_t>(Tuned.Lookahead);
+        (*O)["deepum_watermark"] = Tuned.Watermark;
+        (*O)["deepum_tuned"] = Opts.DeepUmTune;
+      }
+    return V;
+  };
   if (Opts.Json) {
     if (Opts.Compare) {
       llvm::json::Array A;
       for (const SimResult &R : Results)
-        A.push_back(toJson(R));
+        A.push_back(ToJson(R));
       OS << llvm::formatv("{0:2}", llvm::json::Value(std::move(A))) << "\n";
     } else {
-      OS << llvm::formatv("{0:2}", toJson(Results.front())) << "\n";
+      OS << llvm::formatv("{0:2}", ToJson(Results.front())) << "\n";
     }
     return llvm::Error::success();
   }
+  if (Opts.DeepUmTune &&
+      llvm::any_of(Results, [](const SimResult &R) { return R.PolicyName == "deepum"; }))
+    OS << llvm::formatv("deepum tuned: --deepum-lookahead {0} --deepum-watermark {1}\n",
+                        Tuned.Lookahead, Tuned.Watermark);
   if (Opts.Compare)
     printComparison(OS, Results);
   else

@@ -50,6 +50,9 @@ struct SimToolOptions {
   /// lookahead (0 = Lookahead) and free-memory watermark (fraction, [0, 1)).
   unsigned DeepUmLookahead = 0;
   double DeepUmWatermark = 0;
+  /// Replace DeepUM's result with the best setting tuneDeepUm finds (the
+  /// setting is printed, and in JSON: deepum_lookahead, deepum_watermark).
+  bool DeepUmTune = false;
   /// Kernel durations: "auto", "profile" or "roofline" (SimOptions::Durations).
   std::string Durations = "auto";
   bool Json = false;

@@ -171,6 +171,31 @@ struct SimResult {
   uint64_t InvariantViolations = 0; // [invariant_violations] with CheckInvariants
 };
 
+/// One setting of DeepUM (SimOptions::DeepUmLookahead, DeepUmWatermark).
+struct DeepUmSetting {
+  unsigned Lookahead = 8;
+  double Watermark = 0;
+};
+/// DeepUM tuned for one profile and capacity: the best setting found and its
+/// result, and every setting tried with its iteration time in the search.
+struct DeepUmTuning {
+  DeepUmSetting Best;
+  SimResult Result; // Best, simulated with the caller's iterations
+  std::vector<std::pair<DeepUmSetting, double>> Tried; // iteration_us in the search
+};
+/// The lookaheads and watermarks tuneDeepUm searches.
+inline constexpr unsigned kDeepUmLookaheads[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+inline constexpr double kDeepUmWatermarks[] = {0.05, 0.10, 0.20};
+/// Tunes DeepUM on `P` at the capacity of `Opts` (whose Pol is ignored):
+/// lookaheads in increasing order with no watermark, stopping once two in a
+/// row are no better than the best so far; then each watermark at the best
+/// lookahead. The search runs `SearchIterations` measured iterations (after
+/// Opts.WarmupIterations); the best two settings, and Opts' own (lookahead
+/// Opts.DeepUmLookahead or Opts.Lookahead, no watermark), are then simulated
+/// with Opts.Iterations and the fastest is Best.
+llvm::Expected<DeepUmTuning> tuneDeepUm(const deepum::v1::Profile &P, const SimOptions &Opts,
+                                        unsigned SearchIterations = 3);
+
 /// Simulates `P` under `Opts`. `Timeline`, when given, receives compute,
 /// copy-engine, fault and eviction events and the resident-bytes counter.
 llvm::Expected<SimResult> simulate(const deepum::v1::Profile &P, const SimOptions &Opts,

@@ -344,27 +344,30 @@ llvm::Expected<DeepUmTuning> deepum::sim::tuneDeepUm(const deepum::v1::Profile &
   SimOptions O = Opts;
   O.Pol = Policy::DeepUm;
   O.Plan = nullptr;
-  auto Run = [&](DeepUmSetting S, unsigned Iterations) {
+  auto Run = [&](DeepUmSetting S, unsigned Warmup, unsigned Iterations) {
     O.DeepUmLookahead = S.Lookahead;
     O.DeepUmWatermark = S.Watermark;
+    O.WarmupIterations = Warmup;
     O.Iterations = Iterations;
     return simulate(P, O);
   };
   DeepUmTuning T;
+  // Short runs rank the settings: DeepUM learns online and its first
+  // iterations after the warm-up are slower than the rest, so the search
+  // warms up three more and measures the remaining ones.
   const unsigned Search = std::max(1u, std::min(SearchIterations, Opts.Iterations));
   auto Try = [&](DeepUmSetting S) -> llvm::Expected<double> {
-    llvm::Expected<SimResult> R = Run(S, Search);
+    llvm::Expected<SimResult> R = Run(S, Opts.WarmupIterations + 3, Search);
     if (!R)
       return R.takeError();
     T.Tried.push_back({S, R->IterationUs});
     return R->IterationUs;
   };
-  // Lookahead first: the prefetcher's reach. Time per run grows with it, and
-  // past the best the window only adds blocks that find no room: stop after
-  // two in a row that do not improve.
+  // Lookahead first, every one: the prefetcher's reach. Iteration time is
+  // not unimodal in it (a short window prefetches little but protects little;
+  // a long one protects the blocks needed soonest from pre-eviction).
   double Best = 0;
   DeepUmSetting BestS;
-  unsigned Worse = 0;
   for (unsigned L : kDeepUmLookaheads) {
     llvm::Expected<double> Us = Try({L, 0});
     if (!Us)
@@ -372,9 +375,6 @@ llvm::Expected<DeepUmTuning> deepum::sim::tuneDeepUm(const deepum::v1::Profile &
     if (T.Tried.size() == 1 || *Us < Best) {
       Best = *Us;
       BestS = {L, 0};
-      Worse = 0;
-    } else if (++Worse == 2) {
-      break;
     }
   }
   for (double Wm : kDeepUmWatermarks) {
@@ -382,8 +382,8 @@ llvm::Expected<DeepUmTuning> deepum::sim::tuneDeepUm(const deepum::v1::Profile &
     if (!Us)
       return Us.takeError();
   }
-  // The finalists at full length: the two best of the search and the
-  // caller's own setting (a short search must never make DeepUM worse).
+  // The finalists at full length: the best of the search and the caller's
+  // own setting (a short search must never make DeepUM worse).
   std::vector<std::pair<DeepUmSetting, double>> Ranked = T.Tried;
   std::stable_sort(Ranked.begin(), Ranked.end(),
                    [](const auto &A, const auto &B) { return A.second < B.second; });
@@ -394,12 +394,11 @@ llvm::Expected<DeepUmTuning> deepum::sim::tuneDeepUm(const deepum::v1::Profile &
         return;
     Finalists.push_back(S);
   };
-  for (size_t I = 0; I < Ranked.size() && I < 2; ++I)
-    Add(Ranked[I].first);
+  Add(Ranked.front().first);
   Add({Opts.DeepUmLookahead ? Opts.DeepUmLookahead : Opts.Lookahead, 0});
   bool First = true;
   for (const DeepUmSetting &S : Finalists) {
-    llvm::Expected<SimResult> R = Run(S, Opts.Iterations);
+    llvm::Expected<SimResult> R = Run(S, Opts.WarmupIterations, Opts.Iterations);
     if (!R)
       return R.takeError();
     if (First || R->IterationUs < T.Result.IterationUs) {

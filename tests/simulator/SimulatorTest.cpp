@@ -1024,17 +1024,17 @@ TEST(SimDeepUm, ItsOwnLookaheadOverridesTheSharedOne) {
 TEST(SimDeepUm, TuningFindsTheShortestLookaheadThatHidesTheCopy) {
   // inputAtTheEnd(1000): lookahead 1 stalls BlockUs - 200, 2 stalls
   // BlockUs - 1200, 3 and more BlockUs - 1300 (the cycle's whole compute).
-  // The search tries 1, 2, 4, then 8 and 16 (two in a row no better than 4:
-  // it stops), then the three watermarks at 4 (64 MiB leaves them nothing to
+  // The search tries every lookahead 1 .. 256 (4 is the first of the
+  // fastest), then the three watermarks at 4 (64 MiB leaves them nothing to
   // do: no better). The best is 4, at least as good as the default of 8.
   v1::Profile P = inputAtTheEnd(1000);
   SimOptions O = opts(Policy::Um, 64 * MiB);
   DeepUmTuning T = takeOk(tuneDeepUm(P, O));
-  ASSERT_EQ(T.Tried.size(), 8u);
-  const unsigned Order[] = {1, 2, 4, 8, 16, 4, 4, 4};
+  ASSERT_EQ(T.Tried.size(), 12u);
+  const unsigned Order[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 4, 4, 4};
   for (size_t I = 0; I < T.Tried.size(); ++I)
     EXPECT_EQ(T.Tried[I].first.Lookahead, Order[I]) << I;
-  EXPECT_EQ(T.Tried[5].first.Watermark, 0.05);
+  EXPECT_EQ(T.Tried[9].first.Watermark, 0.05);
   EXPECT_NEAR(T.Tried[0].second, 1300 + BlockUs - 200, 1e-6);
   EXPECT_EQ(T.Best.Lookahead, 4u);
   EXPECT_EQ(T.Best.Watermark, 0);

@@ -187,14 +187,14 @@ struct DeepUmTuning {
 inline constexpr unsigned kDeepUmLookaheads[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 inline constexpr double kDeepUmWatermarks[] = {0.05, 0.10, 0.20};
 /// Tunes DeepUM on `P` at the capacity of `Opts` (whose Pol is ignored):
-/// lookaheads in increasing order with no watermark, stopping once two in a
-/// row are no better than the best so far; then each watermark at the best
-/// lookahead. The search runs `SearchIterations` measured iterations (after
-/// Opts.WarmupIterations); the best two settings, and Opts' own (lookahead
-/// Opts.DeepUmLookahead or Opts.Lookahead, no watermark), are then simulated
-/// with Opts.Iterations and the fastest is Best.
+/// every lookahead with no watermark, then each watermark at the best
+/// lookahead. The search measures `SearchIterations` iterations after
+/// Opts.WarmupIterations + 3 (DeepUM's first iterations after a short warm-up
+/// are not yet its steady state); the best setting found and Opts' own
+/// (lookahead Opts.DeepUmLookahead or Opts.Lookahead, no watermark) are then
+/// simulated as Opts says and the faster is Best.
 llvm::Expected<DeepUmTuning> tuneDeepUm(const deepum::v1::Profile &P, const SimOptions &Opts,
-                                        unsigned SearchIterations = 3);
+                                        unsigned SearchIterations = 2);
 
 /// Simulates `P` under `Opts`. `Timeline`, when given, receives compute,
 /// copy-engine, fault and eviction events and the resident-bytes counter.

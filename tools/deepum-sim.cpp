@@ -37,6 +37,19 @@ static cl::opt<unsigned> Warmup("warmup", cl::desc("Warm-up iterations, excluded
                                 cl::cat(Category));
 static cl::opt<unsigned> Lookahead("lookahead", cl::desc("Kernels the prefetchers look ahead"),
                                    cl::init(8), cl::cat(Category));
+static cl::opt<unsigned>
+    DeepUmLookahead("deepum-lookahead",
+                    cl::desc("Launches DeepUM's prefetcher looks ahead (default: --lookahead)"),
+                    cl::init(0), cl::cat(Category));
+static cl::opt<double>
+    DeepUmWatermark("deepum-watermark",
+                    cl::desc("Fraction of the capacity DeepUM's pre-eviction keeps free after "
+                             "each launch it observes (0: pre-evict only for its prefetches)"),
+                    cl::init(0), cl::cat(Category));
+static cl::opt<bool> DeepUmTune("deepum-tune",
+                                cl::desc("Report DeepUM at its best lookahead and watermark for "
+                                         "this profile and capacity (searched)"),
+                                cl::cat(Category));
 static cl::opt<std::string>
     Durations("durations",
               cl::desc("Kernel durations: auto (roofline of --device when the profile was "
@@ -70,6 +83,9 @@ int main(int argc, char **argv) {
   Opts.Iterations = Iterations;
   Opts.Warmup = Warmup;
   Opts.Lookahead = Lookahead;
+  Opts.DeepUmLookahead = DeepUmLookahead;
+  Opts.DeepUmWatermark = DeepUmWatermark;
+  Opts.DeepUmTune = DeepUmTune;
   Opts.Durations = Durations;
   Opts.Json = Json;
   Opts.Compare = Compare;

@@ -45,10 +45,13 @@ policy against it — and the plan's distance to it (`x lower`) is what scheduli
 win; the rest of the distance to the issue's 1.10x x max(ideal, bound) needs less data to move
 (recomputation, compression), not better timing.
 
-On h100-pcie the geomean speedup over `deepum` is 1.320 (1.298 under the device model before
-2fbbb98). The plan is within 1.13x of the lower bound in every h100 row but vgg16 at 3x (1.23x);
-its lead is smallest where `deepum` itself is near the bound — vgg16 at 1.25x (1.00x) and the
-1.25x rows of resnet50 and vit_b_16 (1.17-1.20x). What remains for the transformers is the
+`vs deepum` compares the plan with DeepUM tuned for that row: its lookahead (1 .. 256 launches)
+and free-memory watermark (0, 5, 10, 20% of the capacity) searched by `tuneDeepUm`
+(docs/simulator.md), the `setting` column naming the one found (`L` lookahead, `w` watermark);
+`vs deepum L8` compares it with DeepUM at a lookahead of 8, the only setting earlier versions of
+this file used. The targets row on `deepum` uses the tuned one. The plan is within 1.13x of the
+lower bound in every h100 row but vgg16 at 3x (1.23x); its lead is smallest where the tuned
+DeepUM itself is near the bound (the 1.25x rows). What remains for the transformers is the
 write-back of the weights and optimizer state that the optimizer step dirties, which runs into
 the next forward pass (docs/planner.md); the cut bound does not count data dirtied in the
 previous iteration, so it cannot show it.

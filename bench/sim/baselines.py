@@ -11,12 +11,23 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-POLICIES = ["um", "deepum", "swap-layer", "swap-opt"]
+POLICIES = ["um", "deepum", "deepum-tuned", "swap-layer", "swap-opt"]
+HEADERS = {"deepum": "deepum L8", "deepum-tuned": "deepum tuned"}
 
 
 def load(runs, model, device, ratio):
     with open(os.path.join(runs, f"{model}@{device}@{ratio}.json")) as f:
-        return {r["policy"]: r for r in json.load(f)}
+        rs = {r["policy"]: r for r in json.load(f)}
+    with open(os.path.join(runs, f"{model}@{device}@{ratio}.tuned.json")) as f:
+        rs["deepum-tuned"] = json.load(f)
+    return rs
+
+
+def setting(r):
+    s = f"L{r['deepum_lookahead']}"
+    if r["deepum_watermark"] > 0:
+        s += f" w{round(r['deepum_watermark'] * 100)}%"
+    return s
 
 
 def ms(us):
@@ -52,12 +63,16 @@ def main():
         "Capacity = footprint / ratio, footprint = distinct 2 MiB UM blocks touched x 2 MiB.",
         "Kernel durations come from each profile (modelled on v100-pcie-16gb by the CPU tracer)",
         "and are recomputed with the device's roofline for h100-pcie. The model and its",
-        "parameters: [docs/simulator.md](../simulator.md).",
+        "parameters: [docs/simulator.md](../simulator.md). `deepum L8` is DeepUM at the lookahead",
+        "of 8 launches and no free-memory watermark; `deepum tuned` is DeepUM at the best",
+        "lookahead (1 .. 256) and watermark (0, 5, 10, 20% of the capacity) found for that row",
+        "by `deepum-sim --deepum-tune` (the setting in brackets: `L` lookahead, `w` watermark).",
         "",
     ]
     for d in a.devices:
         lines += [f"## {d}", "",
-                  "| model | ratio | capacity GiB | ideal | bound | cut | " + " | ".join(POLICIES) + " |",
+                  "| model | ratio | capacity GiB | ideal | bound | cut | "
+                  + " | ".join(HEADERS.get(p, p) for p in POLICIES) + " |",
                   "|---|---:|---:|---:|---:|---:|" + "---:|" * len(POLICIES)]
         for m in a.models:
             for r in a.ratios:
@@ -66,7 +81,8 @@ def main():
                 cells = []
                 for p in POLICIES:
                     x = rs[p]
-                    cells.append(f"{ms(x['iteration_us'])} ({x['slowdown']:.2f}x)")
+                    extra = f"; {setting(x)}" if p == "deepum-tuned" else ""
+                    cells.append(f"{ms(x['iteration_us'])} ({x['slowdown']:.2f}x{extra})")
                 lines.append(f"| {m} | {r} | {gib(ideal['gpu_memory_bytes'])} | "
                              f"{ms(ideal['iteration_us'])} | {ms(ideal['bound_us'])} | "
                              f"{ms(ideal['cut_bound_us'])} | "
@@ -74,7 +90,8 @@ def main():
         lines.append("")
     # Highlights: geometric-mean slowdown per policy, device and ratio.
     lines += ["## Geometric-mean slowdown over ideal (all models)", "",
-              "| device | ratio | " + " | ".join(POLICIES) + " | max(ideal, bound) | lower bound |",
+              "| device | ratio | " + " | ".join(HEADERS.get(p, p) for p in POLICIES)
+              + " | max(ideal, bound) | lower bound |",
               "|---|---:|" + "---:|" * (len(POLICIES) + 2)]
     for d in a.devices:
         for r in a.ratios:
@@ -90,7 +107,8 @@ def main():
             lines.append(f"| {d} | {r} | " + " | ".join(cells) + " |")
     lines += ["", "Demand faults per iteration (64 KiB pages; with invalidation, freed memory that is used",
               "again faults once to be repopulated, copying nothing) and bytes moved host-to-device, at 2x:", "",
-              "| device | model | " + " | ".join(f"{p} faults / HtoD GiB" for p in POLICIES) + " |",
+              "| device | model | " + " | ".join(f"{HEADERS.get(p, p)} faults / HtoD GiB" for p in POLICIES)
+              + " |",
               "|---|---|" + "---:|" * len(POLICIES)]
     for d in a.devices:
         for m in a.models:
@@ -107,9 +125,9 @@ def main():
     ratios = [float(r) for r in a.ratios]
     fig, axes = plt.subplots(len(a.devices), len(a.models), figsize=(4 * len(a.models), 3.4 * len(a.devices)),
                              sharex=True, squeeze=False)
-    styles = {"um": "o-", "deepum": "s-", "swap-layer": "^-", "swap-opt": "v-", "bound": "k--",
-              "lower": "k:"}
-    labels = {"bound": "max(ideal, bound)", "lower": "lower bound (cut)"}
+    styles = {"um": "o-", "deepum": "s-", "deepum-tuned": "D-", "swap-layer": "^-", "swap-opt": "v-",
+              "bound": "k--", "lower": "k:"}
+    labels = {"bound": "max(ideal, bound)", "lower": "lower bound (cut)", **HEADERS}
     for i, d in enumerate(a.devices):
         for j, m in enumerate(a.models):
             ax = axes[i][j]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates docs/results/baselines.md and docs/results/baselines.png: every
 # shipped model at 1.25x, 1.5x, 2x and 3x oversubscription (capacity =
-# footprint / ratio) on v100-pcie-16gb and h100-pcie, every baseline policy.
+# footprint / ratio) on v100-pcie-16gb and h100-pcie, every baseline policy,
+# and DeepUM tuned per row (deepum-sim --deepum-tune).
 #
 #   bench/sim/baselines.sh [BUILD_DIR]     (default: build; builds deepum-sim if needed)
 set -euo pipefail
@@ -26,6 +27,10 @@ for model in "${models[@]}"; do
     for ratio in "${ratios[@]}"; do
       "$sim" "$profile" --device "$device" --oversubscription "$ratio" --compare --json \
         --iterations "$iterations" --warmup "$warmup" >"$work/$model@$device@$ratio.json"
+      # DeepUM at its best lookahead and watermark for this model and capacity.
+      "$sim" "$profile" --device "$device" --oversubscription "$ratio" --policy deepum \
+        --deepum-tune --json --iterations "$iterations" --warmup "$warmup" \
+        >"$work/$model@$device@$ratio.tuned.json"
     done
   done
 done

@@ -37,7 +37,9 @@ Engine::Engine(const DeviceModel &D, uint64_t CapacityBytes)
       NsPerByte(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
                 std::max(D.LinkBytesPerSecond, 1.0)),
       HtoDFree(std::max(1u, D.CopyEnginesPerDirection), 0),
-      DtoHFree(std::max(1u, D.CopyEnginesPerDirection), 0) {}
+      DtoHFree(std::max(1u, D.CopyEnginesPerDirection), 0),
+      HtoDQueue(std::max(1u, D.CopyEnginesPerDirection)),
+      HtoDRetiredEnd(std::max(1u, D.CopyEnginesPerDirection), 0) {}
 
 uint32_t Engine::blockId(uint64_t UmBlock) {
   auto [It, New] = Ids.try_emplace(UmBlock, static_cast<uint32_t>(Resident.size()));
@@ -75,6 +77,77 @@ uint64_t Engine::startOnLane(std::vector<uint64_t> &Lane, uint64_t AtNs, uint64_
   EndNs = Start + DurNs;
   *It = EndNs;
   return Start;
+}
+
+void Engine::retireHtoD() {
+  // No fault is ready before the host's current time: what ended by then can
+  // no longer be overtaken.
+  for (size_t L = 0; L < HtoDQueue.size(); ++L) {
+    std::deque<HtoDItem> &Q = HtoDQueue[L];
+    while (!Q.empty() && Q.front().EndNs <= IssueNs) {
+      HtoDRetiredEnd[L] = std::max(HtoDRetiredEnd[L], Q.front().EndNs);
+      Q.pop_front();
+    }
+  }
+}
+
+uint64_t Engine::startFaultHtoD(uint64_t AtNs, uint64_t DurNs, uint64_t &EndNs) {
+  // The driver services faults ahead of prefetch work it has queued: a
+  // prefetch whose copy has not started by AtNs yields. Running copies and
+  // earlier fault work are not interrupted. On each engine the queue ends
+  // with the prefetches that have not started by AtNs; the fault goes before
+  // them, on the engine where it starts first.
+  retireHtoD();
+  size_t BestLane = 0, BestAt = 0;
+  uint64_t BestStart = Never;
+  for (size_t L = 0; L < HtoDQueue.size(); ++L) {
+    const std::deque<HtoDItem> &Q = HtoDQueue[L];
+    size_t At = Q.size();
+    while (At > 0 && Q[At - 1].Prefetch && Q[At - 1].StartNs > AtNs)
+      --At;
+    uint64_t Free = HtoDRetiredEnd[L];
+    for (size_t I = 0; I < At; ++I)
+      Free = std::max(Free, Q[I].EndNs);
+    uint64_t Start = std::max(Free, AtNs);
+    if (Start < BestStart) {
+      BestStart = Start;
+      BestLane = L;
+      BestAt = At;
+    }
+  }
+  std::deque<HtoDItem> &Q = HtoDQueue[BestLane];
+  EndNs = BestStart + DurNs;
+  Q.insert(Q.begin() + static_cast<std::ptrdiff_t>(BestAt),
+           HtoDItem{BestStart, EndNs, 0, 0, /*Prefetch=*/false, -1});
+  // The prefetches behind it move back as far as they overlap it (a gap
+  // before one absorbs the delay); their pages arrive that much later.
+  uint64_t T = EndNs;
+  for (size_t J = BestAt + 1; J < Q.size() && Q[J].StartNs < T; ++J) {
+    HtoDItem &It = Q[J];
+    assert(It.Prefetch && "only queued prefetches yield");
+    const uint64_t OldEnd = It.EndNs;
+    It.EndNs += T - It.StartNs;
+    It.StartNs = T;
+    T = It.EndNs;
+    ++Stats.PrefetchesYielded;
+    bool Moved = false;
+    for (uint32_t M = It.Mask & Resident[It.Block]; M; M &= M - 1) {
+      uint64_t &Arr = PageArrivalNs[uint64_t{It.Block} * PagesPerBlock +
+                                    static_cast<unsigned>(std::countr_zero(M))];
+      if (Arr == OldEnd) {
+        Arr = It.EndNs;
+        Moved = true;
+      }
+    }
+    if (Moved)
+      ArrivalNs[It.Block] = std::max(ArrivalNs[It.Block], It.EndNs);
+    if (Events && It.Event >= 0) {
+      (*Events)[static_cast<size_t>(It.Event)].StartNs = It.StartNs;
+      (*Events)[static_cast<size_t>(It.Event)].EndNs = It.EndNs;
+    }
+  }
+  HtoDFree[BestLane] = std::max(HtoDFree[BestLane], Q.back().EndNs);
+  return BestStart;
 }
 
 void Engine::lrmRemove(uint32_t B) {
@@ -220,7 +293,18 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
   if (Bytes) {
     uint64_t Setup =
         C == Cause::User ? static_cast<uint64_t>(std::llround(Device.TransferSetupUs * 1e3)) : 0;
-    uint64_t Start = startOnLane(HtoDFree, Ready, transferNs(Bytes) + Setup, Done);
+    uint64_t Start;
+    if (C == Cause::User) {
+      // A prefetch queues behind everything issued before it (FIFO).
+      retireHtoD();
+      auto Lane = std::min_element(HtoDFree.begin(), HtoDFree.end());
+      Start = startOnLane(HtoDFree, Ready, transferNs(Bytes) + Setup, Done);
+      HtoDQueue[static_cast<size_t>(Lane - HtoDFree.begin())].push_back(
+          HtoDItem{Start, Done, B, Mask, /*Prefetch=*/true,
+                   Events ? static_cast<int64_t>(Events->size()) : -1});
+    } else {
+      Start = startFaultHtoD(Ready, transferNs(Bytes), Done);
+    }
     Stats.BytesHtoD += Bytes;
     if (Events)
       logEvent(UmEvent::Kind::MigrationHtoD,
@@ -311,6 +395,24 @@ bool Engine::prefetchPages(uint32_t B, uint32_t Mask, bool RespectProtection) {
   return true;
 }
 
+uint64_t Engine::preEvictTo(uint64_t FreeBytes) {
+  const uint64_t Want = std::min<uint64_t>(FreeBytes / PageBytes, CapacityPages);
+  uint64_t Have = CapacityPages - ResidentPages; // free now or once write-backs end
+  uint64_t Evicted = 0;
+  for (int32_t B = LrmHead; B >= 0 && Have < Want;) {
+    const int32_t Next = LrmNext[B];
+    if (Pinned[B] != KernelSeq && Protect[B] != ProtectEpoch && !(Flags[B] & FlPreferDevice)) {
+      const uint64_t Out = pages(Resident[B]);
+      evict(static_cast<uint32_t>(B), AllPages, IssueNs);
+      Have += Out;
+      Evicted += Out;
+    }
+    B = Next;
+  }
+  Stats.BytesPreEvicted += Evicted * PageBytes;
+  return Evicted * PageBytes;
+}
+
 void Engine::evictPages(uint32_t B, uint32_t Mask) { evict(B, Mask, IssueNs, /*ByUser=*/true); }
 
 uint32_t Engine::dropPages(uint32_t B, uint32_t Mask) {
@@ -369,16 +471,12 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
   const uint64_t ReadyNs = std::max(ComputeEndNs, IssueNs);
   uint64_t StartNs = ReadyNs;
   LastFaults.clear();
+  PresentScratch.clear();
   for (const BlockUse &U : Uses) {
     uint32_t B = U.Block;
     uint32_t Present = U.PageMask & Resident[B];
+    PresentScratch.push_back(Present);
     if (Present) {
-      // Waits only for the pages it touches (the block's latest arrival
-      // bounds them: the per-page scan is needed only when that is late).
-      if (uint64_t Late = ArrivalNs[B] > ReadyNs ? arrivalOf(B, Present) : 0; Late > ReadyNs) {
-        ++Stats.LatePrefetches;
-        StartNs = std::max(StartNs, Late);
-      }
       if (Flags[B] & FlPrefetched) {
         ++Stats.PrefetchHits;
         Flags[B] &= static_cast<uint8_t>(~FlPrefetched);
@@ -482,6 +580,19 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
     T = BatchDone;
   }
   StartNs = std::max(StartNs, T);
+  // Pages present at the launch may still be in flight (a prefetch, pushed
+  // back by the faults above if it had not started). The kernel waits only
+  // for the pages it touches (the block's latest arrival bounds them: the
+  // per-page scan is needed only when that is late).
+  for (size_t U = 0; U < Uses.size(); ++U) {
+    const uint32_t B = Uses[U].Block, Present = PresentScratch[U];
+    if (!Present)
+      continue;
+    if (uint64_t Late = ArrivalNs[B] > ReadyNs ? arrivalOf(B, Present) : 0; Late > ReadyNs) {
+      ++Stats.LatePrefetches;
+      StartNs = std::max(StartNs, Late);
+    }
+  }
 
   const uint64_t EndNs = StartNs + DurationNs;
   for (const BlockUse &U : Uses) {

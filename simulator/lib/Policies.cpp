@@ -271,7 +271,8 @@ llvm::Expected<Schedule> detail::planSchedule(const deepum::v1::Plan &Plan, Work
 
 // --- deepum ----------------------------------------------------------------------------
 
-DeepUmPrefetcher::DeepUmPrefetcher(const Workload &Wl, unsigned L) : W(Wl), Lookahead(L) {
+DeepUmPrefetcher::DeepUmPrefetcher(const Workload &Wl, unsigned L, double Wm)
+    : W(Wl), Lookahead(L), Watermark(Wm) {
   // Launch IDs: hashes of the profile's kernels or a plan's position IDs, any
   // uint64 (a DenseMap reserves 2^64-1 and 2^64-2).
   std::unordered_map<uint64_t, uint32_t> Dense;
@@ -313,6 +314,13 @@ void DeepUmPrefetcher::beforeLaunch(Engine &E, uint32_t P) {
     if (!E.isResident(U.Block, U.PageMask) &&
         !E.prefetchPages(U.Block, U.PageMask, /*RespectProtection=*/true))
       break;
+  // Proactive pre-eviction: keep `Watermark` of the capacity free for what
+  // comes next (the faults and prefetches of the following launches), so that
+  // their room is not made on their critical path. The victims are those the
+  // driver would choose, least recently migrated first, among blocks outside
+  // the window (the tables predict no use of them within the lookahead).
+  if (Watermark > 0)
+    E.preEvictTo(static_cast<uint64_t>(Watermark * static_cast<double>(E.capacityBytes())));
 }
 
 void DeepUmPrefetcher::afterLaunch(Engine &E, uint32_t P) {
@@ -326,4 +334,78 @@ void DeepUmPrefetcher::afterLaunch(Engine &E, uint32_t P) {
     else
       Chain[Cur][It->second].PageMask |= F.PageMask;
   }
+}
+
+// --- DeepUM tuned per workload -------------------------------------------------------
+
+llvm::Expected<DeepUmTuning> deepum::sim::tuneDeepUm(const deepum::v1::Profile &P,
+                                                     const SimOptions &Opts,
+                                                     unsigned SearchIterations) {
+  SimOptions O = Opts;
+  O.Pol = Policy::DeepUm;
+  O.Plan = nullptr;
+  auto Run = [&](DeepUmSetting S, unsigned Warmup, unsigned Iterations) {
+    O.DeepUmLookahead = S.Lookahead;
+    O.DeepUmWatermark = S.Watermark;
+    O.WarmupIterations = Warmup;
+    O.Iterations = Iterations;
+    return simulate(P, O);
+  };
+  DeepUmTuning T;
+  // Short runs rank the settings: DeepUM learns online and its first
+  // iterations after the warm-up are slower than the rest, so the search
+  // warms up three more and measures the remaining ones.
+  const unsigned Search = std::max(1u, std::min(SearchIterations, Opts.Iterations));
+  auto Try = [&](DeepUmSetting S) -> llvm::Expected<double> {
+    llvm::Expected<SimResult> R = Run(S, Opts.WarmupIterations + 3, Search);
+    if (!R)
+      return R.takeError();
+    T.Tried.push_back({S, R->IterationUs});
+    return R->IterationUs;
+  };
+  // Lookahead first, every one: the prefetcher's reach. Iteration time is
+  // not unimodal in it (a short window prefetches little but protects little;
+  // a long one protects the blocks needed soonest from pre-eviction).
+  double Best = 0;
+  DeepUmSetting BestS;
+  for (unsigned L : kDeepUmLookaheads) {
+    llvm::Expected<double> Us = Try({L, 0});
+    if (!Us)
+      return Us.takeError();
+    if (T.Tried.size() == 1 || *Us < Best) {
+      Best = *Us;
+      BestS = {L, 0};
+    }
+  }
+  for (double Wm : kDeepUmWatermarks) {
+    llvm::Expected<double> Us = Try({BestS.Lookahead, Wm});
+    if (!Us)
+      return Us.takeError();
+  }
+  // The finalists at full length: the best of the search and the caller's
+  // own setting (a short search must never make DeepUM worse).
+  std::vector<std::pair<DeepUmSetting, double>> Ranked = T.Tried;
+  std::stable_sort(Ranked.begin(), Ranked.end(),
+                   [](const auto &A, const auto &B) { return A.second < B.second; });
+  std::vector<DeepUmSetting> Finalists;
+  auto Add = [&](DeepUmSetting S) {
+    for (const DeepUmSetting &F : Finalists)
+      if (F.Lookahead == S.Lookahead && F.Watermark == S.Watermark)
+        return;
+    Finalists.push_back(S);
+  };
+  Add(Ranked.front().first);
+  Add({Opts.DeepUmLookahead ? Opts.DeepUmLookahead : Opts.Lookahead, 0});
+  bool First = true;
+  for (const DeepUmSetting &S : Finalists) {
+    llvm::Expected<SimResult> R = Run(S, Opts.WarmupIterations, Opts.Iterations);
+    if (!R)
+      return R.takeError();
+    if (First || R->IterationUs < T.Result.IterationUs) {
+      T.Result = std::move(*R);
+      T.Best = S;
+      First = false;
+    }
+  }
+  return T;
 }

@@ -33,6 +33,12 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
   S.Iterations = Opts.Iterations;
   S.WarmupIterations = Opts.Warmup;
   S.Lookahead = Opts.Lookahead;
+  if (!(Opts.DeepUmWatermark >= 0 && Opts.DeepUmWatermark < 1))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--deepum-watermark must be a fraction of the capacity in "
+                                   "[0, 1), e.g. 0.1 keeps 10% free");
+  S.DeepUmLookahead = Opts.DeepUmLookahead;
+  S.DeepUmWatermark = Opts.DeepUmWatermark;
   S.CheckInvariants = Opts.Check;
   S.Plan = Plan ? &*Plan : nullptr;
   if (Opts.Durations == "profile")
@@ -112,6 +118,7 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
   }
 
   std::vector<SimResult> Results;
+  DeepUmSetting Tuned{S.DeepUmLookahead ? S.DeepUmLookahead : S.Lookahead, S.DeepUmWatermark};
   std::optional<deepum::format::TraceWriter> Trace;
   if (!Opts.PerfettoOut.empty()) {
     // Before any work: the timeline must not replace an input.
@@ -134,6 +141,15 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
     llvm::Expected<SimResult> R = simulate(*P, S, Traced ? &*Trace : nullptr);
     if (!R)
       return R.takeError();
+    if (Pol == Policy::DeepUm && Opts.DeepUmTune) {
+      // The best DeepUM on this profile and capacity (the timeline, if any,
+      // is of the setting given; the tuned one is printed to reproduce it).
+      llvm::Expected<DeepUmTuning> T = tuneDeepUm(*P, S);
+      if (!T)
+        return T.takeError();
+      Tuned = T->Best;
+      *R = std::move(T->Result);
+    }
     if (ByExecutor)
       if (llvm::Error E = Opts.ExecutorReplay(*P, *Plan, S, *R))
         return E;
@@ -151,17 +167,32 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
 
   // With --perfetto - the timeline is standard output: the report goes to standard error.
   llvm::raw_ostream &Report = Opts.PerfettoOut == "-" ? llvm::errs() : OS;
+  // DeepUM's results carry the setting they ran with (tuned or given).
+  auto ToJson = [&](const SimResult &R) {
+    llvm::json::Value V = toJson(R);
+    if (R.PolicyName == policyName(Policy::DeepUm))
+      if (llvm::json::Object *O = V.getAsObject()) {
+        (*O)["deepum_lookahead"] = static_cast<int64_t>(Tuned.Lookahead);
+        (*O)["deepum_watermark"] = Tuned.Watermark;
+        (*O)["deepum_tuned"] = Opts.DeepUmTune;
+      }
+    return V;
+  };
   if (Opts.Json) {
     if (Opts.Compare) {
       llvm::json::Array A;
       for (const SimResult &R : Results)
-        A.push_back(toJson(R));
+        A.push_back(ToJson(R));
       Report << llvm::formatv("{0:2}", llvm::json::Value(std::move(A))) << "\n";
     } else {
-      Report << llvm::formatv("{0:2}", toJson(Results.front())) << "\n";
+      Report << llvm::formatv("{0:2}", ToJson(Results.front())) << "\n";
     }
     return llvm::Error::success();
   }
+  if (Opts.DeepUmTune &&
+      llvm::any_of(Results, [](const SimResult &R) { return R.PolicyName == "deepum"; }))
+    Report << llvm::formatv("deepum tuned: --deepum-lookahead {0} --deepum-watermark {1}\n",
+                        Tuned.Lookahead, Tuned.Watermark);
   if (Opts.Compare)
     printComparison(Report, Results);
   else

@@ -261,7 +261,7 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
     break;
   }
   case Policy::DeepUm:
-    DeepUm.emplace(W, O.Lookahead);
+    DeepUm.emplace(W, O.DeepUmLookahead ? O.DeepUmLookahead : O.Lookahead, O.DeepUmWatermark);
     break;
   default:
     break;

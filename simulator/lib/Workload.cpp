@@ -289,6 +289,19 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
       if (O.FreePos >= Count) // freed after the last launch: lives to the end
         O.FreePos = -1;
     }
+  // Frees after the last kernel (the end of the step: the optimizer's and the
+  // loss's temporaries) belong to the iteration too: up to the next launch
+  // (the next iteration's first), or to the iteration's end mark when it is
+  // the profile's last; never the teardown after the last marked iteration.
+  // They are observed with the next iteration's first launch (position
+  // Count, which wraps to 0).
+  uint64_t TailEnd = IterEnd;
+  if (First + Count < static_cast<uint64_t>(P.kernels_size()))
+    TailEnd = std::max(TailEnd, P.kernels(static_cast<int>(First + Count)).start_ns());
+  else
+    for (const deepum::v1::Iteration &It : P.iterations())
+      if (It.first_kernel() == First && It.kernel_count() == Count)
+        TailEnd = std::max(TailEnd, It.end_ns());
   std::vector<int32_t> Live(W.UmBlocks.size(), 0);
   struct Event {
     uint32_t Pos;
@@ -313,7 +326,10 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
         Pos = std::min(Pos, Span->second.first);
       Events.push_back({Pos, +1, &A});
     }
-    if (A.freed() && A.free_time_ns() >= IterBegin && A.free_time_ns() <= IterEnd) {
+    // (A tail free counts only for an allocation counted above: one made in
+    // the gap itself is the next iteration's.)
+    if (A.freed() && A.free_time_ns() >= IterBegin && A.free_time_ns() <= TailEnd &&
+        A.alloc_time_ns() <= IterEnd) {
       uint32_t Pos = positionOf(A.free_time_ns());
       if (Span != UseSpan.end())
         Pos = std::max(Pos, Span->second.second + 1);

@@ -154,7 +154,8 @@ llvm::Expected<Schedule> planSchedule(const deepum::v1::Plan &Plan, Workload &W,
 /// DeepUM's online correlation prefetcher (Jung et al., ASPLOS'23).
 class DeepUmPrefetcher {
 public:
-  DeepUmPrefetcher(const Workload &W, unsigned Lookahead);
+  /// `Watermark`: the fraction of the capacity pre-eviction keeps free (0: none).
+  DeepUmPrefetcher(const Workload &W, unsigned Lookahead, double Watermark = 0);
   /// At the observation of launch p: learn the successor, prefetch along the
   /// current and predicted chains.
   void beforeLaunch(Engine &E, uint32_t P);
@@ -164,6 +165,7 @@ public:
 private:
   const Workload &W;
   unsigned Lookahead;
+  double Watermark;
   std::vector<uint32_t> IdOf;                 // position -> dense ID
   std::vector<int32_t> Succ;                  // dense ID -> last observed successor (-1 unknown)
   std::vector<std::vector<BlockUse>> Chain;   // dense ID -> UM-block chain

@@ -853,3 +853,194 @@ TEST(SimDeepUm, PreEvictionVictimIsTheLeastRecentlyMigrated) {
   EXPECT_EQ(E.stats().InvariantViolations, 0u);
   EXPECT_EQ(E.verifyAccounting(), 0u);
 }
+
+// --- DeepUM as strong as its paper: fault priority, tail frees, watermark ------
+
+TEST(SimDeepUm, FaultsOvertakePrefetchesNotYetStarted) {
+  // Four 2 MiB prefetches queued at t = 0 keep the copy engine busy for four
+  // transfers (8.4 ms). A kernel then faults on another block: its batch is
+  // taken at 10 us, when the first prefetch is running. The fault's copy
+  // waits for that one only; the three not started yield, each arriving one
+  // transfer later. Without priority the fault would start at 4 transfers.
+  Engine E(handDevice(), 64 * MiB);
+  const uint64_t T = 2'097'152; // one block over the hand link, ns
+  uint32_t P[4];
+  for (uint32_t I = 0; I < 4; ++I) {
+    P[I] = E.blockId(100 + I);
+    ASSERT_TRUE(E.prefetchPages(P[I], ~0u));
+  }
+  EXPECT_EQ(E.copyEndNs(/*ToDevice=*/true), 4 * T);
+  uint32_t X = E.blockId(200);
+  ASSERT_FALSE(E.launch({{X, ~0u, Access::Read}}, 1'000'000));
+  EXPECT_EQ(E.stats().Faults, 32u);
+  EXPECT_EQ(E.stats().PrefetchesYielded, 3u);
+  EXPECT_EQ(E.computeEndNs(), 2 * T + 1'000'000); // fault copy [T, 2T], then the kernel
+  EXPECT_EQ(E.copyEndNs(true), 5 * T);
+  // The last prefetch now arrives at 5 T: a kernel reading it waits for it.
+  ASSERT_FALSE(E.launch({{P[3], ~0u, Access::Read}}, 1'000'000));
+  EXPECT_EQ(E.stats().LatePrefetches, 1u);
+  EXPECT_EQ(E.stats().PrefetchHits, 1u);
+  EXPECT_EQ(E.computeEndNs(), 5 * T + 1'000'000);
+  // The first one was running when the fault came and kept its slot.
+  ASSERT_FALSE(E.launch({{P[0], ~0u, Access::Read}}, 1'000'000));
+  EXPECT_EQ(E.computeEndNs(), 5 * T + 2'000'000);
+  EXPECT_EQ(E.stats().Faults, 32u);
+  EXPECT_EQ(E.verifyAccounting(), 0u);
+}
+
+TEST(SimDeepUm, FaultsWaitForEarlierFaultsAndStartedPrefetches) {
+  // A prefetch queued after the faults of a kernel were serviced does not
+  // delay them; and one that has started by the time a fault is ready is not
+  // interrupted: the fault waits for its end.
+  Engine E(handDevice(), 64 * MiB);
+  const uint64_t T = 2'097'152;
+  uint32_t A = E.blockId(1), B = E.blockId(2), C = E.blockId(3);
+  ASSERT_FALSE(E.launch({{A, ~0u, Access::Read}}, 5'000'000)); // fault: [10 us, 10 us + T]
+  const uint64_t Start0 = 10'000 + T;
+  EXPECT_EQ(E.computeEndNs(), Start0 + 5'000'000);
+  ASSERT_TRUE(E.prefetchPages(B, ~0u)); // issued at Start0: [Start0, Start0 + T]
+  ASSERT_FALSE(E.launch({{C, ~0u, Access::Read}}, 1'000));
+  // C's batch is taken when A's kernel ends (Start0 + 5 ms), after B's copy.
+  EXPECT_EQ(E.stats().PrefetchesYielded, 0u);
+  EXPECT_EQ(E.computeEndNs(), Start0 + 5'000'000 + 10'000 + T + 1'000);
+}
+
+namespace {
+/// k0 writes a temporary T, k1 reads it, k2 reads a parameter; T is freed
+/// after the last kernel, before the iteration's end mark (the end of the
+/// step), or before the next launch. Room for three blocks.
+v1::Profile tailFree(bool NextLaunchAfterGap) {
+  ProfileBuilder B;
+  uint64_t W0 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t W1 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t T = B.allocate(2 * MiB, 0, 350'000, v1::ALLOCATION_ROLE_ACTIVATION);
+  // Torn down long after the iteration's end: not one of its frees.
+  uint64_t W2 = B.allocate(2 * MiB, 0, 900'000'000, v1::ALLOCATION_ROLE_PARAMETER);
+  B.kernel("k0", 100'000, {{T, ACCESS_MODE_WRITE}, {W0, ACCESS_MODE_READ}});
+  B.kernel("k1", 100'000, {{T, ACCESS_MODE_READ}});
+  B.kernel("k2", 100'000, {{W1, ACCESS_MODE_READ}, {W2, ACCESS_MODE_READ}});
+  B.iteration(0, 3);
+  v1::Profile P = B.build();
+  if (NextLaunchAfterGap) {
+    // A further launch at 400 us (outside the iteration): T's free at 350 us
+    // falls in the gap before it.
+    v1::Kernel *K = P.add_kernels();
+    *K = P.kernels(2);
+    K->set_start_ns(400'000);
+    K->set_end_ns(500'000);
+  } else {
+    P.mutable_iterations(0)->set_end_ns(400'000);
+  }
+  return P;
+}
+} // namespace
+
+TEST(SimDeepUm, SeesFreesAfterTheIterationsLastKernel) {
+  for (bool Gap : {false, true}) {
+    SCOPED_TRACE(Gap ? "next launch after a gap" : "iteration end mark");
+    v1::Profile P = tailFree(Gap);
+    auto Wl = takeOk(sim::detail::workloadFromProfile(P));
+    // Observed with the next iteration's first launch (position 3 wraps to 0).
+    ASSERT_EQ(Wl.dead(0).size(), 1u);
+    EXPECT_EQ(Wl.UmBlocks[Wl.dead(0)[0]], Wl.UmBlocks[Wl.uses(1)[0].Block]);
+    for (uint32_t K = 1; K < 3; ++K)
+      EXPECT_TRUE(Wl.dead(K).empty()) << K;
+    SimResult Um = run(P, opts(Policy::Um, 6 * MiB));
+    SimResult D = run(P, opts(Policy::DeepUm, 6 * MiB));
+    EXPECT_GT(Um.BytesDtoH, 0);
+    EXPECT_EQ(D.BytesDtoH, 0); // T is dropped, never written back
+    EXPECT_EQ(D.BytesDiscarded, 2.0 * MiB);
+    EXPECT_EQ(D.LostReads, 0);
+    EXPECT_LT(D.IterationUs, Um.IterationUs);
+  }
+}
+
+TEST(SimDeepUm, WatermarkPreEvictsLeastRecentlyMigratedOutsideTheWindow) {
+  // Four blocks, room for four: A, B, C, D faulted in that order (D's kernel
+  // last, so D is pinned). Keeping 4 MiB free evicts the least recently
+  // migrated blocks that are neither pinned nor protected: C is protected,
+  // so A and B go. Write-backs in flight count as free: a second call
+  // evicts nothing.
+  Engine E(handDevice(), 8 * MiB);
+  uint32_t B[4];
+  for (uint32_t I = 0; I < 4; ++I) {
+    B[I] = E.blockId(10 + I);
+    ASSERT_FALSE(E.launch({{B[I], ~0u, Access::Write}}, 1'000));
+  }
+  EXPECT_EQ(E.residentBytes(), 8 * MiB);
+  E.beginProtection();
+  E.protect(B[2], 0);
+  EXPECT_EQ(E.preEvictTo(4 * MiB), 4 * MiB);
+  EXPECT_FALSE(E.isResident(B[0], 1u));
+  EXPECT_FALSE(E.isResident(B[1], 1u));
+  EXPECT_TRUE(E.isResident(B[2], ~0u));
+  EXPECT_TRUE(E.isResident(B[3], ~0u));
+  EXPECT_EQ(E.stats().BytesDtoH, 4 * MiB); // dirty: written back
+  EXPECT_EQ(E.preEvictTo(4 * MiB), 0u);
+  // Asking for more than what is evictable stops at what is.
+  EXPECT_EQ(E.preEvictTo(8 * MiB), 0u);
+  EXPECT_EQ(E.stats().BytesPreEvicted, 4 * MiB);
+  EXPECT_EQ(E.verifyAccounting(), 0u);
+}
+
+TEST(SimDeepUm, WatermarkKeepsRoomFreeWhenThePrefetcherRuns) {
+  // fourCycle(5 ms) with room for all four blocks: without a watermark DeepUM
+  // moves nothing after the cold iteration. Lookahead 1 (window: launches p
+  // and p+1) and a watermark of half the capacity: after observing p, the
+  // blocks outside the window are pre-evicted down to the watermark, except
+  // A_{p-1}, pinned by the running kernel: A_{p+2} goes, and is prefetched
+  // back when p+1 is observed, a kernel ahead (2.1 ms < 5 ms). One eviction
+  // and one 2 MiB prefetch per kernel, never a fault, never a stall.
+  v1::Profile P = fourCycle(5000);
+  SimOptions O = opts(Policy::DeepUm, 8 * MiB);
+  O.Lookahead = 8;
+  O.DeepUmLookahead = 1;
+  SimResult Plain = run(P, O);
+  EXPECT_EQ(Plain.Evictions, 0);
+  EXPECT_EQ(Plain.BytesHtoD, 0);
+  O.DeepUmWatermark = 0.5;
+  SimResult D = run(P, O);
+  EXPECT_EQ(D.Faults, 0);
+  EXPECT_EQ(D.Evictions, 4);
+  EXPECT_EQ(D.BytesPrefetched, 8.0 * MiB);
+  EXPECT_EQ(D.LatePrefetches, 0);
+  EXPECT_NEAR(D.IterationUs, 20000, 1e-6);
+  EXPECT_EQ(D.PeakResidentBytes, 8 * MiB);
+}
+
+TEST(SimDeepUm, ItsOwnLookaheadOverridesTheSharedOne) {
+  // inputAtTheEnd(1000) stalls BlockUs - 200 with lookahead 1 and
+  // BlockUs - 1300 with 3 or more (LookaheadDecidesHowEarly... above).
+  v1::Profile P = inputAtTheEnd(1000);
+  SimOptions O = opts(Policy::DeepUm, 64 * MiB);
+  O.Lookahead = 8;
+  O.DeepUmLookahead = 1;
+  EXPECT_NEAR(run(P, O).StallUs, BlockUs - 200, 1e-6);
+  O.Lookahead = 1;
+  O.DeepUmLookahead = 3;
+  EXPECT_NEAR(run(P, O).StallUs, BlockUs - 1300, 1e-6);
+}
+
+TEST(SimDeepUm, TuningFindsTheShortestLookaheadThatHidesTheCopy) {
+  // inputAtTheEnd(1000): lookahead 1 stalls BlockUs - 200, 2 stalls
+  // BlockUs - 1200, 3 and more BlockUs - 1300 (the cycle's whole compute).
+  // The search tries every lookahead 1 .. 256 (4 is the first of the
+  // fastest), then the three watermarks at 4 (64 MiB leaves them nothing to
+  // do: no better). The best is 4, at least as good as the default of 8.
+  v1::Profile P = inputAtTheEnd(1000);
+  SimOptions O = opts(Policy::Um, 64 * MiB);
+  DeepUmTuning T = takeOk(tuneDeepUm(P, O));
+  ASSERT_EQ(T.Tried.size(), 12u);
+  const unsigned Order[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 4, 4, 4};
+  for (size_t I = 0; I < T.Tried.size(); ++I)
+    EXPECT_EQ(T.Tried[I].first.Lookahead, Order[I]) << I;
+  EXPECT_EQ(T.Tried[9].first.Watermark, 0.05);
+  EXPECT_NEAR(T.Tried[0].second, 1300 + BlockUs - 200, 1e-6);
+  EXPECT_EQ(T.Best.Lookahead, 4u);
+  EXPECT_EQ(T.Best.Watermark, 0);
+  EXPECT_EQ(T.Result.PolicyName, "deepum");
+  EXPECT_EQ(T.Result.MeasuredIterations, O.Iterations);
+  EXPECT_NEAR(T.Result.StallUs, BlockUs - 1300, 1e-6);
+  O.Pol = Policy::DeepUm;
+  EXPECT_LE(T.Result.IterationUs, run(P, O).IterationUs);
+}

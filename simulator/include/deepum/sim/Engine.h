@@ -8,6 +8,8 @@
 //    moment the host observes launch k while k-1 runs).
 //  - Commands (prefetchToDevice, evictToHost, discard, advise) go to a copy
 //    engine per direction, in issue order (FIFO, like one CUDA stream each).
+//    Demand faults are serviced ahead of queued prefetches: a prefetch that
+//    has not started when a fault's migration is ready yields to it.
 //  - launch(uses, duration) runs the kernel after the previous one, once every
 //    64 KiB page it touches is resident: missing pages demand-fault, are
 //    serviced in batches (fixed latency + transfer, density prefetcher), and
@@ -33,6 +35,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <queue>
 #include <unordered_map>
 #include <vector>
@@ -81,6 +84,8 @@ struct EngineStats {
   uint64_t HostCalls = 0;         // transfer API calls (a batch call is one)
   uint64_t HostCallNs = 0;        // host time spent in them
   uint64_t PeakResidentBytes = 0; // resident + being evicted
+  uint64_t PrefetchesYielded = 0; // queued prefetches pushed back by a fault
+  uint64_t BytesPreEvicted = 0;   // resident bytes dropped by preEvictTo
 };
 
 /// Fills a result's steady-state figures (SimResult, the executor's
@@ -195,6 +200,12 @@ public:
   /// The host overwrites the pages (e.g. the data loader fills an input
   /// batch): GPU copies are dropped without write-back; the host copy is current.
   void hostWritePages(uint32_t Block, uint32_t Mask);
+  /// Proactive pre-eviction: evicts whole blocks, least recently migrated
+  /// first, until at least `FreeBytes` of capacity is free or being freed
+  /// (write-backs in flight count). Victims are never pinned by the running
+  /// kernel, never protected since the last beginProtection() (needed soon),
+  /// and never preferred-location-device. Returns the bytes evicted.
+  uint64_t preEvictTo(uint64_t FreeBytes);
   void beginProtection() { ++ProtectEpoch; }
   /// Marks `Block` as needed soon; `Rank` orders the need (0 = first).
   void protect(uint32_t Block, uint32_t Rank) {
@@ -268,6 +279,13 @@ private:
   /// Latest arrival among pages `Mask` of `Block`.
   uint64_t arrivalOf(uint32_t Block, uint32_t Mask) const;
   uint64_t startOnLane(std::vector<uint64_t> &Lane, uint64_t AtNs, uint64_t DurNs, uint64_t &EndNs);
+  /// A fault's migration (demand pages or the density prefetch) on the
+  /// host-to-device engines: it starts after the transfers already running
+  /// at `AtNs` and the fault work queued before it, ahead of every prefetch
+  /// not yet started; those are pushed back (their pages arrive later).
+  uint64_t startFaultHtoD(uint64_t AtNs, uint64_t DurNs, uint64_t &EndNs);
+  /// Drops transfers that ended before the host's current time.
+  void retireHtoD();
   void lrmRemove(uint32_t B);
   void lrmPushBack(uint32_t B);
   void notePeak();
@@ -301,11 +319,23 @@ private:
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> PendingFree;
   uint64_t PendingPages = 0;
 
-  std::vector<uint64_t> HtoDFree, DtoHFree; // per copy engine
+  std::vector<uint64_t> HtoDFree, DtoHFree; // per copy engine: when its last transfer ends
+  /// Host-to-device transfers per engine that may still be running or
+  /// queued, in start order: faults (never yield) and prefetches (yield to
+  /// faults until they start). RetiredEnd: the latest end among those dropped.
+  struct HtoDItem {
+    uint64_t StartNs, EndNs;
+    uint32_t Block, Mask;
+    bool Prefetch;
+    int64_t Event; // index in *Events of its migration record, -1 none
+  };
+  std::vector<std::deque<HtoDItem>> HtoDQueue;
+  std::vector<uint64_t> HtoDRetiredEnd;
   uint64_t IssueNs = 0, ComputeEndNs = 0;
   // Starts above every Pinned entry so that no block is pinned before a launch.
   uint32_t KernelSeq = 1, ProtectEpoch = 1;
   std::vector<BlockUse> LastFaults, FaultScratch;
+  std::vector<uint32_t> PresentScratch;
   std::vector<uint32_t> VictimScratch;
   EngineStats Stats;
   deepum::format::TraceWriter *Timeline = nullptr;

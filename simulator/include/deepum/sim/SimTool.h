@@ -46,6 +46,13 @@ struct SimToolOptions {
   unsigned Iterations = 10;
   unsigned Warmup = 2;
   unsigned Lookahead = 8;
+  /// DeepUM's settings (SimOptions::DeepUmLookahead, DeepUmWatermark): its
+  /// lookahead (0 = Lookahead) and free-memory watermark (fraction, [0, 1)).
+  unsigned DeepUmLookahead = 0;
+  double DeepUmWatermark = 0;
+  /// Replace DeepUM's result with the best setting tuneDeepUm finds (the
+  /// setting is printed, and in JSON: deepum_lookahead, deepum_watermark).
+  bool DeepUmTune = false;
   /// Kernel durations: "auto", "profile" or "roofline" (SimOptions::Durations).
   std::string Durations = "auto";
   bool Json = false;

@@ -110,6 +110,13 @@ struct SimOptions {
   std::string ProfileName = "profile";
   /// Kernels the deepum and swap-layer prefetchers look ahead.
   unsigned Lookahead = 8;
+  /// DeepUM's own settings (docs/simulator.md), tuned per model by the result
+  /// generators: the launches its prefetcher looks ahead (0 = Lookahead), and
+  /// the free-memory watermark its pre-eviction keeps after each
+  /// observation, as a fraction of the capacity (0 = room is made only for
+  /// the prefetches themselves). In [0, 1).
+  unsigned DeepUmLookahead = 0;
+  double DeepUmWatermark = 0;
   /// Timeline: how many of the last measured iterations to record.
   unsigned TimelineIterations = 1;
   /// Check the model's invariants on every kernel (costs ~20% time).
@@ -163,6 +170,31 @@ struct SimResult {
   uint64_t PeakResidentBytes = 0;   // [peak_resident_bytes] incl. evictions in flight
   uint64_t InvariantViolations = 0; // [invariant_violations] with CheckInvariants
 };
+
+/// One setting of DeepUM (SimOptions::DeepUmLookahead, DeepUmWatermark).
+struct DeepUmSetting {
+  unsigned Lookahead = 8;
+  double Watermark = 0;
+};
+/// DeepUM tuned for one profile and capacity: the best setting found and its
+/// result, and every setting tried with its iteration time in the search.
+struct DeepUmTuning {
+  DeepUmSetting Best;
+  SimResult Result; // Best, simulated with the caller's iterations
+  std::vector<std::pair<DeepUmSetting, double>> Tried; // iteration_us in the search
+};
+/// The lookaheads and watermarks tuneDeepUm searches.
+inline constexpr unsigned kDeepUmLookaheads[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+inline constexpr double kDeepUmWatermarks[] = {0.05, 0.10, 0.20};
+/// Tunes DeepUM on `P` at the capacity of `Opts` (whose Pol is ignored):
+/// every lookahead with no watermark, then each watermark at the best
+/// lookahead. The search measures `SearchIterations` iterations after
+/// Opts.WarmupIterations + 3 (DeepUM's first iterations after a short warm-up
+/// are not yet its steady state); the best setting found and Opts' own
+/// (lookahead Opts.DeepUmLookahead or Opts.Lookahead, no watermark) are then
+/// simulated as Opts says and the faster is Best.
+llvm::Expected<DeepUmTuning> tuneDeepUm(const deepum::v1::Profile &P, const SimOptions &Opts,
+                                        unsigned SearchIterations = 2);
 
 /// Simulates `P` under `Opts`. `Timeline`, when given, receives compute,
 /// copy-engine, fault and eviction events and the resident-bytes counter.

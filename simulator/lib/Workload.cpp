@@ -333,7 +333,13 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
       uint32_t Pos = positionOf(A.free_time_ns());
       if (Span != UseSpan.end())
         Pos = std::max(Pos, Span->second.second + 1);
-      Events.push_back({Pos, -1, &A});
+      // Made and freed between the same two launches: never live at a launch
+      // boundary. Its events would run free-before-allocation and take the
+      // live count of memory another allocation holds through zero.
+      if (!Events.empty() && Events.back().A == &A && Events.back().Pos == Pos)
+        Events.pop_back();
+      else
+        Events.push_back({Pos, -1, &A});
     }
   }
   std::stable_sort(Events.begin(), Events.end(), [](const Event &X, const Event &Y) {

@@ -213,6 +213,33 @@ TEST(SimDeepUm, InvalidatesBlocksOfFreedAllocations) {
   EXPECT_LE(D.IterationUs, Um.IterationUs);
 }
 
+TEST(SimDeepUm, AnAllocationMadeAndFreedBetweenTwoLaunchesKillsNoBlock) {
+  // W (a parameter, pages 0-15 of a block) is read by every kernel; Z shares
+  // W's block (pages 16-31) and is made and freed between k0 and k1, never
+  // used. Frees are applied before allocations at a boundary, so Z's free
+  // would take the block's live count through zero: W's block must not die.
+  ProfileBuilder B;
+  uint64_t W = B.allocate(1 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  const uint64_t ZAddress = B.profile().allocations(0).address() + 1 * MiB;
+  for (int It = 0; It < 3; ++It) {
+    const uint64_t T0 = B.now();
+    B.allocate(1 * MiB, T0 + 100'001, static_cast<int64_t>(T0 + 100'002),
+               v1::ALLOCATION_ROLE_WORKSPACE, ZAddress);
+    B.kernel("k0", 100'000, {{W, ACCESS_MODE_READ}});
+    B.kernel("k1", 100'000, {{W, ACCESS_MODE_READ}});
+    B.iteration(static_cast<uint32_t>(It * 2), 2);
+  }
+  v1::Profile P = B.build();
+  if (llvm::Error E = format::validateProfile(P))
+    FAIL() << llvm::toString(std::move(E));
+  auto Wl = takeOk(sim::detail::workloadFromProfile(P));
+  EXPECT_TRUE(Wl.dead(0).empty());
+  EXPECT_TRUE(Wl.dead(1).empty());
+  SimResult D = run(P, opts(Policy::DeepUm, 4 * MiB));
+  EXPECT_EQ(D.BytesDiscarded, 0);
+  EXPECT_EQ(D.LostReads, 0);
+}
+
 TEST(SimSwapLayer, SwapsActivationOutAfterForwardAndBackBeforeBackward) {
   // X is written by k0 (forward) and read by k11 (backward); Y appears at k6
   // (the peak of live activations, the turn). Lookahead 2: X goes out at

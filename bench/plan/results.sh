@@ -53,8 +53,8 @@ this file used. The targets row on `deepum` uses the tuned one. The plan is with
 lower bound in every h100 row but vgg16 at 3x (1.23x); its lead is smallest where the tuned
 DeepUM itself is near the bound (the 1.25x rows). What remains for the transformers is the
 write-back of the weights and optimizer state that the optimizer step dirties, which runs into
-the next forward pass (docs/planner.md); the cut bound does not count data dirtied in the
-previous iteration, so it cannot show it.
+the next forward pass (docs/planner.md); the two-point cut charges it against the next
+iteration's fetches, which is why `x lower` for the transformers is now small.
 
 Planner speed target (tables below): "100k kernels per iteration and 1M block uses in <= 3 s and
 <= 1 GiB". ResNet-50 at batch 32 (about 10 block uses per kernel) repeated to 100k kernels has

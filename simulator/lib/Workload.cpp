@@ -359,6 +359,7 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
   // be kept. Only frees kill contents: a page no allocation covers never dies.
   {
     constexpr unsigned PerBlock = Engine::PagesPerBlock;
+    const uint32_t Positions = Count; // a structured binding: lambdas take a copy
     std::vector<int32_t> LivePages(W.UmBlocks.size() * PerBlock, 0);
     std::vector<std::vector<uint32_t>> DeathsOf(LivePages.size()); // positions, ascending
     auto forPages = [&](const deepum::v1::Allocation &A, auto F) {
@@ -376,7 +377,7 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
       forPages(*E.A, [&](size_t Pg) {
         LivePages[Pg] += E.Delta;
         if (E.Delta < 0 && LivePages[Pg] == 0)
-          DeathsOf[Pg].push_back(E.Pos % Count);
+          DeathsOf[Pg].push_back(E.Pos % Positions);
       });
     for (auto &D : DeathsOf)
       std::sort(D.begin(), D.end());

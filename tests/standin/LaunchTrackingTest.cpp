@@ -128,18 +128,29 @@ void addOne(deepum_standin_launch *L, void **Args, void *) {
     P[I] += 1;
 }
 
-TEST(LaunchTracking, GraphLaunchReportsEveryKernelOfTheGraph) {
+/// The kernel name the graph tests register addOne under.
+constexpr const char *AddOneName = "_Z6addOnePfi";
+
+/// Registers `HostFn` as kernel `AddOneName` with addOne as its twin, as nvcc's
+/// registration code and the twin header would.
+::testing::AssertionResult registerAddOne(const void *HostFn) {
   auto Register = reinterpret_cast<deepum_standin_register_twin_fn>(
       dlsym(RTLD_DEFAULT, "deepum_standin_register_twin"));
-  ASSERT_TRUE(Register) << "not on the stand-in";
-  const char *Name = "_Z6addOnePfi";
-  const void *Fn = reinterpret_cast<const void *>(&graphHostSymbol);
+  if (!Register)
+    return ::testing::AssertionFailure() << "not on the stand-in";
   void **H = __cudaRegisterFatBinary(nullptr);
-  __cudaRegisterFunction(H, static_cast<const char *>(Fn), nullptr, Name, -1, nullptr, nullptr,
-                         nullptr, nullptr, nullptr);
+  __cudaRegisterFunction(H, static_cast<const char *>(HostFn), nullptr, AddOneName, -1, nullptr,
+                         nullptr, nullptr, nullptr, nullptr);
   __cudaRegisterFatBinaryEnd(H);
   const uint32_t Sizes[] = {sizeof(float *), sizeof(int)};
-  ASSERT_EQ(Register(Fn, nullptr, &addOne, nullptr, Sizes, 2), 0);
+  if (int E = Register(HostFn, nullptr, &addOne, nullptr, Sizes, 2))
+    return ::testing::AssertionFailure() << "deepum_standin_register_twin returned " << E;
+  return ::testing::AssertionSuccess();
+}
+
+TEST(LaunchTracking, GraphLaunchReportsEveryKernelOfTheGraph) {
+  const void *Fn = reinterpret_cast<const void *>(&graphHostSymbol);
+  ASSERT_TRUE(registerAddOne(Fn));
 
   auto Back = cuda::createCudaBackend();
   Recorder R;
@@ -158,7 +169,7 @@ TEST(LaunchTracking, GraphLaunchReportsEveryKernelOfTheGraph) {
     void *Args[] = {&P, &N};
     ASSERT_EQ(cudaLaunchKernel(Fn, dim3(G), dim3(128), Args, 0, S), cudaSuccess);
     Expected.push_back(
-        deepum::format::executionId(Name, deepum::format::LaunchConfig{G, 1, 1, 128, 1, 1, 0}));
+        deepum::format::executionId(AddOneName, deepum::format::LaunchConfig{G, 1, 1, 128, 1, 1, 0}));
   }
   cudaGraph_t Graph = nullptr;
   ASSERT_EQ(cudaStreamEndCapture(S, &Graph), cudaSuccess);
@@ -189,17 +200,8 @@ TEST(LaunchTracking, GraphLaunchReportsEveryKernelOfTheGraph) {
 void captureHostSymbol() {}
 
 TEST(LaunchTracking, CapturedLaunchesAreReportedOnlyWhenTheGraphRuns) {
-  auto Register = reinterpret_cast<deepum_standin_register_twin_fn>(
-      dlsym(RTLD_DEFAULT, "deepum_standin_register_twin"));
-  ASSERT_TRUE(Register) << "not on the stand-in";
-  const char *Name = "_Z6addOnePfi";
   const void *Fn = reinterpret_cast<const void *>(&captureHostSymbol);
-  void **H = __cudaRegisterFatBinary(nullptr);
-  __cudaRegisterFunction(H, static_cast<const char *>(Fn), nullptr, Name, -1, nullptr, nullptr,
-                         nullptr, nullptr, nullptr);
-  __cudaRegisterFatBinaryEnd(H);
-  const uint32_t Sizes[] = {sizeof(float *), sizeof(int)};
-  ASSERT_EQ(Register(Fn, nullptr, &addOne, nullptr, Sizes, 2), 0);
+  ASSERT_TRUE(registerAddOne(Fn));
   cudaKernel_t Kernel = nullptr;
   ASSERT_EQ(__cudaGetKernel(&Kernel, Fn), cudaSuccess);
 
@@ -223,11 +225,11 @@ TEST(LaunchTracking, CapturedLaunchesAreReportedOnlyWhenTheGraphRuns) {
   for (unsigned G : {1u, 2u}) {
     ASSERT_EQ(cudaLaunchKernel(Fn, dim3(G), dim3(64), Args, 0, S), cudaSuccess);
     Expected.push_back(
-        deepum::format::executionId(Name, deepum::format::LaunchConfig{G, 1, 1, 64, 1, 1, 0}));
+        deepum::format::executionId(AddOneName, deepum::format::LaunchConfig{G, 1, 1, 64, 1, 1, 0}));
   }
   ASSERT_EQ(__cudaLaunchKernel(Kernel, dim3(3), dim3(32), Args, 0, S), cudaSuccess);
   Expected.push_back(
-      deepum::format::executionId(Name, deepum::format::LaunchConfig{3, 1, 1, 32, 1, 1, 0}));
+      deepum::format::executionId(AddOneName, deepum::format::LaunchConfig{3, 1, 1, 32, 1, 1, 0}));
   cudaStreamCaptureStatus Status{};
   ASSERT_EQ(cudaStreamIsCapturing(S, &Status), cudaSuccess);
   EXPECT_EQ(Status, cudaStreamCaptureStatusActive) << "nothing invalidated the capture";
@@ -271,17 +273,8 @@ TEST(LaunchTracking, CapturedLaunchesAreReportedOnlyWhenTheGraphRuns) {
 void earlyHostSymbol() {}
 
 TEST(LaunchTracking, AGraphInstantiatedBeforeTrackingIsCountedAndSaidOnce) {
-  auto Register = reinterpret_cast<deepum_standin_register_twin_fn>(
-      dlsym(RTLD_DEFAULT, "deepum_standin_register_twin"));
-  ASSERT_TRUE(Register) << "not on the stand-in";
-  const char *Name = "_Z6addOnePfi";
   const void *Fn = reinterpret_cast<const void *>(&earlyHostSymbol);
-  void **H = __cudaRegisterFatBinary(nullptr);
-  __cudaRegisterFunction(H, static_cast<const char *>(Fn), nullptr, Name, -1, nullptr, nullptr,
-                         nullptr, nullptr, nullptr);
-  __cudaRegisterFatBinaryEnd(H);
-  const uint32_t Sizes[] = {sizeof(float *), sizeof(int)};
-  ASSERT_EQ(Register(Fn, nullptr, &addOne, nullptr, Sizes, 2), 0);
+  ASSERT_TRUE(registerAddOne(Fn));
 
   if (cuda::CuptiSubscriber::instance().available())
     GTEST_SKIP() << "launch tracking already started in this process; ctest runs each test alone";

@@ -19,6 +19,8 @@
 
 #include "FakeProfilerInjection.h"
 
+#include "ProgramCheck.h"
+
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -29,15 +31,7 @@
 
 namespace {
 
-int Failures = 0;
-
-#define CHECK(Cond)                                                                                \
-  do {                                                                                             \
-    if (!(Cond)) {                                                                                 \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #Cond);                \
-      ++Failures;                                                                                  \
-    }                                                                                              \
-  } while (0)
+using deepum::test::Failures;
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 void *const kStream = reinterpret_cast<void *>(uintptr_t{0x5000});

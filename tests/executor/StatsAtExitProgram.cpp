@@ -16,6 +16,8 @@
 //===----------------------------------------------------------------------===//
 #include "deepum/deepum.h"
 
+#include "ProgramCheck.h"
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,15 +33,7 @@
 
 namespace {
 
-int Failures = 0;
-
-#define CHECK(Cond)                                                                                \
-  do {                                                                                             \
-    if (!(Cond)) {                                                                                 \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #Cond);                \
-      ++Failures;                                                                                  \
-    }                                                                                              \
-  } while (0)
+using deepum::test::Failures;
 
 /// What a training process does: allocate, free, step, then exit normally.
 int child() {

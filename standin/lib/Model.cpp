@@ -211,12 +211,7 @@ uint64_t Model::stampNs() {
 }
 
 void Model::prefetch(uint64_t Address, uint64_t Bytes, bool ToDevice, CUstream_st &S) {
-  afterLastStamp(nowNs());
-  if (ToDevice)
-    Eng->prefetchToDevice(Address, Bytes);
-  else
-    Eng->evictToHost(Address, Bytes);
-  S.LastNs = std::max(S.LastNs, nowNs());
+  prefetchBatch({{Address, Bytes}}, ToDevice, S); // a batch of one costs one call
 }
 
 void Model::prefetchBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, bool ToDevice,
@@ -235,8 +230,7 @@ void Model::discardBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, CUst
 }
 
 void Model::discard(uint64_t Address, uint64_t Bytes, CUstream_st &S) {
-  Eng->discard(Address, Bytes);
-  S.LastNs = std::max(S.LastNs, nowNs());
+  discardBatch({{Address, Bytes}}, S);
 }
 
 cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,

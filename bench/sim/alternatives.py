@@ -274,7 +274,10 @@ def ckpt_cell(r):
 def candidates(r):
     """The columns that run at this capacity: the time of each."""
     cand = {"deepum plan": r["plan"], "plain UM": r["um"]}
-    if r["ckpt_fits"] or r["ckpt_kind"] == "profiled":
+    if r["ckpt_kind"] == "modelled":
+        if r["ckpt_fits"]:
+            cand["checkpointing †"] = r["ckpt"]
+    else:
         cand["checkpointing" + ("" if r["ckpt_fits"] else " with plan")] = r["ckpt"]
     if r["soc_need"] <= r["capacity"]:
         cand["save_on_cpu"] = r["soc"]
@@ -310,6 +313,12 @@ def render(rows, analyses, devices):
                 cell(r["fsdp"], ideal, r["fsdp_need"] <= r["capacity"], r["fsdp_need"]),
                 fastest(r) + " |"]))
         out.append("")
+        won = {}
+        for r in (r for r in rows if r["device"] == device):
+            won[fastest(r)] = won.get(fastest(r), 0) + 1
+        n = sum(won.values())
+        out += ["Fastest that fits, rows of " + str(n) + ": " + ", ".join(
+            f"{k} {v}" for k, v in sorted(won.items(), key=lambda kv: -kv[1])) + ".", ""]
     out += ["### What the modelled columns are built from (per model, per device)", "",
             "| model | device | forward ms | saved for backward GiB | save_on_cpu copies ms | "
             "save_on_cpu needs GiB | optimizer step on GPU ms | ZeRO-Offload: CPU Adam ms | "

@@ -253,7 +253,7 @@ def check_row(r):
     if r["soc_need"] > r["peak_live"]:
         problems.append("save_on_cpu needs more memory than no offload")
     if problems:
-        sys.exit(f"alternatives: {r['model']} on {r['device']} at {r['ratio']}x: "
+        sys.exit(f"alternatives: {r['model']} on {r['device']} at {r['ratio']:g}x: "
                  + "; ".join(problems) + "; nothing written")
 
 

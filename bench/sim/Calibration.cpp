@@ -327,6 +327,8 @@ void explain() {
       rtx5090SeqStream(With(*H, H->FaultBatchLatencyUs, H->FaultBlockServiceUs, 1000)));
   Row("RTX 5090, seq_stream 1.2x", "no fault service (copies, write-back waits)",
       rtx5090SeqStream(With(*H, 0, 0, 1)));
+  Row("RTX 5090, seq_stream 1.2x", "10 + 15 us per dense batch, write-backs as modelled",
+      rtx5090SeqStream(With(*H, 10, 15, 1)));
   llvm::outs() << llvm::formatv(
       "\nImplied fault service per dense batch (measured time less the run's host-to-device "
       "copies and kernel, over its batches): GTX 1060 {0:F1} us; RTX 5090 {1:F1} us (copies "
@@ -363,8 +365,8 @@ int main(int Argc, char **Argv) {
       "GTX 1060 6GB, CUDA 9.2, host clock() around launch and cudaDeviceSynchronize";
   const std::string Uvmbench =
       "github.com/eunomia-bpf/co-processor-demo memory/micro/README.md (commit 2345f95), "
-      "uvmbench --kernel=seq_stream --mode=uvm --size_factor=1.2, 'GPU Memory: 32109 MB', "
-      "stock driver";
+      "run labelled baseline (no prefetch): uvmbench --kernel=seq_stream --mode=uvm "
+      "--size_factor=1.2, 'GPU Memory: 32109 MB'";
   std::vector<Experiment> Experiments = {
       {"prefetched streaming, host to device", Gearshifft, "P100 PCIe (PCIe 3.0 x16)",
        "v100-pcie-16gb", "GB/s", 12.1507, 0.2, prefetchGBs},

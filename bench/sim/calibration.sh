@@ -25,6 +25,14 @@ status=0
   echo
   cat "$table"
   cat bench/sim/calibration-notes.md
+  echo
+  echo "## The what-if runs behind the oversubscribed rows"
+  echo
+  echo "\`deepum-sim-calibration --explain\`: each run on the engine, one pass (the RTX 5090: the"
+  echo "fourth, steady state), with the setting named; HtoD copy is the summed copy-engine time of"
+  echo "the pass's host-to-device migrations."
+  echo
+  "$build/bench/deepum-sim-calibration" --explain
 } >"$out"
 echo "wrote $out"
 exit "$status"

@@ -218,6 +218,7 @@ json::Value toJson(const ProfileSummary &S) {
     Migr[Dir] = std::move(Causes);
   }
   return json::Object{
+      {"schema", kSummarySchema},
       {"kind", "profile"},
       {"producer", S.Producer},
       {"device", json::Object{{"name", S.DeviceName}, {"memory_bytes", S.DeviceMemoryBytes}}},
@@ -251,6 +252,7 @@ json::Value toJson(const PlanSummary &S) {
   for (const std::string &I : S.Ignored)
     Ignored.push_back(I);
   return json::Object{
+      {"schema", kSummarySchema},
       {"kind", "plan"},
       {"producer", S.Producer},
       {"model", S.Model},

@@ -95,7 +95,7 @@ def check_size(text: str) -> None:
 def check_log(text: str) -> None:
     """Raises DeepumError unless `text` is a DEEPUM_LOG value: LEVEL or LEVEL:PATH."""
     level = text.split(":", 1)[0]
-    if level not in LOG_LEVELS:
+    if level and level not in LOG_LEVELS:  # empty: the default
         raise DeepumError(f"DEEPUM_LOG {text!r}: unknown level {level!r} "
                           "(expected off, error, warn, info or debug, optionally :PATH)")
 

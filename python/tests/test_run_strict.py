@@ -119,9 +119,9 @@ class Checks(unittest.TestCase):
                 deepum.check_size(bad)
 
     def test_log_levels(self):
-        for good in ("off", "error", "warn", "info", "debug", "2", "debug:/tmp/deepum.log"):
+        for good in ("", "off", "error", "warn", "info", "debug", "2", "debug:/tmp/deepum.log"):
             deepum.check_log(good)
-        for bad in ("", "loud", "INFO", "verbose:/tmp/x"):
+        for bad in ("loud", "INFO", "verbose:/tmp/x"):
             with self.assertRaises(deepum.DeepumError, msg=bad):
                 deepum.check_log(bad)
 

@@ -50,6 +50,7 @@ TEST(Summary, HandComputedProfile) {
   ASSERT_NE(O, nullptr);
   EXPECT_EQ(O->get("peak_live_bytes")->getAsUINT64(), llvm::Optional<uint64_t>(uint64_t{5} << 20));
   EXPECT_EQ(O->getString("kind"), llvm::Optional<llvm::StringRef>("profile"));
+  EXPECT_EQ(O->getInteger("schema"), llvm::Optional<int64_t>(format::kSummarySchema));
 }
 
 TEST(Summary, PeakTreatsSimultaneousFreeBeforeAllocation) {

@@ -86,6 +86,9 @@ struct PlanSummary {
 ProfileSummary summarize(const deepum::v1::Profile &P);
 PlanSummary summarize(const deepum::v1::Plan &P);
 
+/// deepum-inspect --json's schema version (docs/tools.md): raised when a field
+/// is renamed or removed or changes meaning; new fields do not raise it.
+inline constexpr int64_t kSummarySchema = 1;
 llvm::json::Value toJson(const ProfileSummary &S);
 llvm::json::Value toJson(const PlanSummary &S);
 

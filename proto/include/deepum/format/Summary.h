@@ -41,8 +41,12 @@ struct ProfileSummary {
   /// Distinct kernel signatures (name + grid + block + shared memory).
   uint64_t DistinctSignatures = 0;
   uint64_t Allocations = 0;
-  /// Bytes of distinct 2 MiB UM blocks any kernel touches.
+  /// The footprint (docs/tools.md, "Memory terms"): distinct 2 MiB UM blocks
+  /// the last iteration's kernels touch (every kernel's without iteration
+  /// marks) x the block size; what deepum-sim --oversubscription divides.
   uint64_t FootprintBytes = 0;
+  /// The largest working set: the most UM block bytes one kernel touches.
+  uint64_t MaxKernelWorkingSetBytes = 0;
   /// Highest sum of live allocation sizes at any time.
   uint64_t PeakLiveBytes = 0;
   /// Allocations live from start to end of the profile (never freed).

@@ -35,6 +35,18 @@ grep -q "prefetch plan" "$work/err" || { echo "FAIL the summary did not go to st
 expect "deepum-sim --perfetto - exits 0" 0 "$rc"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/trace.json"; rc=$?
 expect "the timeline on standard output is JSON alone" 0 "$rc"
+# No library's lines on standard error: a normal run says nothing there but deepum's own
+# lines, and a malformed text profile gives the tool's one line, not protobuf's log.
+for cmd in "deepum-plan $profile --gpu-memory $cap -o $work/quiet.plan.pb" "deepum-sim $profile --gpu-memory $cap" \
+           "deepum-inspect $profile"; do
+  "$tools"/$cmd >/dev/null 2>"$work/err"
+  expect "${cmd%% *}: only deepum's lines on standard error" 0 "$(grep -cv '^deepum' "$work/err")"
+done
+printf 'producer: "x"\nno_such_field: 1\n' >"$work/bad.profile.txtpb"
+"$tools/deepum-inspect" "$work/bad.profile.txtpb" >/dev/null 2>"$work/err"
+expect "a malformed text profile: one line" 1 "$(wc -l <"$work/err")"
+expect "a malformed text profile: the tool's line, not protobuf's" 0 "$(grep -cv '^deepum-inspect: ' "$work/err")"
+
 # Every JSON output carries its schema version.
 schema() { # schema WHAT FILE: the top-level object (or each element of an array) has "schema": 1
   python3 -c 'import json,sys

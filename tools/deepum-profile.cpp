@@ -75,6 +75,11 @@ int main(int argc, char **argv) {
               "COMMAND ARGS...\n";
     return deepum::tools::kExitUsage;
   }
+  if (Output == "-") {
+    errs() << "deepum-profile: -o -: the command writes to standard output itself; name a file "
+              "for the profile\n";
+    return deepum::tools::kExitUsage;
+  }
   if (Python && NoPython) {
     errs() << "deepum-profile: --python and --no-python contradict each other\n";
     return deepum::tools::kExitUsage;

@@ -67,7 +67,8 @@ schema "deepum-inspect --json (plan)" "$work/inspect-plan.json"
 if [[ -x $tools/deepum-profile ]]; then
   t=deepum-profile
   expect "$t --version names deepum" "deepum $version" "$("$tools/$t" --version 2>&1 | head -1 | sed 's/^ *//')"
-  for args in "--no-such-option" "-o $work/p.pb.gz" "--python --no-python -o $work/p.pb.gz -- true"; do
+  for args in "--no-such-option" "-o $work/p.pb.gz" "--python --no-python -o $work/p.pb.gz -- true" \
+              "-o - -- true"; do
     "$tools/$t" $args >"$work/out" 2>"$work/err"; rc=$?
     expect "$t $args: a usage error" 2 "$rc"
     expect "$t $args: nothing on standard output" 0 "$(wc -c <"$work/out")"

@@ -26,10 +26,13 @@ static cl::opt<std::string> DeviceOpt("device", cl::desc("Device model name"),
 static cl::opt<std::string> DeviceFile("device-file",
                                        cl::desc("JSON file overriding device-model fields"),
                                        cl::value_desc("FILE"), cl::cat(Category));
-static cl::opt<std::string> GpuMemory("gpu-memory", cl::desc("GPU memory simulated, e.g. 16GiB"),
-                                      cl::cat(Category));
+static cl::opt<std::string> GpuMemory("gpu-memory",
+                                      cl::desc("Capacity: the GPU memory simulated, e.g. 16GiB"),
+                                      cl::value_desc("SIZE"), cl::cat(Category));
 static cl::opt<double> Ratio("oversubscription",
-                             cl::desc("Capacity = footprint / RATIO (when no --gpu-memory)"),
+                             cl::desc("Oversubscription ratio: capacity = footprint / RATIO "
+                                      "(when no --gpu-memory)"),
+                             cl::value_desc("RATIO"),
                              cl::init(0), cl::cat(Category));
 static cl::opt<unsigned> Iterations("iterations", cl::desc("Measured iterations"), cl::init(10),
                                     cl::cat(Category));

@@ -15,9 +15,11 @@ std::atomic<bool> Capturing{false};
 std::string Captured;
 } // namespace
 
-LogLevel parseLogSetting(const std::string &Value, std::string &Path) {
+LogLevel parseLogSetting(const std::string &Value, std::string &Path, bool *Known) {
   std::string L = Value;
   Path.clear();
+  if (Known)
+    *Known = true;
   if (auto Colon = Value.find(':'); Colon != std::string::npos) {
     L = Value.substr(0, Colon);
     Path = Value.substr(Colon + 1);
@@ -30,18 +32,27 @@ LogLevel parseLogSetting(const std::string &Value, std::string &Path) {
     return LogLevel::Info;
   if (L == "debug" || L == "2")
     return LogLevel::Debug;
+  if (!L.empty() && L != "warn" && L != "warning" && Known)
+    *Known = false;
   return LogLevel::Warn;
 }
 
 void configureLog(const std::string &Value) {
   std::string Path;
-  LogLevel L = parseLogSetting(Value, Path);
+  bool Known = true;
+  LogLevel L = parseLogSetting(Value, Path, &Known);
   setLogLevel(L);
   if (!Path.empty()) {
     std::lock_guard<std::mutex> Lock(Mu);
     if (FILE *F = std::fopen(Path.c_str(), "a"))
       Sink = F;
   }
+  // Inside the training process an unknown level is said once, not fatal.
+  if (!Known)
+    log(LogLevel::Warn,
+        "DEEPUM_LOG: unknown level \"%.64s\" (expected off, error, warn, info or debug, "
+        "optionally :PATH); using warn",
+        Value.substr(0, Value.find(':')).c_str());
 }
 
 void setLogLevel(LogLevel L) { Level.store(static_cast<int>(L), std::memory_order_relaxed); }

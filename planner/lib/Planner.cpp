@@ -259,10 +259,11 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
                 Streams.size(), Streams.size() == 1 ? "" : "s");
   // The arena's footprint: smaller than the profile's when the pool layout
   // packs tensors the profiled allocator spread over more 2 MiB blocks.
-  OS << formatv("capacity {0} for {1} of arena blocks touched per iteration ({2:f2}x "
-                "oversubscribed after the pool layout); largest kernel touches {3} blocks\n",
+  OS << formatv("capacity {0}, footprint {1} after the pool layout ({2:f2}x "
+                "oversubscribed); largest kernel working set {3} ({4} blocks)\n",
                 format::formatBytes(Opts.GpuMemoryBytes), format::formatBytes(R.FootprintBytes),
-                Ratio, S.Stats.MaxWorkingSetBlocks);
+                Ratio, format::formatBytes(uint64_t(S.Stats.MaxWorkingSetBlocks) * T->BlockBytes),
+                S.Stats.MaxWorkingSetBlocks);
   OS << formatv(
       "pool: layout {0}, peak live {1} ({2:f3}x), online best-fit {3}, persistent {4}\n",
       format::formatBytes(T->Pool.LayoutBytes), format::formatBytes(T->Pool.PeakLiveBytes),

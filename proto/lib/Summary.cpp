@@ -115,14 +115,29 @@ ProfileSummary summarize(const Profile &P) {
   S.AccessSource = accessSourceName(P.access_source()).str();
 
   StringSet<> Signatures;
-  DenseSet<uint64_t> Blocks;
+  uint64_t MaxKernelBlocks = 0;
   for (const Kernel &K : P.kernels()) {
     Signatures.insert(signatureText(K));
     S.BlockAccesses += K.blocks_size();
+    DenseSet<uint64_t> KernelBlocks;
     for (const BlockAccess &B : K.blocks())
-      Blocks.insert(B.block());
+      KernelBlocks.insert(B.block());
+    MaxKernelBlocks = std::max<uint64_t>(MaxKernelBlocks, KernelBlocks.size());
   }
   S.DistinctSignatures = Signatures.size();
+  S.MaxKernelWorkingSetBytes = saturateBytes(WideBytes(MaxKernelBlocks) * P.um_block_bytes());
+  // The footprint is one iteration's, the last (deepum-sim's steady state):
+  // blocks of every iteration would count each iteration's fresh placements again.
+  uint64_t First = 0, Count = P.kernels_size();
+  if (P.iterations_size() > 0) {
+    const Iteration &Last = P.iterations(P.iterations_size() - 1);
+    First = std::min<uint64_t>(Last.first_kernel(), P.kernels_size());
+    Count = std::min<uint64_t>(Last.kernel_count(), P.kernels_size() - First);
+  }
+  DenseSet<uint64_t> Blocks;
+  for (uint64_t K = First; K < First + Count; ++K)
+    for (const BlockAccess &B : P.kernels(static_cast<int>(K)).blocks())
+      Blocks.insert(B.block());
   S.FootprintBytes = saturateBytes(WideBytes(Blocks.size()) * P.um_block_bytes());
 
   // Byte totals are uint64 and saturate rather than wrap: a file may claim
@@ -218,6 +233,7 @@ json::Value toJson(const ProfileSummary &S) {
     Migr[Dir] = std::move(Causes);
   }
   return json::Object{
+      {"schema", kSummarySchema},
       {"kind", "profile"},
       {"producer", S.Producer},
       {"device", json::Object{{"name", S.DeviceName}, {"memory_bytes", S.DeviceMemoryBytes}}},
@@ -231,6 +247,7 @@ json::Value toJson(const ProfileSummary &S) {
       {"distinct_signatures", S.DistinctSignatures},
       {"allocations", S.Allocations},
       {"footprint_bytes", S.FootprintBytes},
+      {"max_kernel_working_set_bytes", S.MaxKernelWorkingSetBytes},
       {"peak_live_bytes", S.PeakLiveBytes},
       {"persistent_bytes", S.PersistentBytes},
       {"peak_live_bytes_by_role", std::move(Roles)},
@@ -251,6 +268,7 @@ json::Value toJson(const PlanSummary &S) {
   for (const std::string &I : S.Ignored)
     Ignored.push_back(I);
   return json::Object{
+      {"schema", kSummarySchema},
       {"kind", "plan"},
       {"producer", S.Producer},
       {"model", S.Model},
@@ -287,8 +305,10 @@ void print(raw_ostream &OS, const ProfileSummary &S) {
   if (S.IterationNs > 0)
     OS << formatv("  iteration time     {0}\n", formatMicros(S.IterationNs / 1e3));
   OS << formatv("  allocations        {0}\n", S.Allocations);
-  OS << formatv("  footprint          {0} (distinct 2 MiB UM blocks touched)\n",
+  OS << formatv("  footprint          {0} (distinct 2 MiB UM blocks of the last iteration)\n",
                 formatBytes(S.FootprintBytes));
+  OS << formatv("  working set        {0} (the most one kernel touches)\n",
+                formatBytes(S.MaxKernelWorkingSetBytes));
   OS << formatv("  peak live bytes    {0}\n", formatBytes(S.PeakLiveBytes));
   OS << formatv("  persistent bytes   {0}\n", formatBytes(S.PersistentBytes));
   OS << "  peak live by role\n";
@@ -309,7 +329,7 @@ void print(raw_ostream &OS, const ProfileSummary &S) {
 
 void print(raw_ostream &OS, const PlanSummary &S) {
   OS << "plan for " << (S.Model.empty() ? "an unnamed workload" : S.Model) << " on "
-     << S.DeviceModel << " with " << formatBytes(S.GpuMemoryBytes) << " (" << S.Strategy
+     << S.DeviceModel << ", capacity " << formatBytes(S.GpuMemoryBytes) << " (" << S.Strategy
      << ")\n";
   OS << formatv("  producer           {0}\n", S.Producer);
   OS << formatv("  fingerprint        {0:x16}\n", S.ProfileFingerprint);
@@ -319,7 +339,7 @@ void print(raw_ostream &OS, const PlanSummary &S) {
     OS << "  actions            none\n";
   for (auto &[Kind, T] : S.Actions)
     OS << formatv("  {0,-18} {1} actions, {2}\n", Kind, T.Count, formatBytes(T.Bytes));
-  OS << formatv("  pool layout        {0} for {1} placements (live peak {2}, best-fit {3})\n",
+  OS << formatv("  pool layout        {0} for {1} placements (peak live {2}, best-fit {3})\n",
                 formatBytes(S.ArenaBytes), S.Placements, formatBytes(S.PeakLiveBytes),
                 formatBytes(S.BestFitPeakBytes));
   if (S.PredictedIterationUs > 0)

@@ -8,17 +8,30 @@
 
 `deepum-run` (python -m deepum.run) does the same for an unmodified script.
 Inside a training process deepum degrades to doing nothing rather than
-breaking the training: without CUDA, enable() warns and returns False.
+breaking the training: without CUDA, enable() warns and returns False. When
+the user asked for deepum explicitly (enable(strict=True); deepum-run with
+--plan or --strict), every such failure raises DeepumError instead.
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["enable", "step", "enabled", "stats", "library_path", "resolve_plan_path"]
+__all__ = ["enable", "step", "enabled", "stats", "library_path", "resolve_plan_path",
+           "resolve_path", "DeepumError", "LOG_LEVELS", "check_size", "check_log"]
+
+# DEEPUM_LOG's levels (executor/lib/Log.cpp); an optional ":path" follows.
+LOG_LEVELS = ("off", "none", "0", "error", "warn", "warning", "info", "1", "debug", "2")
+_SIZE = re.compile(r"^\s*(\d+(\.\d*)?|\.\d+)\s*(b|k|kib|m|mib|g|gib|t|tib|kb|mb|gb|tb)?\s*$",
+                   re.IGNORECASE)
+
+
+class DeepumError(Exception):
+    """deepum cannot do what the user explicitly asked of it."""
 
 _LIBRARY_NAME = "libdeepum.so"
 _lib: Optional[ctypes.CDLL] = None
@@ -42,18 +55,76 @@ def library_path() -> Path:
         "build deepum with `make` or set DEEPUM_LIBRARY")
 
 
-def resolve_plan_path(template: str, env: Optional[dict] = None) -> str:
-    """Substitutes {rank} and {local_rank} from torchrun's environment.
+def resolve_path(template: str, env: Optional[dict] = None, what: str = "path") -> str:
+    """Substitutes {rank} and {local_rank} from torchrun's environment (0 outside it).
 
-    `--plan 'plan.rank{rank}.pb'` gives each rank its own plan.
+    `--plan 'plan.rank{rank}.pb'` gives each rank its own plan; `--stats` and
+    deepum-profile's `-o` take the same fields.
     """
     env = os.environ if env is None else env
     rank = env.get("RANK", "0")
     local_rank = env.get("LOCAL_RANK", rank)
     try:
         return template.format(rank=rank, local_rank=local_rank)
-    except (KeyError, IndexError) as e:
-        raise ValueError(f"plan path template {template!r}: unknown field {e}") from None
+    except (KeyError, IndexError, ValueError) as e:
+        raise ValueError(f"{what} template {template!r}: unknown field {e} "
+                         "(known: {rank}, {local_rank})") from None
+
+
+def resolve_plan_path(template: str, env: Optional[dict] = None) -> str:
+    """resolve_path for a plan: `plan.rank{rank}.pb` under torchrun."""
+    return resolve_path(template, env, "plan path")
+
+
+def check_size(text: str) -> None:
+    """Raises DeepumError unless `text` is a size libdeepum reads: "8GiB", or per
+    device "0=8GiB,1=4GiB" (DEEPUM_GPU_MEMORY's syntax)."""
+    parts = [text]
+    if "=" in text:
+        parts = []
+        for part in filter(None, text.split(",")):
+            device, _, size = part.partition("=")
+            if not device.strip().isdigit():
+                raise DeepumError(f"--gpu-memory {text!r}: expected DEVICE=SIZE, got {part!r}")
+            parts.append(size)
+    for part in parts:
+        if not _SIZE.match(part):
+            raise DeepumError(f"--gpu-memory {text!r}: {part!r} is not a size (e.g. 16GiB)")
+
+
+def check_log(text: str) -> None:
+    """Raises DeepumError unless `text` is a DEEPUM_LOG value: LEVEL or LEVEL:PATH."""
+    level = text.split(":", 1)[0]
+    if level and level not in LOG_LEVELS:  # empty: the default
+        raise DeepumError(f"DEEPUM_LOG {text!r}: unknown level {level!r} "
+                          "(expected off, error, warn, info or debug, optionally :PATH)")
+
+
+def _check_plan(path: str) -> None:
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except OSError as e:
+        raise DeepumError(f"plan {path}: {e.strerror or e}") from None
+
+
+def _check_torch(torch) -> None:
+    """The PyTorch here can take deepum as its allocator (PyTorch >= 2.0)."""
+    try:  # the package's own version policy, where there is one
+        from deepum import _support  # noqa: PLC0415
+    except ImportError:
+        _support = None
+    check_environment = getattr(_support, "check_environment", None)
+    if check_environment is not None:
+        try:
+            check_environment()
+        except Exception as e:  # noqa: BLE001 - any refusal is the same error here
+            raise DeepumError(str(e)) from None
+    memory = getattr(torch.cuda, "memory", None)
+    if memory is None or not hasattr(memory, "CUDAPluggableAllocator"):
+        raise DeepumError(
+            f"deepum needs torch.cuda.memory.CUDAPluggableAllocator (PyTorch >= 2.0); "
+            f"this is PyTorch {torch.__version__}")
 
 
 def enabled() -> bool:
@@ -61,18 +132,36 @@ def enabled() -> bool:
 
 
 def enable(plan: Optional[str] = None, gpu_memory: Optional[str] = None,
-           log: Optional[str] = None) -> bool:
+           log: Optional[str] = None, strict: bool = False) -> bool:
     """Installs libdeepum as PyTorch's CUDA allocator. Returns whether it did.
 
     Must run before CUDA is initialised. `plan` may contain {rank}; `gpu_memory`
     is the capacity budget ("16GiB"), used to emulate oversubscription.
+
+    Without `strict`, no CUDA means a warning and False. With `strict` (the
+    user asked for deepum) a plan that cannot be read, a bad `gpu_memory` or
+    `log`, a PyTorch without pluggable allocators, or no CUDA raise DeepumError,
+    in that order.
     """
     global _lib
     if _lib is not None:
         return True
+    resolved = resolve_plan_path(plan) if plan is not None else None
+    if strict:
+        if resolved is not None:
+            _check_plan(resolved)
+        if gpu_memory is not None:
+            check_size(gpu_memory)
+        log_setting = log if log is not None else os.environ.get("DEEPUM_LOG")
+        if log_setting:
+            check_log(log_setting)
     import torch
 
+    if strict:
+        _check_torch(torch)
     if not torch.cuda.is_available():
+        if strict:
+            raise DeepumError("CUDA is not available (torch.cuda.is_available() is False)")
         warnings.warn("deepum: CUDA is not available; training runs without deepum")
         return False
     if torch.cuda.is_initialized():
@@ -80,14 +169,14 @@ def enable(plan: Optional[str] = None, gpu_memory: Optional[str] = None,
             "deepum.enable() must be called before CUDA is initialised: PyTorch has already "
             "made CUDA allocations with its own allocator (call it at the top of the script, "
             "or use deepum-run)")
-    memory = getattr(torch.cuda, "memory", None)
-    if memory is None or not hasattr(memory, "CUDAPluggableAllocator"):
-        raise RuntimeError(
-            f"deepum needs torch.cuda.memory.CUDAPluggableAllocator (PyTorch >= 2.0); "
-            f"this is PyTorch {torch.__version__}")
+    try:
+        _check_torch(torch)
+    except DeepumError as e:
+        raise RuntimeError(str(e)) from None
+    memory = torch.cuda.memory
     # The executor reads its configuration from the environment when it loads.
-    if plan is not None:
-        os.environ["DEEPUM_PLAN"] = resolve_plan_path(plan)
+    if resolved is not None:
+        os.environ["DEEPUM_PLAN"] = resolved
     if gpu_memory is not None:
         os.environ["DEEPUM_GPU_MEMORY"] = gpu_memory
     if log is not None:

@@ -1,10 +1,23 @@
 """deepum-run: run an unmodified training command with deepum as its allocator.
 
-    python3 -m deepum.run [--plan PLAN] [--gpu-memory SIZE] [--log LEVEL] -- python train.py ...
+    python3 -m deepum.run [--plan PLAN] [--gpu-memory SIZE] [--stats FILE] [--log LEVEL]
+                          [--strict] -- python train.py ...
 
 The child interpreter imports deepum at start-up (through a sitecustomize on
-PYTHONPATH) and enables it before the script runs. Under torchrun, `--plan
-'plan.rank{rank}.pb'` gives each rank its own plan.
+PYTHONPATH) and enables it before the script runs. Under torchrun (either
+`deepum-run -- torchrun ...` or `torchrun --no-python deepum-run ...`) every
+worker enables deepum and the launcher does not; `{rank}` and `{local_rank}`
+in --plan and --stats give each rank its own file.
+
+With --plan or --strict (or DEEPUM_STRICT=1) the user asked for deepum: a plan
+that cannot be read, a bad --gpu-memory, a PyTorch without pluggable
+allocators or no CUDA stop the command before the script starts, with one
+"deepum: error:" line and exit 1. Without them deepum steps aside instead and
+the script trains with PyTorch's own allocator.
+
+Exit codes: the command's own; 1 bad input (the errors above); 2 usage (an
+unknown option, no command, an unknown --log or DEEPUM_LOG level); 126/127
+the command cannot be run.
 """
 from __future__ import annotations
 
@@ -13,6 +26,27 @@ import os
 import sys
 from pathlib import Path
 from typing import List, Optional
+
+EXIT_BAD_INPUT = 1
+EXIT_USAGE = 2
+
+
+def version() -> str:
+    """deepum's version: the project's VERSION in CMakeLists.txt, or the installed one."""
+    here = Path(__file__).resolve()
+    for candidate in (here.parent / "VERSION", here.parents[2] / "CMakeLists.txt"):
+        try:
+            text = candidate.read_text()
+        except OSError:
+            continue
+        if candidate.name == "VERSION":
+            return text.strip()
+        import re
+
+        m = re.search(r"project\(\s*deepum\b[^)]*VERSION\s+([0-9][0-9.]*)", text)
+        if m:
+            return m.group(1)
+    return "unknown"
 
 
 def build_env(args: argparse.Namespace, env: dict) -> dict:
@@ -30,25 +64,81 @@ def build_env(args: argparse.Namespace, env: dict) -> dict:
         env["DEEPUM_GPU_MEMORY"] = args.gpu_memory
     if args.log:
         env["DEEPUM_LOG"] = args.log
+    if getattr(args, "stats", None):
+        env["DEEPUM_STATS_TEMPLATE"] = args.stats
+    if strict(args, env):
+        env["DEEPUM_STRICT"] = "1"
     return env
+
+
+def strict(args: argparse.Namespace, env: dict) -> bool:
+    """Whether the user asked for deepum explicitly: --plan, --strict or DEEPUM_STRICT=1."""
+    return bool(args.plan) or bool(getattr(args, "strict", False)) or \
+        env.get("DEEPUM_STRICT") == "1"
 
 
 def parse(argv: List[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="deepum-run", description=__doc__.splitlines()[0])
-    p.add_argument("--plan", help="plan file; {rank} and {local_rank} are substituted")
-    p.add_argument("--gpu-memory", help="capacity budget, e.g. 16GiB")
-    p.add_argument("--log", help="log level: error, warning, info, debug")
+    p.add_argument("--version", action="version", version=f"deepum {version()}")
+    p.add_argument("--plan", help="plan file; {rank} and {local_rank} are substituted "
+                                  "(implies --strict)")
+    p.add_argument("--gpu-memory", metavar="SIZE",
+                   help="capacity: the GPU memory deepum may use, e.g. 16GiB")
+    p.add_argument("--stats", metavar="FILE",
+                   help="write deepum's report (JSON) here at exit; {rank} is substituted")
+    p.add_argument("--log", metavar="LEVEL",
+                   help="off, error, warn (default), info or debug, optionally :FILE")
+    p.add_argument("--strict", action="store_true",
+                   help="stop with an error before the script starts when deepum cannot run, "
+                        "instead of training without it")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
     args = p.parse_args(argv)
     if args.command and args.command[0] == "--":
         args.command = args.command[1:]
     if not args.command:
         p.error("no command given (usage: deepum-run [options] -- COMMAND ARGS...)")
+    from deepum import DeepumError, check_log
+
+    for what, value in (("--log", args.log), ("DEEPUM_LOG", os.environ.get("DEEPUM_LOG"))):
+        if value:
+            try:
+                check_log(value)
+            except DeepumError as e:
+                p.error(str(e).replace("DEEPUM_LOG", what, 1))
     return args
 
 
+def check(args: argparse.Namespace, env: dict) -> None:
+    """What deepum-run can check before the command starts; raises DeepumError.
+
+    A bad --gpu-memory is always an error (it was typed here); a plan is
+    checked here unless its path depends on the rank, then each worker
+    checks its own. Everything else is checked in the worker (strict mode).
+    """
+    import deepum
+
+    if args.gpu_memory:
+        deepum.check_size(args.gpu_memory)
+    for template, what in ((args.plan, "plan path"), (getattr(args, "stats", None), "stats path")):
+        if template:
+            try:
+                deepum.resolve_path(template, {}, what)
+            except ValueError as e:
+                raise deepum.DeepumError(str(e)) from None
+    if args.plan and "{" not in args.plan:
+        deepum._check_plan(args.plan)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     args = parse(sys.argv[1:] if argv is None else argv)
+    from deepum import DeepumError
+
+    try:
+        check(args, os.environ)
+    except DeepumError as e:
+        print(f"deepum: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     env = build_env(args, os.environ)
     try:
         os.execvpe(args.command[0], args.command, env)

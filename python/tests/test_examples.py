@@ -33,7 +33,7 @@ def load(path):
 
 class Examples(unittest.TestCase):
     def test_no_deepum_import(self):
-        for name in SCRIPTS:
+        for name in SCRIPTS + ["ddp_train.py"]:
             with self.subTest(name):
                 self.assertNotIn("deepum", imported_modules(EXAMPLES / name))
 

@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 import warnings
 from pathlib import Path
@@ -44,14 +45,29 @@ class DeepumRun(unittest.TestCase):
         return subprocess.run(cmd, cwd=PYTHON_DIR, capture_output=True, text=True, timeout=120)
 
     def test_child_sees_configuration_and_autoload(self):
+        # Without --plan or --strict deepum steps aside here (no CUDA) and the script runs.
         probe = ("import os, sys; import deepum; "
-                 "print(os.environ['DEEPUM_PLAN_TEMPLATE'], os.environ['DEEPUM_GPU_MEMORY'], "
-                 "os.environ['DEEPUM_AUTOLOAD'], 'deepum' in sys.modules)")
-        r = self.run_child("--plan", "p.rank{rank}.pb", "--gpu-memory", "8GiB", "--",
-                           sys.executable, "-c", probe)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        # sitecustomize ran (it flips DEEPUM_AUTOLOAD to 0) and imported deepum.
-        self.assertEqual(r.stdout.split(), ["p.rank{rank}.pb", "8GiB", "0", "True"])
+                 "print(os.environ['DEEPUM_STATS'], os.environ['DEEPUM_GPU_MEMORY'], "
+                 "os.environ['DEEPUM_AUTOLOAD'], os.environ.get('DEEPUM_STRICT', '-'), "
+                 "'deepum' in sys.modules)")
+        with tempfile.TemporaryDirectory() as tmp:
+            stats = os.path.join(tmp, "s.rank{rank}.json")
+            r = self.run_child("--stats", stats, "--gpu-memory", "8GiB", "--",
+                               sys.executable, "-c", probe)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # sitecustomize ran (it flips DEEPUM_AUTOLOAD to 0), imported deepum and
+            # resolved the stats path for rank 0.
+            self.assertEqual(r.stdout.split(),
+                             [os.path.join(tmp, "s.rank0.json"), "8GiB", "0", "-", "True"])
+
+    def test_plan_asks_for_deepum(self):
+        from deepum import run
+
+        env = run.build_env(run.parse(["--plan", "p.rank{rank}.pb", "--", "python3"]), {})
+        self.assertEqual(env["DEEPUM_PLAN_TEMPLATE"], "p.rank{rank}.pb")
+        self.assertEqual(env["DEEPUM_STRICT"], "1")
+        env = run.build_env(run.parse(["--", "python3"]), {})
+        self.assertNotIn("DEEPUM_STRICT", env)
 
     def test_missing_command(self):
         r = self.run_child("--plan", "x.pb")

@@ -36,9 +36,14 @@ llvm::Expected<Policy> deepum::sim::parsePolicy(llvm::StringRef Name) {
                                      "' (um, deepum, swap-layer, swap-opt, plan, ideal)");
 }
 
+/// deepum-sim --json's schema version (docs/tools.md): raised when a field is
+/// renamed or removed or changes meaning; new fields do not raise it.
+static constexpr int64_t kJsonSchema = 1;
+
 llvm::json::Value deepum::sim::toJson(const SimResult &R) {
   auto U = [](uint64_t X) { return static_cast<int64_t>(X); };
   llvm::json::Object O{
+      {"schema", static_cast<int64_t>(kJsonSchema)},
       {"policy", R.PolicyName},
       {"device", R.DeviceName},
       {"model", R.Model},

@@ -68,6 +68,30 @@ TEST(ConfigTest, LogSetting) {
   EXPECT_EQ(parseLogSetting("info:/tmp/deepum.log", Path), LogLevel::Info);
   EXPECT_EQ(Path, "/tmp/deepum.log");
   EXPECT_EQ(parseLogSetting("nonsense", Path), LogLevel::Warn);
+  for (const char *Good : {"", "off", "error", "warn", "warning", "info", "debug", "2", "info:/x"}) {
+    bool Known = false;
+    parseLogSetting(Good, Path, &Known);
+    EXPECT_TRUE(Known) << Good;
+  }
+  for (const char *Bad : {"nonsense", "INFO", "loud:/tmp/x"}) {
+    bool Known = true;
+    EXPECT_EQ(parseLogSetting(Bad, Path, &Known), LogLevel::Warn) << Bad;
+    EXPECT_FALSE(Known) << Bad;
+  }
+}
+
+TEST(ConfigTest, UnknownLogLevelIsWarnedAndWarnUsed) {
+  LogCapture::start();
+  configureLog("loud");
+  std::string Lines = LogCapture::stop();
+  EXPECT_EQ(logLevel(), LogLevel::Warn);
+  EXPECT_NE(Lines.find("DEEPUM_LOG: unknown level \"loud\""), std::string::npos) << Lines;
+  LogCapture::start();
+  configureLog("error");
+  Lines = LogCapture::stop();
+  EXPECT_EQ(logLevel(), LogLevel::Error);
+  EXPECT_EQ(Lines, "");
+  setLogLevel(LogLevel::Warn);
 }
 
 } // namespace

@@ -35,6 +35,8 @@ TEST(Summary, HandComputedProfile) {
   EXPECT_EQ(S.Allocations, 3u);
   // Blocks: W has 2, X 1, Y 1 -> 4 blocks of 2 MiB.
   EXPECT_EQ(S.FootprintBytes, 4u * (2u << 20));
+  // The largest working set: the first and last kernels touch W's 2 blocks and one more.
+  EXPECT_EQ(S.MaxKernelWorkingSetBytes, 3u * (2u << 20));
   // Live: W + X from t=0, Y joins at t=1000 -> 5 MiB peak.
   EXPECT_EQ(S.PeakLiveBytes, 5u << 20);
   EXPECT_EQ(S.PersistentBytes, 3u << 20);
@@ -50,6 +52,23 @@ TEST(Summary, HandComputedProfile) {
   ASSERT_NE(O, nullptr);
   EXPECT_EQ(O->get("peak_live_bytes")->getAsUINT64(), llvm::Optional<uint64_t>(uint64_t{5} << 20));
   EXPECT_EQ(O->getString("kind"), llvm::Optional<llvm::StringRef>("profile"));
+  EXPECT_EQ(O->getInteger("schema"), llvm::Optional<int64_t>(format::kSummarySchema));
+}
+
+TEST(Summary, FootprintIsTheLastIterationsBlocks) {
+  // Each iteration's activation is placed afresh: counting the blocks of every
+  // iteration would give 2 + 1 + 1 blocks; the footprint is one iteration's, 2 + 1.
+  ProfileBuilder B;
+  uint64_t W = B.allocate(3 << 20, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t X0 = B.allocate(1 << 20, 0, 1500);
+  B.kernel("fwd", 1000, {{W, v1::ACCESS_MODE_READ}, {X0, v1::ACCESS_MODE_WRITE}});
+  B.iteration(0, 1);
+  uint64_t X1 = B.allocate(1 << 20, 2000, 3500);
+  B.kernel("fwd", 1000, {{W, v1::ACCESS_MODE_READ}, {X1, v1::ACCESS_MODE_WRITE}});
+  B.iteration(1, 1);
+  format::ProfileSummary S = format::summarize(B.build());
+  EXPECT_EQ(S.FootprintBytes, 3u * (2u << 20));
+  EXPECT_EQ(S.MaxKernelWorkingSetBytes, 3u * (2u << 20));
 }
 
 TEST(Summary, PeakTreatsSimultaneousFreeBeforeAllocation) {

@@ -35,4 +35,58 @@ grep -q "prefetch plan" "$work/err" || { echo "FAIL the summary did not go to st
 expect "deepum-sim --perfetto - exits 0" 0 "$rc"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/trace.json"; rc=$?
 expect "the timeline on standard output is JSON alone" 0 "$rc"
+# No library's lines on standard error: a normal run says nothing there but deepum's own
+# lines, and a malformed text profile gives the tool's one line, not protobuf's log.
+for cmd in "deepum-plan $profile --gpu-memory $cap -o $work/quiet.plan.pb" "deepum-sim $profile --gpu-memory $cap" \
+           "deepum-inspect $profile"; do
+  "$tools"/$cmd >/dev/null 2>"$work/err"
+  expect "${cmd%% *}: only deepum's lines on standard error" 0 "$(grep -cv '^deepum' "$work/err")"
+done
+printf 'producer: "x"\nno_such_field: 1\n' >"$work/bad.profile.txtpb"
+"$tools/deepum-inspect" "$work/bad.profile.txtpb" >/dev/null 2>"$work/err"
+expect "a malformed text profile: one line" 1 "$(wc -l <"$work/err")"
+expect "a malformed text profile: the tool's line, not protobuf's" 0 "$(grep -cv '^deepum-inspect: ' "$work/err")"
+
+# Every JSON output carries its schema version.
+schema() { # schema WHAT FILE: the top-level object (or each element of an array) has "schema": 1
+  python3 -c 'import json,sys
+v = json.load(open(sys.argv[1]))
+sys.exit(0 if all(isinstance(o, dict) and o.get("schema") == 1 for o in (v if isinstance(v, list) else [v])) else 1)' "$2"
+  expect "$1 carries \"schema\": 1" 0 "$?"
+}
+"$tools/deepum-sim" "$profile" --gpu-memory "$cap" --json >"$work/sim.json" 2>/dev/null
+schema "deepum-sim --json" "$work/sim.json"
+"$tools/deepum-sim" "$profile" --gpu-memory "$cap" --compare --iterations 2 --json >"$work/cmp.json" 2>/dev/null
+schema "deepum-sim --compare --json" "$work/cmp.json"
+"$tools/deepum-inspect" "$profile" --json >"$work/inspect.json" 2>/dev/null
+schema "deepum-inspect --json (profile)" "$work/inspect.json"
+"$tools/deepum-inspect" "$work/plan.pb" --json >"$work/inspect-plan.json" 2>/dev/null
+schema "deepum-inspect --json (plan)" "$work/inspect-plan.json"
+
+# deepum-profile: the same version and exit codes; {rank} in -o.
+if [[ -x $tools/deepum-profile ]]; then
+  t=deepum-profile
+  expect "$t --version names deepum" "deepum $version" "$("$tools/$t" --version 2>&1 | head -1 | sed 's/^ *//')"
+  for args in "--no-such-option" "-o $work/p.pb.gz" "--python --no-python -o $work/p.pb.gz -- true" \
+              "-o - -- true"; do
+    "$tools/$t" $args >"$work/out" 2>"$work/err"; rc=$?
+    expect "$t $args: a usage error" 2 "$rc"
+    expect "$t $args: nothing on standard output" 0 "$(wc -c <"$work/out")"
+  done
+  RANK=3 "$tools/$t" -o "$work/nodir/p.rank{rank}.pb.gz" -- true >"$work/out" 2>"$work/err"; rc=$?
+  expect "$t: an output in a missing directory is bad input" 1 "$rc"
+  expect "$t: one line for it" 1 "$(wc -l <"$work/err")"
+  grep -q "nodir/p.rank3.pb.gz" "$work/err" || { echo "FAIL $t: {rank} not substituted in -o"; fail=1; }
+fi
+
+# deepum-run: the same version and usage exit code.
+run=$(dirname "$0")/../../tools/deepum-run
+expect "deepum-run --version names deepum" "deepum $version" "$("$run" --version 2>&1)"
+"$run" --no-such-option -- true >"$work/out" 2>"$work/err"; rc=$?
+expect "deepum-run: an unknown option is a usage error" 2 "$rc"
+"$run" >"$work/out" 2>"$work/err"; rc=$?
+expect "deepum-run: no command is a usage error" 2 "$rc"
+"$run" --gpu-memory lots -- true >"$work/out" 2>"$work/err"; rc=$?
+expect "deepum-run: a bad --gpu-memory is bad input" 1 "$rc"
+expect "deepum-run: one line for it" 1 "$(wc -l <"$work/err")"
 exit $fail

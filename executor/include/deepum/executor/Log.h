@@ -15,9 +15,11 @@ namespace deepum::executor {
 
 enum class LogLevel { Off = 0, Error = 1, Warn = 2, Info = 3, Debug = 4 };
 
-/// Parses a DEEPUM_LOG value; unknown text gives Warn. `Path` receives the file part.
-LogLevel parseLogSetting(const std::string &Value, std::string &Path);
-/// Applies a DEEPUM_LOG value (level and optional file).
+/// Parses a DEEPUM_LOG value; unknown text gives Warn and sets *Known (when
+/// given) to false. `Path` receives the file part.
+LogLevel parseLogSetting(const std::string &Value, std::string &Path, bool *Known = nullptr);
+/// Applies a DEEPUM_LOG value (level and optional file); an unknown level is
+/// warned about once and Warn used.
 void configureLog(const std::string &Value);
 void setLogLevel(LogLevel L);
 LogLevel logLevel();

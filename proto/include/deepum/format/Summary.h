@@ -41,8 +41,12 @@ struct ProfileSummary {
   /// Distinct kernel signatures (name + grid + block + shared memory).
   uint64_t DistinctSignatures = 0;
   uint64_t Allocations = 0;
-  /// Bytes of distinct 2 MiB UM blocks any kernel touches.
+  /// The footprint (docs/tools.md, "Memory terms"): distinct 2 MiB UM blocks
+  /// the last iteration's kernels touch (every kernel's without iteration
+  /// marks) x the block size; what deepum-sim --oversubscription divides.
   uint64_t FootprintBytes = 0;
+  /// The largest working set: the most UM block bytes one kernel touches.
+  uint64_t MaxKernelWorkingSetBytes = 0;
   /// Highest sum of live allocation sizes at any time.
   uint64_t PeakLiveBytes = 0;
   /// Allocations live from start to end of the profile (never freed).
@@ -86,6 +90,9 @@ struct PlanSummary {
 ProfileSummary summarize(const deepum::v1::Profile &P);
 PlanSummary summarize(const deepum::v1::Plan &P);
 
+/// deepum-inspect --json's schema version (docs/tools.md): raised when a field
+/// is renamed or removed or changes meaning; new fields do not raise it.
+inline constexpr int64_t kSummarySchema = 1;
 llvm::json::Value toJson(const ProfileSummary &S);
 llvm::json::Value toJson(const PlanSummary &S);
 

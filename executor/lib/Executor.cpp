@@ -353,8 +353,12 @@ void Executor::loadPlanFor(DeviceState &D) {
     std::string Error;
     try {
       CP = std::make_shared<CompiledPlan>();
-      if (!readCompiledPlan(Path, *CP, Error))
+      if (!readCompiledPlan(Path, *CP, Error)) {
         CP.reset();
+      } else if (std::string Why = profileFingerprintMismatch(*CP); !Why.empty()) {
+        Error = Path + ": " + Why;
+        CP.reset();
+      }
     } catch (const std::exception &E) {
       CP.reset();
       Error = Path + ": " + E.what();
@@ -393,6 +397,13 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   std::vector<uint8_t> Resident(Plan->ArenaBlocks, 0);
   std::vector<uint64_t> NeededStamp(Plan->ArenaBlocks, 0);
   D.Cursor.emplace(*Plan, Config.Cursor);
+  if (D.Cursor->fingerprint() == FingerprintCheck::Mismatch) {
+    log(LogLevel::Warn, "device %d: not replaying %s: %s; training continues unplanned", D.Device,
+        Plan->Source.c_str(), D.Cursor->offReason().c_str());
+    D.setWhyNot("plan refused: " + D.Cursor->offReason());
+    D.Cursor.reset();
+    return false;
+  }
   void *Arena = nullptr;
   // Whole pages, so that ranges rounded out to pages stay inside the allocation.
   const uint64_t Mapped =
@@ -620,6 +631,14 @@ void Executor::deallocate(void *Ptr, int Device, StreamHandle Stream) {
                   Device);
 }
 
+/// The cursor turned off: say why, once, and stop replaying (the allocator
+/// carries on). Called with LaunchMu held.
+static void turnPlanOff(Executor::DeviceState &D) {
+  log(LogLevel::Warn, "device %d: %s", D.Device, D.Cursor->offReason().c_str());
+  D.setWhyNot("plan turned off: " + D.Cursor->offReason());
+  D.PlanOn = false;
+}
+
 void Executor::markIteration() {
   ExplicitSteps.store(true, std::memory_order_relaxed);
   for (int I = 0; I < kMaxDevices; ++I) {
@@ -631,8 +650,11 @@ void Executor::markIteration() {
       D->NextSequence = D->Plan->FirstIterationSequence;
     }
     std::lock_guard<std::mutex> Lock(D->LaunchMu);
-    if (D->Cursor)
-      D->Cursor->markIteration();
+    if (!D->Cursor)
+      continue;
+    D->Cursor->markIteration();
+    if (D->Cursor->takeOffNotice())
+      turnPlanOff(*D);
   }
 }
 
@@ -982,9 +1004,7 @@ void Executor::launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids,
     uint32_t Skipped = 0;
     uint32_t Pos = Cur.advance(Ids[I], Skipped);
     if (Cur.takeOffNotice()) {
-      log(LogLevel::Warn, "device %d: %s", Device, Cur.offReason().c_str());
-      D->setWhyNot("plan turned off: " + Cur.offReason());
-      D->PlanOn = false;
+      turnPlanOff(*D);
       return;
     }
     if (Cur.takeIterationWrap())
@@ -1077,7 +1097,7 @@ bool Executor::report(int Device, DeviceReport &Out) const {
   Out = DeviceReport{};
   if (!stats(Device, Out.Stats))
     return false;
-  const DeviceState *D = device(Device);
+  DeviceState *D = device(Device);
   Out.Backend = Back.name();
   Out.UndecodedLaunches = Back.undecodedLaunches();
   Out.AdviseBytes = D->C.AdviseBytes.load();
@@ -1085,6 +1105,11 @@ bool Executor::report(int Device, DeviceReport &Out) const {
   Out.PlanLoaded = D->HasPlan.load(std::memory_order_acquire);
   if (Out.PlanLoaded) // Plan is immutable once HasPlan is set
     Out.ProfileFingerprint = D->Plan->ProfileFingerprint;
+  {
+    std::lock_guard<std::mutex> Lock(D->LaunchMu);
+    if (D->Cursor)
+      Out.Fingerprint = D->Cursor->fingerprint();
+  }
   std::string Why;
   {
     std::lock_guard<std::mutex> Lock(D->StatusMu);
@@ -1149,6 +1174,20 @@ void jsonNull(std::string &O, const char *Key) {
   O += "null";
 }
 
+const char *fingerprintCheckName(FingerprintCheck F) {
+  switch (F) {
+  case FingerprintCheck::None:
+    return "none";
+  case FingerprintCheck::Pending:
+    return "pending";
+  case FingerprintCheck::Matched:
+    return "matched";
+  case FingerprintCheck::Mismatch:
+    return "mismatch";
+  }
+  return "none";
+}
+
 void deviceJson(std::string &O, int Device, const DeviceReport &R) {
   const deepum_stats_t &S = R.Stats;
   O += '{';
@@ -1170,6 +1209,7 @@ void deviceJson(std::string &O, int Device, const DeviceReport &R) {
     } else {
       jsonNull(O, "profile_fingerprint");
     }
+    jsonField(O, "fingerprint_check", std::string(fingerprintCheckName(R.Fingerprint)));
     O += '}';
   }
   jsonField(O, "active", S.plan_active != 0);

@@ -58,17 +58,17 @@ template <typename Accessor>
 using ShapeOf = Shape<std::remove_cv_t<std::remove_reference_t<Accessor>>>;
 
 template <typename S> constexpr bool matches(Field F, uint32_t Number) {
-  return F.Number == Number && F.Type == wireOf<typename S::Element>() &&
-         F.Repeated == S::Repeated;
+  return F.Number == Number && F.Type == wireOf<typename S::Element>() && F.Repeated == S::Repeated;
 }
 
 // CHECK_FIELD(Message, ns, Name, accessor): the constant ns::Name against
 // deepum::v1::Message's kNameFieldNumber and the type of accessor().
 #define CHECK_FIELD(Message, ns, Name, accessor)                                                   \
-  static_assert(matches<ShapeOf<decltype(std::declval<const deepum::v1::Message &>().accessor())>>( \
-                    ns::Name, deepum::v1::Message::k##Name##FieldNumber),                          \
-                "plan.proto's " #Message "." #accessor                                             \
-                " differs from deepum/format/PlanFields.h (number, wire type or repetition)")
+  static_assert(                                                                                   \
+      matches<ShapeOf<decltype(std::declval<const deepum::v1::Message &>().accessor())>>(          \
+          ns::Name, deepum::v1::Message::k##Name##FieldNumber),                                    \
+      "plan.proto's " #Message "." #accessor                                                       \
+      " differs from deepum/format/PlanFields.h (number, wire type or repetition)")
 
 CHECK_FIELD(Plan, plan, FormatVersion, format_version);
 CHECK_FIELD(Plan, plan, Metadata, metadata);
@@ -149,8 +149,10 @@ static_assert(same(kActionAdvise, deepum::v1::ActionKind_MAX),
 static_assert(same(kAdviceUnspecified, deepum::v1::ADVICE_UNSPECIFIED));
 static_assert(same(kAdviceSetReadMostly, deepum::v1::ADVICE_SET_READ_MOSTLY));
 static_assert(same(kAdviceUnsetReadMostly, deepum::v1::ADVICE_UNSET_READ_MOSTLY));
-static_assert(same(kAdviceSetPreferredLocationDevice, deepum::v1::ADVICE_SET_PREFERRED_LOCATION_DEVICE));
-static_assert(same(kAdviceSetPreferredLocationHost, deepum::v1::ADVICE_SET_PREFERRED_LOCATION_HOST));
+static_assert(same(kAdviceSetPreferredLocationDevice,
+                   deepum::v1::ADVICE_SET_PREFERRED_LOCATION_DEVICE));
+static_assert(same(kAdviceSetPreferredLocationHost,
+                   deepum::v1::ADVICE_SET_PREFERRED_LOCATION_HOST));
 static_assert(same(kAdviceUnsetPreferredLocation, deepum::v1::ADVICE_UNSET_PREFERRED_LOCATION));
 static_assert(same(kAdviceSetAccessedByDevice, deepum::v1::ADVICE_SET_ACCESSED_BY_DEVICE));
 static_assert(same(kAdviceUnsetAccessedByDevice, deepum::v1::ADVICE_UNSET_ACCESSED_BY_DEVICE));

@@ -125,7 +125,8 @@ TEST(FingerprintTest, ProgramThatNeverMatchesTurnsThePlanOffAfterTheMarkedIterat
   EXPECT_EQ(occurrences(Log, "differs from the plan's profile fingerprint"), 1u) << Log;
   EXPECT_EQ(whyNot(E).rfind("plan turned off: the launch sequence of", 0), 0u) << whyNot(E);
   iteration(B, E, kPlanned);
-  EXPECT_EQ(B.calls(FakeCallKind::Prefetch).size(), PrefetchesWhileOn) << "replayed after turning off";
+  EXPECT_EQ(B.calls(FakeCallKind::Prefetch).size(), PrefetchesWhileOn)
+      << "replayed after turning off";
   EXPECT_NE(E.allocate(4096, 0, S1), nullptr);
 }
 

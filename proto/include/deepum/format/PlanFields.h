@@ -41,9 +41,7 @@ struct Field {
 /// The tag a field's elements arrive with.
 constexpr uint32_t tag(Field F) { return F.Number << 3 | static_cast<uint32_t>(F.Type); }
 /// The tag of a packed run of a repeated varint field.
-constexpr uint32_t packedTag(Field F) {
-  return F.Number << 3 | static_cast<uint32_t>(Wire::Len);
-}
+constexpr uint32_t packedTag(Field F) { return F.Number << 3 | static_cast<uint32_t>(Wire::Len); }
 
 namespace plan { // deepum.v1.Plan
 inline constexpr Field FormatVersion{1, Wire::Varint};

@@ -1,35 +1,36 @@
 //===- CompiledPlan.cpp - A plan indexed for the launch hook ---------------===//
 #include "deepum/executor/CompiledPlan.h"
 
+#include "deepum/format/PlanFields.h"
+
 #include <algorithm>
 
 namespace deepum::executor {
 
 namespace {
-// deepum.v1.ActionKind and deepum.v1.Advice values.
-enum : int { kPrefetch = 1, kEvict = 2, kDiscard = 3, kAdvise = 4 };
+namespace pf = format::planfields;
 
 bool toAdvice(int A, MemAdvice &Out) {
   switch (A) {
-  case 1:
+  case pf::kAdviceSetReadMostly:
     Out = MemAdvice::SetReadMostly;
     return true;
-  case 2:
+  case pf::kAdviceUnsetReadMostly:
     Out = MemAdvice::UnsetReadMostly;
     return true;
-  case 3:
+  case pf::kAdviceSetPreferredLocationDevice:
     Out = MemAdvice::SetPreferredLocationDevice;
     return true;
-  case 4:
+  case pf::kAdviceSetPreferredLocationHost:
     Out = MemAdvice::SetPreferredLocationHost;
     return true;
-  case 5:
+  case pf::kAdviceUnsetPreferredLocation:
     Out = MemAdvice::UnsetPreferredLocation;
     return true;
-  case 6:
+  case pf::kAdviceSetAccessedByDevice:
     Out = MemAdvice::SetAccessedByDevice;
     return true;
-  case 7:
+  case pf::kAdviceUnsetAccessedByDevice:
     Out = MemAdvice::UnsetAccessedByDevice;
     return true;
   default:
@@ -93,22 +94,22 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
     for (const RawRange &R : A.Ranges)
       Act.Ranges.push_back({static_cast<uintptr_t>(R.Offset), R.Bytes});
     switch (A.Kind) {
-    case kPrefetch:
+    case pf::kActionPrefetch:
       Act.Kind = PlanActionKind::Prefetch;
       Out.BeforeLaunch[A.Position].push_back(std::move(Act));
       break;
-    case kAdvise:
+    case pf::kActionAdvise:
       Act.Kind = PlanActionKind::Advise;
       if (!toAdvice(A.Advice, Act.Advice))
         continue; // advice of a newer format: not ours to give
       Out.BeforeLaunch[A.Position].push_back(std::move(Act));
       break;
-    case kEvict:
+    case pf::kActionEvict:
       Act.Kind = PlanActionKind::Evict;
       (Act.DuePosition < Act.Position ? Out.ReleaseBefore : Out.AfterLaunch)[A.Position].push_back(
           std::move(Act));
       break;
-    case kDiscard:
+    case pf::kActionDiscard:
       Act.Kind = PlanActionKind::Discard;
       (Act.DuePosition < Act.Position ? Out.ReleaseBefore : Out.AfterLaunch)[A.Position].push_back(
           std::move(Act));

@@ -2,12 +2,67 @@
 #include "deepum/executor/PlanCursor.h"
 
 #include <cstdio>
+#include <string>
 
 namespace deepum::executor {
 
+namespace {
+std::string hex16(uint64_t V) {
+  char Buf[20];
+  std::snprintf(Buf, sizeof Buf, "%016llx", static_cast<unsigned long long>(V));
+  return Buf;
+}
+} // namespace
+
 PlanCursor::PlanCursor(const CompiledPlan &P, CursorOptions O) : Plan(P), Opts(O) {
-  if (Plan.positions() == 0)
+  if (Plan.positions() == 0) {
     turnOff("the plan has no positions");
+    return;
+  }
+  if (Plan.ProfileFingerprint == 0)
+    return; // an older plan: nothing to check against
+  if (std::string Why = profileFingerprintMismatch(Plan); !Why.empty()) {
+    Fingerprint = FingerprintCheck::Mismatch;
+    turnOff(std::move(Why));
+    return;
+  }
+  Fingerprint = FingerprintCheck::Pending;
+}
+
+std::string profileFingerprintMismatch(const CompiledPlan &P) {
+  if (P.ProfileFingerprint == 0)
+    return {};
+  uint64_t Own = kFnvOffsetBasis;
+  for (uint64_t Id : P.PositionIds)
+    Own = fnvWords(Own, Id);
+  if (Own == P.ProfileFingerprint)
+    return {};
+  return "the plan's profile fingerprint " + hex16(P.ProfileFingerprint) +
+         " is not that of its own launch sequence (" + hex16(Own) +
+         "): it was made from another profile or edited";
+}
+
+void PlanCursor::checkFingerprint() {
+  if (Fingerprint != FingerprintCheck::Pending)
+    return;
+  const bool Complete = Marked && LiveLaunches != 0; // a whole marked iteration
+  const uint64_t Seen = LiveHash;
+  Marked = true;
+  LiveHash = kFnvOffsetBasis;
+  LiveLaunches = 0;
+  if (!Complete)
+    return;
+  if (Seen == Plan.ProfileFingerprint) {
+    Fingerprint = FingerprintCheck::Matched;
+    return;
+  }
+  if (++FingerprintMisses < Opts.FingerprintIterations)
+    return;
+  Fingerprint = FingerprintCheck::Mismatch;
+  turnOff("the launch sequence of " + std::to_string(FingerprintMisses) +
+          " marked iterations in a row differs from the plan's profile fingerprint " +
+          hex16(Plan.ProfileFingerprint) + " (last " + hex16(Seen) +
+          "): the plan was made for another model or configuration");
 }
 
 void PlanCursor::turnOff(std::string Why) {
@@ -48,6 +103,10 @@ uint32_t PlanCursor::advance(uint64_t Id, uint32_t &Skipped) {
   if (St == State::Off)
     return kNoPosition;
   Stats.Launches++;
+  if (Fingerprint == FingerprintCheck::Pending && Marked) {
+    LiveHash = fnvWords(LiveHash, Id);
+    ++LiveLaunches;
+  }
   if (!ModelChecked) {
     // A plan for another model shares (almost) no execution IDs with the live
     // program; decide early, before a wrong plan does harm.
@@ -179,6 +238,9 @@ uint32_t PlanCursor::search(uint64_t Id) {
 }
 
 void PlanCursor::markIteration() {
+  if (St == State::Off)
+    return;
+  checkFingerprint();
   if (St == State::Off)
     return;
   if (St == State::Synced && Next == 0)

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "deepum/format/PlanWire.h"
 
+#include "deepum/format/PlanFields.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -106,9 +108,9 @@ uint64_t planArenaBytes(const RawPlan &P) {
 std::string checkRawPlan(const RawPlan &P) {
   if (P.FormatVersion == 0)
     return "missing format_version: not a deepum plan";
-  if (P.FormatVersion != 1)
-    return "unsupported plan format version " + num(P.FormatVersion) +
-           " (this build reads version 1)";
+  if (P.FormatVersion != planfields::kPlanFormatCurrent)
+    return "unsupported plan format version " + num(P.FormatVersion) + " (this build reads version " +
+           num(planfields::kPlanFormatCurrent) + ")";
   if (!P.HasMetadata)
     return "plan has no metadata";
   if (!isPowerOfTwo(P.UmBlockBytes) || P.UmBlockBytes < PlanLimits::kMinUmBlockBytes ||
@@ -173,7 +175,7 @@ std::string checkRawPlan(const RawPlan &P) {
   uint32_t PrevPos = 0;
   for (size_t I = 0; I < P.Actions.size(); ++I) {
     const RawPlan::Action &A = P.Actions[I];
-    if (A.Kind == 0)
+    if (A.Kind == planfields::kActionUnspecified)
       return "action " + num(I) + " has no kind";
     if (A.Position >= Positions || A.DuePosition >= Positions)
       return "action " + num(I) + " names a position beyond the iteration's " + num(Positions) +
@@ -181,7 +183,7 @@ std::string checkRawPlan(const RawPlan &P) {
     if (A.Position < PrevPos)
       return "actions are not sorted by position (action " + num(I) + ")";
     PrevPos = A.Position;
-    if (A.Kind == 4 && A.Advice == 0)
+    if (A.Kind == planfields::kActionAdvise && A.Advice == planfields::kAdviceUnspecified)
       return "action " + num(I) + " advises nothing";
     if (A.Ranges.empty())
       return "action " + num(I) + " has no ranges";

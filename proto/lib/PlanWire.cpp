@@ -23,6 +23,8 @@
 //===----------------------------------------------------------------------===//
 #include "deepum/format/PlanWire.h"
 
+#include "deepum/format/PlanFields.h"
+
 #include <zlib.h>
 
 #include <cerrno>
@@ -36,7 +38,18 @@ namespace deepum::format {
 
 namespace {
 
-enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kGroupStart = 3, kGroupEnd = 4, kFixed32 = 5 };
+using planfields::packedTag;
+using planfields::tag;
+
+// The wire types as the tag's low bits (planfields::Wire, as plain numbers).
+enum WireType : uint32_t {
+  kVarint = static_cast<uint32_t>(planfields::Wire::Varint),
+  kFixed64 = static_cast<uint32_t>(planfields::Wire::Fixed64),
+  kLen = static_cast<uint32_t>(planfields::Wire::Len),
+  kGroupStart = static_cast<uint32_t>(planfields::Wire::GroupStart),
+  kGroupEnd = static_cast<uint32_t>(planfields::Wire::GroupEnd),
+  kFixed32 = static_cast<uint32_t>(planfields::Wire::Fixed32),
+};
 
 /// Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF.
 bool validUtf8(const unsigned char *S, size_t N) {
@@ -282,35 +295,36 @@ bool fixed64(Reader &R, uint32_t Tag, bool &Ok) {
 }
 
 bool metadata(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
+  namespace F = planfields::metadata;
   return nested(R, Tag, Ok, [&](Reader &M, uint32_t T, bool &K) -> bool {
     uint32_t U32;
     uint64_t U64;
     int Enum;
-    switch (T >> 3) {
-    case 1:
+    switch (T) {
+    case tag(F::ProfileFingerprint):
       return M.scalar(T, P.ProfileFingerprint, K);
-    case 3:
+    case tag(F::GpuMemoryBytes):
       return M.scalar(T, P.GpuMemoryBytes, K);
-    case 4:
+    case tag(F::UmBlockBytes):
       return M.scalar(T, P.UmBlockBytes, K);
-    case 5: // strategy
+    case tag(F::Strategy):
       return M.scalar(T, Enum, K);
-    case 2:  // device_model
-    case 6:  // producer
-    case 7:  // summary
-    case 8:  // ignored
-    case 9:  // profile_source
+    case tag(F::DeviceModel):
+    case tag(F::Producer):
+    case tag(F::Summary):
+    case tag(F::Ignored):
+    case tag(F::ProfileSource):
       return isString(M, T, K, nullptr);
-    case 10:
+    case tag(F::Model):
       return isString(M, T, K, &P.Model);
-    case 11: // predicted_iteration_us
+    case tag(F::PredictedIterationUs):
       return fixed64(M, T, K);
-    case 12:
+    case tag(F::ContextLength):
       return M.scalar(T, P.ContextLength, K);
-    case 13: // reference_iteration
-    case 14: // profiled_iterations
+    case tag(F::ReferenceIteration):
+    case tag(F::ProfiledIterations):
       return M.scalar(T, U32, K);
-    case 15: // footprint_bytes
+    case tag(F::FootprintBytes):
       return M.scalar(T, U64, K);
     default:
       return false;
@@ -319,30 +333,33 @@ bool metadata(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
 }
 
 bool executionId(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
-  if ((Tag & 7) != kLen)
-    return false;
+  namespace F = planfields::id_entry;
+  namespace S = planfields::successor;
   RawPlan::IdEntry E;
   nested(R, Tag, Ok, [&](Reader &M, uint32_t T, bool &K) -> bool {
-    switch (T >> 3) {
-    case 1:
+    switch (T) {
+    case tag(F::ExecutionId):
       return M.scalar(T, E.Id, K);
-    case 2: // signature
+    case tag(F::Signature):
       return isString(M, T, K, nullptr);
-    case 3: {
+    case tag(F::Successors): {
       uint64_t Next = 0;
-      bool Known = nested(M, T, K, [&](Reader &S, uint32_t X, bool &L) -> bool {
+      nested(M, T, K, [&](Reader &Su, uint32_t X, bool &L) -> bool {
         uint32_t Count;
-        if ((X >> 3) == 1)
-          return S.scalar(X, Next, L);
-        if ((X >> 3) == 2)
-          return S.scalar(X, Count, L);
-        return false;
+        switch (X) {
+        case tag(S::ExecutionId):
+          return Su.scalar(X, Next, L);
+        case tag(S::Count):
+          return Su.scalar(X, Count, L);
+        default:
+          return false;
+        }
       });
-      if (Known)
-        E.Successors.push_back(Next);
-      return Known;
+      E.Successors.push_back(Next);
+      return true;
     }
-    case 4:
+    case tag(F::Positions):
+    case packedTag(F::Positions):
       return M.repeated(T, &E.Positions, K);
     default:
       return false;
@@ -353,18 +370,19 @@ bool executionId(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
 }
 
 bool blockChain(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
-  if ((Tag & 7) != kLen)
-    return false;
+  namespace F = planfields::chain;
   RawPlan::Chain C;
   nested(R, Tag, Ok, [&](Reader &M, uint32_t T, bool &K) -> bool {
-    switch (T >> 3) {
-    case 1:
+    switch (T) {
+    case tag(F::ExecutionId):
       return M.scalar(T, C.Id, K);
-    case 2:
+    case tag(F::Position):
       return M.scalar(T, C.Position, K);
-    case 3:
+    case tag(F::Blocks):
+    case packedTag(F::Blocks):
       return M.repeated(T, &C.Blocks, K);
-    case 4: // modes
+    case tag(F::Modes):
+    case packedTag(F::Modes):
       return M.repeated<int>(T, nullptr, K);
     default:
       return false;
@@ -375,34 +393,36 @@ bool blockChain(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
 }
 
 bool action(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
-  if ((Tag & 7) != kLen)
-    return false;
+  namespace F = planfields::action;
+  namespace G = planfields::range;
   RawPlan::Action A;
   nested(R, Tag, Ok, [&](Reader &M, uint32_t T, bool &K) -> bool {
     bool Dirty;
-    switch (T >> 3) {
-    case 1:
+    switch (T) {
+    case tag(F::Kind):
       return M.scalar(T, A.Kind, K);
-    case 2:
+    case tag(F::Position):
       return M.scalar(T, A.Position, K);
-    case 3:
+    case tag(F::DuePosition):
       return M.scalar(T, A.DuePosition, K);
-    case 4: {
+    case tag(F::Ranges): {
       RawRange Rg;
-      bool Known = nested(M, T, K, [&](Reader &S, uint32_t X, bool &L) -> bool {
-        if ((X >> 3) == 1)
+      nested(M, T, K, [&](Reader &S, uint32_t X, bool &L) -> bool {
+        switch (X) {
+        case tag(G::Offset):
           return S.scalar(X, Rg.Offset, L);
-        if ((X >> 3) == 2)
+        case tag(G::Bytes):
           return S.scalar(X, Rg.Bytes, L);
-        return false;
+        default:
+          return false;
+        }
       });
-      if (Known)
-        A.Ranges.push_back(Rg);
-      return Known;
+      A.Ranges.push_back(Rg);
+      return true;
     }
-    case 5:
+    case tag(F::Advice):
       return M.scalar(T, A.Advice, K);
-    case 6:
+    case tag(F::Dirty):
       return M.scalar(T, Dirty, K);
     default:
       return false;
@@ -412,42 +432,46 @@ bool action(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
   return true;
 }
 
+bool placement(Reader &M, uint32_t T, bool &K, RawPlan &P) {
+  namespace F = planfields::placement;
+  RawPlan::Placement Pl;
+  nested(M, T, K, [&](Reader &S, uint32_t X, bool &L) -> bool {
+    switch (X) {
+    case tag(F::Sequence):
+      return S.scalar(X, Pl.Sequence, L);
+    case tag(F::SizeBytes):
+      return S.scalar(X, Pl.Size, L);
+    case tag(F::Offset):
+      return S.scalar(X, Pl.Offset, L);
+    case tag(F::Persistent):
+      return S.scalar(X, Pl.Persistent, L);
+    case tag(F::LiveBegin):
+      return S.scalar(X, Pl.LiveBegin, L);
+    case tag(F::LiveEnd):
+      return S.scalar(X, Pl.LiveEnd, L);
+    case tag(F::WrapEnd):
+      return S.scalar(X, Pl.WrapEnd, L);
+    default:
+      return false;
+    }
+  });
+  P.Placements.push_back(Pl);
+  return true;
+}
+
 bool layout(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
+  namespace F = planfields::layout;
   return nested(R, Tag, Ok, [&](Reader &M, uint32_t T, bool &K) -> bool {
     uint64_t U64;
-    switch (T >> 3) {
-    case 1:
+    switch (T) {
+    case tag(F::ArenaBytes):
       return M.scalar(T, P.ArenaBytes, K);
-    case 2: {
-      RawPlan::Placement Pl;
-      bool Known = nested(M, T, K, [&](Reader &S, uint32_t X, bool &L) -> bool {
-        switch (X >> 3) {
-        case 1:
-          return S.scalar(X, Pl.Sequence, L);
-        case 2:
-          return S.scalar(X, Pl.Size, L);
-        case 3:
-          return S.scalar(X, Pl.Offset, L);
-        case 4:
-          return S.scalar(X, Pl.Persistent, L);
-        case 5:
-          return S.scalar(X, Pl.LiveBegin, L);
-        case 6:
-          return S.scalar(X, Pl.LiveEnd, L);
-        case 7:
-          return S.scalar(X, Pl.WrapEnd, L);
-        default:
-          return false;
-        }
-      });
-      if (Known)
-        P.Placements.push_back(Pl);
-      return Known;
-    }
-    case 3: // peak_live_bytes
-    case 4: // best_fit_peak_bytes
+    case tag(F::Placements):
+      return placement(M, T, K, P);
+    case tag(F::PeakLiveBytes):
+    case tag(F::BestFitPeakBytes):
       return M.scalar(T, U64, K);
-    case 5:
+    case tag(F::Ticks):
       return M.scalar(T, P.LayoutTicks, K);
     default:
       return false;
@@ -458,29 +482,30 @@ bool layout(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
 } // namespace
 
 bool decodePlanWire(std::string_view Bytes, RawPlan &P, std::string &Error) {
+  namespace F = planfields::plan;
   P = RawPlan{};
   const auto *B = reinterpret_cast<const unsigned char *>(Bytes.data());
   Reader Top(B, B + Bytes.size(), PlanLimits::kMaxDepth);
   bool Ok = message(Top, [&](Reader &R, uint32_t T, bool &K) -> bool {
-    switch (T >> 3) {
-    case 1:
+    switch (T) {
+    case tag(F::FormatVersion):
       return R.scalar(T, P.FormatVersion, K);
-    case 2: {
-      bool Known = metadata(R, T, K, P);
-      P.HasMetadata |= Known;
-      return Known;
-    }
-    case 3:
+    case tag(F::Metadata):
+      P.HasMetadata = true;
+      return metadata(R, T, K, P);
+    case tag(F::ExecutionIds):
       return executionId(R, T, K, P);
-    case 4:
+    case tag(F::BlockChains):
       return blockChain(R, T, K, P);
-    case 5:
+    case tag(F::PositionIds):
+    case packedTag(F::PositionIds):
       return R.repeated(T, &P.PositionIds, K);
-    case 6:
+    case tag(F::Actions):
       return action(R, T, K, P);
-    case 7:
+    case tag(F::Layout):
       return layout(R, T, K, P);
-    case 8:
+    case tag(F::PositionContexts):
+    case packedTag(F::PositionContexts):
       return R.repeated(T, &P.PositionContexts, K);
     default:
       return false;

@@ -67,6 +67,20 @@ public:
     Pl->set_persistent(Persistent);
     return *this;
   }
+  /// Sets metadata.profile_fingerprint as the planner does: the hash of the
+  /// plan's own launch sequence.
+  PlanBuilder &fingerprinted() {
+    P.mutable_metadata()->set_profile_fingerprint(
+        sequenceHash({P.position_ids().begin(), P.position_ids().end()}));
+    return *this;
+  }
+  /// The planner's sequenceFingerprint of `Ids` (FNV-1a, plan.proto).
+  static uint64_t sequenceHash(const std::vector<uint64_t> &Ids) {
+    uint64_t H = executor::kFnvOffsetBasis;
+    for (uint64_t Id : Ids)
+      H = executor::fnvWords(H, Id);
+    return H;
+  }
   PlanBuilder &capacity(uint64_t Bytes) {
     P.mutable_metadata()->set_gpu_memory_bytes(Bytes);
     return *this;

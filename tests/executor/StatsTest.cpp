@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "llvm/Support/JSON.h"
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -189,12 +190,16 @@ TEST(StatsTest, EachCountMovesWithWhatItCounts) {
       .chain(1, {5})
       .chain(2, {6})
       .chain(3, {7});
-  PB.proto().mutable_metadata()->set_profile_fingerprint(0x0123456789abcdefULL);
+  PB.fingerprinted();
+  char Hex[20];
+  std::snprintf(Hex, sizeof Hex, "%016llx",
+                static_cast<unsigned long long>(PB.proto().metadata().profile_fingerprint()));
   ASSERT_TRUE(E.setPlan(0, PB.compiled(), 2 * kBlock));
 
   json::Value R = reportOf(E);
   EXPECT_TRUE(flag(R, "active"));
-  EXPECT_EQ(plan(R).getString("profile_fingerprint"), llvm::StringRef("0123456789abcdef"));
+  EXPECT_EQ(plan(R).getString("profile_fingerprint"), llvm::StringRef(Hex));
+  EXPECT_EQ(plan(R).getString("fingerprint_check"), llvm::StringRef("pending"));
   EXPECT_EQ(num(R, "budget_bytes"), 2 * kBlock);
   for (const char *K : {"prefetch", "evict", "discard", "advise"}) {
     EXPECT_EQ(num(R, K, "calls"), 0u) << K;

@@ -69,6 +69,8 @@ struct DeviceReport {
   std::string PlanPath; ///< Empty: no plan was configured for the device.
   bool PlanLoaded = false;
   uint64_t ProfileFingerprint = 0; ///< The plan's (0 = none or no plan).
+  /// What the program's marked iterations said about it (None without a plan).
+  FingerprintCheck Fingerprint = FingerprintCheck::None;
   std::string WhyNot;              ///< Empty while the plan is active.
   uint64_t UndecodedLaunches = 0;  ///< Process-wide (the backend's count).
   uint64_t AdviseBytes = 0;

@@ -15,8 +15,18 @@
 //   context_length live IDs names the position even inside repeated layers.
 // - Off: after sustained mismatch (searching for too long), or when the first
 //   launches are mostly unknown to the plan (a plan for a different model,
-//   decided within kModelCheckLaunches launches). The cursor says why, once,
-//   through offReason(); the executor logs it and keeps allocating.
+//   decided within kModelCheckLaunches launches), or when the plan's profile
+//   fingerprint is not that of the program (below). The cursor says why,
+//   once, through offReason(); the executor logs it and keeps allocating.
+// - Profile fingerprint: a plan that carries one (the planner's FNV-1a hash
+//   of the profiled iteration's execution IDs) is checked twice. At
+//   construction the hash of the plan's own position_ids must equal it (a
+//   plan whose tables are not those of the profile it names is off at once).
+//   Then each iteration the program marks (deepum_step to deepum_step, with
+//   launches in it) is hashed the same way: one equal to the fingerprint
+//   confirms the plan for good; FingerprintIterations marked iterations in a
+//   row without a match turn it off. Plans without a fingerprint (older
+//   plans, fingerprint 0) and programs without marks are not checked.
 //
 // Not thread-safe: the executor holds the device's launch lock.
 //
@@ -45,6 +55,19 @@ struct CursorOptions {
   uint32_t ModelCheckLaunches = 100;
   /// Fewer known IDs than this fraction of the first launches: another model.
   double MinKnownFraction = 0.25;
+  /// Marked iterations in a row whose launch sequence differs from the plan's
+  /// profile fingerprint before the plan turns off: deepum-profile skips 2
+  /// warm-up iterations by default and profiles steady ones, so the program's
+  /// first iterations may differ while its steady ones match exactly.
+  uint32_t FingerprintIterations = 5;
+};
+
+/// What the live launches said about the plan's profile fingerprint.
+enum class FingerprintCheck {
+  None,     ///< The plan carries no fingerprint: not checked.
+  Pending,  ///< No marked iteration matched yet.
+  Matched,  ///< A marked iteration's launch sequence had the plan's fingerprint.
+  Mismatch, ///< It never did: the plan is off.
 };
 
 struct CursorStats {
@@ -55,6 +78,10 @@ struct CursorStats {
   uint64_t Resyncs = 0;
   uint64_t Iterations = 0; ///< Completed passes over the plan.
 };
+
+/// Why the plan's profile fingerprint is not the hash of its own position_ids
+/// ("" when it is, or when the plan carries none).
+std::string profileFingerprintMismatch(const CompiledPlan &P);
 
 class PlanCursor {
 public:
@@ -84,12 +111,14 @@ public:
   bool takeOffNotice();
   /// True once per wrap from the last position to the first.
   bool takeIterationWrap();
+  FingerprintCheck fingerprint() const { return Fingerprint; }
 
 private:
   uint32_t matchSynced(uint64_t Id, uint32_t &Skipped);
   uint32_t search(uint64_t Id);
   void turnOff(std::string Why);
   uint32_t accept(uint32_t Pos);
+  void checkFingerprint();
 
   const CompiledPlan &Plan;
   CursorOptions Opts;
@@ -109,6 +138,11 @@ private:
   bool OffNotice = false;
   bool Wrapped = false;
   CursorStats Stats;
+  FingerprintCheck Fingerprint = FingerprintCheck::None;
+  bool Marked = false;      // an iteration mark was seen: LiveHash covers one iteration
+  uint64_t LiveHash = 0;    // FNV-1a over the launches since the last mark
+  uint64_t LiveLaunches = 0;
+  uint32_t FingerprintMisses = 0;
 };
 
 } // namespace deepum::executor

@@ -1,0 +1,291 @@
+//===- Actions.cpp - Issuing the plan's actions -----------------------------===//
+//
+// Advice, prefetches, evictions and discards at the CUDA boundary: arena
+// ranges become page-rounded addresses (a discard only the whole pages
+// inside its free part), releases are ordered after the compute streams with
+// events, prefetches after the releases issued before them, and a discard
+// never destroys live data (deferred until freed, else evicted).
+//
+// Locking: called from the launch hook with the device's LaunchMu held
+// (DeviceState.h). issueRanges also takes AllocMu (after LaunchMu, the lock
+// order) for one step: finding a range free, discarding it and recording the
+// event its next owner waits for.
+//
+//===----------------------------------------------------------------------===//
+#include "DeviceState.h"
+
+#include "deepum/executor/Log.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace deepum::executor {
+
+using namespace detail;
+
+void detail::noteError(Executor::DeviceState &D, const BackendStatus &S) {
+  if (S.ok())
+    return;
+  bump(D.C.BackendErrors);
+  DEEPUM_LOG_ONCE(D.ErrorLogged, LogLevel::Warn,
+                  "device %d: %s failed: %s (counted in backend_errors; deepum carries on, further "
+                  "failures are not logged)",
+                  D.Device, S.Call, S.Message.c_str());
+}
+
+uint64_t detail::rangeBytes(const std::vector<MemRange> &Rs) {
+  uint64_t B = 0;
+  for (const MemRange &R : Rs)
+    B += R.Bytes;
+  return B;
+}
+
+namespace {
+MemRange toAddress(const Executor::DeviceState &D, const MemRange &ArenaRange) {
+  uint64_t Off = ArenaRange.Address;
+  uint64_t Bytes = std::min<uint64_t>(ArenaRange.Bytes, D.ArenaBytes - std::min(Off, D.ArenaBytes));
+  return {D.ArenaBase + Off, Bytes};
+}
+
+} // namespace
+
+MemRange detail::pagesAround(const Executor::DeviceState &D, const MemRange &R) {
+  const MemRange A = toAddress(D, R);
+  constexpr uint64_t P = kManagedPageBytes;
+  const uint64_t Start = std::max<uint64_t>(A.Address / P * P, D.ArenaBase);
+  const uint64_t End =
+      std::min<uint64_t>((A.Address + A.Bytes + P - 1) / P * P, D.ArenaBase + D.ArenaMapped);
+  return {Start, End > Start ? End - Start : 0};
+}
+
+namespace {
+/// The address range of arena range `R` for a discard: the whole pages inside
+/// it, none of a neighbour's (Bytes = 0 when it holds no whole page).
+MemRange pagesInside(const Executor::DeviceState &D, const MemRange &R) {
+  const MemRange A = toAddress(D, R);
+  constexpr uint64_t P = kManagedPageBytes;
+  const uint64_t Start = (A.Address + P - 1) / P * P;
+  const uint64_t End = (A.Address + A.Bytes) / P * P;
+  return {Start, End > Start ? End - Start : 0};
+}
+
+} // namespace
+
+/// Orders the action stream after everything enqueued so far on the compute
+/// streams that launched since the last time (a discard or eviction never
+/// overtakes a kernel still using the data).
+void detail::orderAfterCompute(Backend &Back, Executor::DeviceState &D) {
+  for (StreamClock &C : D.ComputeClocks) {
+    if (!C.Dirty)
+      continue;
+    if (!C.Event) {
+      BackendStatus S = Back.createEvent(D.Device, &C.Event);
+      noteError(D, S);
+      if (!S.ok())
+        continue;
+    }
+    BackendStatus S = Back.recordEvent(D.Device, C.Event, C.Stream);
+    noteError(D, S);
+    if (S.ok())
+      noteError(D, Back.streamWaitEvent(D.Device, D.ReleaseStream, C.Event));
+    C.Dirty = false;
+  }
+}
+
+namespace {
+void stampBlocks(Executor::DeviceState &D, uint64_t Off, uint64_t Bytes, uint64_t &Incoming) {
+  const uint64_t BB = D.blockBytes();
+  for (uint64_t B = Off / BB; B < (Off + Bytes + BB - 1) / BB && B < D.Resident.size(); ++B) {
+    if (D.NeededStamp[B] == D.Stamp)
+      continue;
+    D.NeededStamp[B] = D.Stamp;
+    if (!D.Resident[B]) {
+      ++Incoming;
+      D.Blocks.push_back(static_cast<uint32_t>(B));
+    }
+  }
+}
+
+} // namespace
+
+/// Prefetches and advice of one position, before its launch runs.
+void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) {
+  const CompiledPlan &P = *D.Plan;
+  // The plan's issue order within a position: ADVISE, DISCARD, EVICT,
+  // PREFETCH (room is made before it is used).
+  for (const PlanAction &A : P.BeforeLaunch[Pos]) {
+    if (A.Kind != PlanActionKind::Advise)
+      continue;
+    for (const MemRange &R : A.Ranges) {
+      BackendStatus S = Back.advise(D.Device, toAddress(D, R), A.Advice);
+      noteError(D, S);
+      if (S.ok()) {
+        bump(D.C.Advises);
+        bump(D.C.AdviseBytes, toAddress(D, R).Bytes);
+      }
+    }
+  }
+  issueReleases(Back, D, P.ReleaseBefore[Pos]);
+  D.CurrentPosition = Pos;
+  ++D.Stamp;
+  D.Blocks.clear();
+  uint64_t Incoming = 0;
+  const uint64_t BB = D.blockBytes();
+  for (uint32_t B : P.PositionBlocks[Pos])
+    stampBlocks(D, uint64_t{B} * BB, BB, Incoming);
+  const auto &Actions = P.BeforeLaunch[Pos];
+  for (const PlanAction &A : Actions)
+    if (A.Kind == PlanActionKind::Prefetch)
+      for (const MemRange &R : A.Ranges)
+        stampBlocks(D, R.Address, R.Bytes, Incoming);
+  if (Incoming)
+    enforceBudget(Back, D, Incoming);
+  // The kernel's own blocks become resident whether prefetched or faulted in.
+  for (uint32_t B : D.Blocks)
+    D.Resident[B] = 1;
+  const uint64_t Now = D.ResidentBlocks.fetch_add(D.Blocks.size()) + D.Blocks.size();
+  if (Now > D.PeakResidentBlocks.load(std::memory_order_relaxed))
+    D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
+  if (Actions.empty())
+    return;
+  D.Ranges.clear();
+  for (const PlanAction &A : Actions) {
+    if (A.Kind == PlanActionKind::Advise)
+      continue; // issued first, above
+    for (const MemRange &R : A.Ranges)
+      if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+        D.Ranges.push_back(Pages);
+  }
+  if (D.Ranges.empty())
+    return;
+  if (D.ReleasedSincePrefetch) {
+    // Room first: this batch starts once the releases issued before it end.
+    BackendStatus W = Back.recordEvent(D.Device, D.ReleaseEvent, D.ReleaseStream);
+    noteError(D, W);
+    if (W.ok())
+      noteError(D, Back.streamWaitEvent(D.Device, D.ActionStream, D.ReleaseEvent));
+    D.ReleasedSincePrefetch = false;
+  }
+  BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, D.Device, D.ActionStream);
+  noteError(D, S);
+  if (S.ok()) {
+    bump(D.C.PrefetchBatches);
+    bump(D.C.PrefetchBytes, rangeBytes(D.Ranges));
+  }
+}
+
+/// Launches a discard waits for its range to be freed before it becomes an
+/// eviction instead: PyTorch frees a tensor just after the launch of its last
+/// use returns, so a discard planned at that position usually finds the tensor
+/// still allocated for a moment.
+constexpr uint64_t kDiscardDeferralLaunches = 64;
+
+/// Issues evictions and discards: `Evict` and `Discard` hold arena ranges.
+/// Discard parts that overlap a live allocation are deferred (never
+/// discarded while live); deferred parts past their deadline are evicted,
+/// which keeps their contents. Only the whole pages inside a free part are
+/// discarded (kManagedPageBytes): never a byte of a neighbour. Called with
+/// LaunchMu held.
+void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Evict,
+                         const std::vector<MemRange> &DiscardIn) {
+  const uint64_t BB = D.blockBytes();
+  const uint64_t Now = D.C.Launches.load(std::memory_order_relaxed);
+  std::vector<MemRange> Discard;      // free parts, arena offsets
+  std::vector<MemRange> DiscardPages; // their whole pages, addresses
+  // Finding a range free, discarding it and recording the event its next
+  // owner waits for (see tryPlace) are one step under AllocMu: an allocation
+  // placed over the range in between would neither be seen live here nor
+  // wait for the discard, which could then destroy its data.
+  std::unique_lock<std::mutex> AllocLock(D.AllocMu);
+  auto Split = [&](const MemRange &R, uint64_t Deadline) {
+    uint64_t Cur = R.Address, End = R.Address + R.Bytes;
+    auto It = D.Arena.upper_bound(Cur);
+    if (It != D.Arena.begin())
+      --It;
+    for (; It != D.Arena.end() && It->first < End && Cur < End; ++It) {
+      if (!It->second.Live || It->second.End <= Cur)
+        continue;
+      uint64_t LiveStart = std::max(It->first, Cur), LiveEnd = std::min(It->second.End, End);
+      if (LiveStart > Cur)
+        Discard.push_back({Cur, LiveStart - Cur});
+      MemRange LivePart{LiveStart, LiveEnd - LiveStart};
+      if (Now < Deadline) {
+        D.Deferred.push_back({LivePart, Deadline});
+      } else {
+        Evict.push_back(LivePart);
+        bump(D.C.DiscardsKeptLive, LivePart.Bytes);
+      }
+      Cur = LiveEnd;
+    }
+    if (Cur < End)
+      Discard.push_back({Cur, End - Cur});
+  };
+  std::vector<Executor::DeviceState::DeferredDiscard> Old;
+  Old.swap(D.Deferred);
+  for (const auto &Def : Old)
+    Split(Def.Range, Def.Deadline);
+  for (const MemRange &R : DiscardIn)
+    Split(R, Now + kDiscardDeferralLaunches);
+  for (const MemRange &R : Discard)
+    if (MemRange Pages = pagesInside(D, R); Pages.Bytes)
+      DiscardPages.push_back(Pages);
+  if (DiscardPages.empty())
+    AllocLock.unlock(); // evictions keep the data: no allocation waits for them
+  if (Evict.empty() && DiscardPages.empty())
+    return;
+  orderAfterCompute(Back, D);
+  auto MarkGone = [&](const MemRange &R) {
+    // Only blocks wholly covered leave the GPU.
+    uint64_t First = (R.Address + BB - 1) / BB, Last = (R.Address + R.Bytes) / BB;
+    for (uint64_t B = First; B < Last && B < D.Resident.size(); ++B)
+      if (D.Resident[B]) {
+        D.Resident[B] = 0;
+        D.ResidentBlocks.fetch_sub(1);
+      }
+  };
+  D.Ranges.clear();
+  for (const MemRange &R : Evict) {
+    MarkGone(R);
+    if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+      D.Ranges.push_back(Pages);
+  }
+  if (!D.Ranges.empty()) {
+    BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
+    noteError(D, S);
+    D.ReleasedSincePrefetch = true;
+    if (S.ok()) {
+      bump(D.C.EvictBatches);
+      bump(D.C.EvictBytes, rangeBytes(D.Ranges));
+    }
+  }
+  if (DiscardPages.empty())
+    return;
+  for (const MemRange &R : Discard)
+    MarkGone(R);
+  BackendStatus S = Back.discardBatch(D.Device, DiscardPages, D.ReleaseStream);
+  D.ReleasedSincePrefetch = true;
+  noteError(D, S);
+  if (S.ok()) {
+    bump(D.C.DiscardBatches);
+    bump(D.C.DiscardBytes, rangeBytes(DiscardPages));
+  }
+  // New owners of these ranges wait for this event (see tryPlace).
+  D.DiscardsInFlight.fetch_add(1, std::memory_order_release);
+  if (!D.DiscardEvent)
+    noteError(D, Back.createEvent(D.Device, &D.DiscardEvent));
+  if (D.DiscardEvent)
+    noteError(D, Back.recordEvent(D.Device, D.DiscardEvent, D.ReleaseStream));
+}
+
+/// Evictions and discards of one list (ReleaseBefore or AfterLaunch of a position).
+void detail::issueReleases(Backend &Back, DeviceState &D, const std::vector<PlanAction> &Actions) {
+  if (Actions.empty())
+    return;
+  std::vector<MemRange> Evict, Discard;
+  for (const PlanAction &A : Actions)
+    for (const MemRange &R : A.Ranges)
+      (A.Kind == PlanActionKind::Evict ? Evict : Discard).push_back(R);
+  issueRanges(Back, D, std::move(Evict), Discard);
+}
+
+} // namespace deepum::executor

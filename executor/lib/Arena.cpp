@@ -1,0 +1,170 @@
+//===- Arena.cpp - Allocation: plan placements, else the pool ---------------===//
+//
+// allocate/deallocate: allocation call s of the planned size goes to the
+// plan's offset in the device's arena when nothing live (and nothing freed on
+// another stream and not yet known complete) overlaps it; everything else to
+// the DevicePool.
+//
+// Locking: the arena is AllocMu's (DeviceState.h); no other executor lock is
+// taken here, so the allocation path never waits for the launch hook except
+// while a discard is being issued (Actions.cpp holds AllocMu for that step).
+// The pool locks itself.
+//
+//===----------------------------------------------------------------------===//
+#include "DeviceState.h"
+
+#include "deepum/executor/Log.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace deepum::executor {
+
+using namespace detail;
+
+namespace {
+/// Allocation calls the sequence matcher looks ahead over when the live
+/// sequence departs from the plan (allocations the plan expected but the
+/// program did not make).
+constexpr uint32_t kPlacementLookahead = 4;
+/// Requests above 128 TiB exceed any machine's host and GPU memory together;
+/// refusing them up front keeps every address computation far from 2^64.
+constexpr uint64_t kMaxAllocationBytes = uint64_t{1} << 47;
+} // namespace
+
+StreamClock &detail::clockFor(std::vector<StreamClock> &Clocks, StreamHandle S) {
+  for (StreamClock &C : Clocks)
+    if (C.Stream == S)
+      return C;
+  Clocks.push_back({S, 0, 0, false});
+  return Clocks.back();
+}
+
+/// Places [Off, Off+Size) for `Stream` when nothing live overlaps it and every
+/// freed range it overlaps is safe for `Stream` (same stream, or an event
+/// recorded after the free has completed). Called with AllocMu held.
+static bool tryPlace(Backend &Back, Executor::DeviceState &D, uint64_t Off, uint64_t Size,
+                     StreamHandle Stream);
+
+void *Executor::allocate(uint64_t Bytes, int Device, StreamHandle Stream) {
+  if (Bytes == 0 || Bytes > kMaxAllocationBytes)
+    return nullptr;
+  DeviceState *D = deviceOrCreate(Device);
+  if (!D)
+    return nullptr;
+  if (D->HasPlan.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> Lock(D->AllocMu);
+    D->AnyAllocation = true;
+    if (D->WrapPending.exchange(false) && !ExplicitSteps.load(std::memory_order_relaxed))
+      D->NextSequence = D->Plan->FirstIterationSequence;
+    const auto &Placements = D->Plan->Placements;
+    for (uint32_t K = 0; K <= kPlacementLookahead; ++K) {
+      auto It = Placements.find(D->NextSequence + K);
+      if (It == Placements.end() || It->second.Size != Bytes)
+        continue;
+      const uint32_t Seq = D->NextSequence + K;
+      D->NextSequence = Seq + 1;
+      if (!tryPlace(Back, *D, It->second.Offset, Bytes, Stream))
+        break; // the planned range is still in use: this call was the planned one, but falls back
+      bump(D->C.Allocations);
+      bump(D->C.ArenaPlacements);
+      uint64_t Now = D->C.ArenaBytesInUse.fetch_add(Bytes) + Bytes;
+      uint64_t Peak = D->C.ArenaPeak.load();
+      while (Now > Peak && !D->C.ArenaPeak.compare_exchange_weak(Peak, Now)) {
+      }
+      return reinterpret_cast<void *>(D->ArenaBase + It->second.Offset);
+    }
+    bump(D->C.PlacementMisses);
+  }
+  void *P = D->Pool.allocate(Bytes, Stream);
+  if (P)
+    bump(D->C.Allocations);
+  return P;
+}
+
+static bool tryPlace(Backend &Back, Executor::DeviceState &D, uint64_t Off, uint64_t Size,
+                     StreamHandle Stream) {
+  const uint64_t End = Off + Size;
+  if (End > D.ArenaBytes)
+    return false;
+  auto First = D.Arena.upper_bound(Off);
+  if (First != D.Arena.begin() && std::prev(First)->second.End > Off)
+    First = std::prev(First);
+  for (auto It = First; It != D.Arena.end() && It->first < End; ++It) {
+    const ArenaEntry &E = It->second;
+    if (E.Live)
+      return false;
+    if (E.Stream == Stream)
+      continue;
+    StreamClock &Clock = clockFor(D.AllocClocks, E.Stream);
+    if (Clock.Generation > E.FreeGeneration &&
+        Back.queryEvent(D.Device, Clock.Event) == EventState::Complete)
+      continue;
+    // Not known complete: record now (covering the free) so a later placement
+    // can use the range; this one falls back to the pool.
+    if (Clock.Generation <= E.FreeGeneration) {
+      if (!Clock.Event && !Back.createEvent(D.Device, &Clock.Event).ok())
+        return false;
+      if (Back.recordEvent(D.Device, Clock.Event, E.Stream).ok())
+        Clock.Generation++;
+      if (Back.queryEvent(D.Device, Clock.Event) == EventState::Complete)
+        continue;
+    }
+    return false;
+  }
+  // Free: drop the freed entries it covers, keeping the parts outside it.
+  std::vector<std::pair<uint64_t, ArenaEntry>> Keep;
+  for (auto It = First; It != D.Arena.end() && It->first < End;) {
+    if (It->first < Off)
+      Keep.push_back({It->first, {Off, false, It->second.Stream, It->second.FreeGeneration}});
+    if (It->second.End > End)
+      Keep.push_back({End, It->second});
+    It = D.Arena.erase(It);
+  }
+  for (auto &[O, E] : Keep)
+    D.Arena[O] = E;
+  D.Arena[Off] = ArenaEntry{End, true, Stream, 0};
+  // A discard still queued on the action stream may cover this range: the
+  // new owner's kernels must not run before it (its contents would be lost).
+  if (D.DiscardsInFlight.load(std::memory_order_acquire) != 0 && D.DiscardEvent) {
+    if (Back.queryEvent(D.Device, D.DiscardEvent) == EventState::Complete)
+      D.DiscardsInFlight.store(0, std::memory_order_release);
+    else
+      (void)Back.streamWaitEvent(D.Device, Stream, D.DiscardEvent);
+  }
+  return true;
+}
+
+void Executor::deallocate(void *Ptr, int Device, StreamHandle Stream) {
+  if (!Ptr)
+    return;
+  DeviceState *D = device(Device);
+  if (!D)
+    return;
+  const uintptr_t Addr = reinterpret_cast<uintptr_t>(Ptr);
+  if (D->ArenaBase && Addr >= D->ArenaBase && Addr < D->ArenaBase + D->ArenaBytes) {
+    std::lock_guard<std::mutex> Lock(D->AllocMu);
+    auto It = D->Arena.find(Addr - D->ArenaBase);
+    if (It == D->Arena.end() || !It->second.Live) {
+      static std::atomic<bool> Once{false};
+      DEEPUM_LOG_ONCE(Once, LogLevel::Warn, "device %d: free of an arena address not in use",
+                      Device);
+      return;
+    }
+    It->second.Live = false;
+    It->second.Stream = Stream;
+    It->second.FreeGeneration = clockFor(D->AllocClocks, Stream).Generation;
+    bump(D->C.Frees);
+    D->C.ArenaBytesInUse.fetch_sub(It->second.End - It->first);
+    return;
+  }
+  if (D->Pool.deallocate(Ptr, Stream)) {
+    bump(D->C.Frees);
+    return;
+  }
+  static std::atomic<bool> Once{false};
+  DEEPUM_LOG_ONCE(Once, LogLevel::Warn, "device %d: free of a pointer deepum did not allocate",
+                  Device);
+}
+
+} // namespace deepum::executor

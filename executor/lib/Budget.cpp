@@ -1,0 +1,82 @@
+//===- Budget.cpp - The capacity budget -------------------------------------===//
+//
+// Modelled GPU residency (arena blocks brought in by prefetches and by each
+// position's block chain, minus evictions and discards, plus live pool
+// bytes) is kept under the budget by evicting the resident blocks needed
+// furthest in the future (Belady, from the plan's block uses).
+//
+// Locking: called from the launch hook with the device's LaunchMu held
+// (DeviceState.h), which guards Resident, NeededStamp, Stamp and Budget; the
+// pool's statistics take the pool's own lock (a leaf).
+//
+//===----------------------------------------------------------------------===//
+#include "DeviceState.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace deepum::executor {
+
+using namespace detail;
+
+namespace {
+/// Next position (after `Pos`) at which arena block `B` is used, as a distance.
+uint64_t nextUseDistance(const CompiledPlan &P, uint32_t B, uint32_t Pos) {
+  const auto Uses = P.blockPositions(B);
+  if (Uses.empty())
+    return ~uint64_t{0};
+  auto It = std::upper_bound(Uses.begin(), Uses.end(), Pos);
+  if (It != Uses.end())
+    return *It - Pos;
+  return Uses.front() + P.positions() - Pos; // next iteration
+}
+
+} // namespace
+
+/// Keeps modelled residency + `Incoming` blocks under the budget by evicting
+/// the resident blocks needed furthest in the future (Belady), never one
+/// stamped as needed now. Called with LaunchMu held.
+void detail::enforceBudget(Backend &Back, DeviceState &D, uint64_t Incoming) {
+  if (!D.Budget)
+    return;
+  const uint64_t BlockBytes = D.blockBytes();
+  const uint64_t Fallback = D.Pool.stats().BytesInUse; // unplanned memory is on the GPU too
+  const uint64_t Limit = D.Budget > Fallback ? D.Budget - Fallback : 0;
+  uint64_t Resident = (D.ResidentBlocks.load() + Incoming) * BlockBytes;
+  if (Resident <= Limit)
+    return;
+  // Evict down to a low watermark (1/16 below the limit), not just to the
+  // limit: one scan then makes room for many launches, which keeps the hook's
+  // amortised cost low, and the driver is never pushed to the edge.
+  const uint64_t LowWater = Limit - Limit / 16;
+  uint64_t Need = (Resident - LowWater + BlockBytes - 1) / BlockBytes;
+  std::vector<std::pair<uint64_t, uint32_t>> Victims; // (distance, block)
+  for (uint32_t B = 0; B < D.Resident.size(); ++B)
+    if (D.Resident[B] && D.NeededStamp[B] != D.Stamp)
+      Victims.push_back({nextUseDistance(*D.Plan, B, D.CurrentPosition), B});
+  if (Victims.empty())
+    return;
+  Need = std::min<uint64_t>(Need, Victims.size());
+  std::partial_sort(Victims.begin(), Victims.begin() + static_cast<long>(Need), Victims.end(),
+                    [](const auto &A, const auto &B) { return A.first > B.first; });
+  D.Ranges.clear();
+  for (uint64_t I = 0; I < Need; ++I) {
+    uint32_t B = Victims[I].second;
+    D.Resident[B] = 0;
+    D.Ranges.push_back(pagesAround(D, {B * BlockBytes, BlockBytes}));
+  }
+  D.ResidentBlocks.fetch_sub(Need);
+  std::sort(D.Ranges.begin(), D.Ranges.end(),
+            [](const MemRange &A, const MemRange &B) { return A.Address < B.Address; });
+  orderAfterCompute(Back, D);
+  BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
+  noteError(D, S);
+  D.ReleasedSincePrefetch = true;
+  if (S.ok()) {
+    bump(D.C.EvictBatches);
+    bump(D.C.EvictBytes, rangeBytes(D.Ranges));
+    bump(D.C.BudgetEvictions, rangeBytes(D.Ranges));
+  }
+}
+
+} // namespace deepum::executor

@@ -1,0 +1,194 @@
+//===- DeviceState.h - One device's executor state (private) ----*- C++ -*-===//
+//
+// The state Executor keeps per device, shared by the files that do its jobs:
+//
+//   Executor.cpp       configuration, devices, loading and setting plans
+//   Arena.cpp          allocation: plan placements in the arena, else the pool
+//   Launches.cpp       the launch hook: plan cursor, resync, iteration marks
+//   Actions.cpp        issuing the plan's actions (advice, prefetch, evict, discard)
+//   Budget.cpp         the capacity budget: Belady eviction of modelled residency
+//   ExecutorStats.cpp  counters, the report and its JSON
+//   Pool.cpp           the stream-ordered pool of managed memory (DevicePool)
+//
+// Locking rule, per device:
+//
+// - AllocMu guards the arena: Arena (live and freed ranges), AllocClocks,
+//   NextSequence, AnyAllocation, DiscardEvent. Plan, ArenaBase, ArenaBytes and
+//   ArenaMapped are written once, before HasPlan is published (or under both
+//   locks in setPlan), and read without a lock after it.
+// - LaunchMu guards the replay: Cursor, ActionStream, ReleaseStream,
+//   ReleaseEvent, ReleasedSincePrefetch, ComputeClocks, Resident, NeededStamp,
+//   Stamp, Budget, Pending, CurrentPosition and the scratch vectors.
+// - Deferred (discards waiting for their range to be freed) is written with
+//   both held.
+// - Lock order: LaunchMu, then AllocMu (a discard checks the arena under
+//   AllocMu while the hook holds LaunchMu). AllocMu is never held while
+//   LaunchMu is taken.
+// - Leaves: the pool's own mutex (DevicePool) and StatusMu (plan path and
+//   why_not) are taken under either lock and take nothing themselves.
+// - Lock-free: Counters, HasPlan, PlanOn, WrapPending, DiscardsInFlight,
+//   ResidentBlocks and PeakResidentBlocks are atomics (the resident counts
+//   are written under LaunchMu, read by reports without it).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_EXECUTOR_LIB_DEVICESTATE_H
+#define DEEPUM_EXECUTOR_LIB_DEVICESTATE_H
+
+#include "deepum/executor/Executor.h"
+#include "deepum/executor/Pool.h"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace deepum::executor {
+
+namespace detail {
+template <typename T> void bump(std::atomic<T> &A, T V = 1) {
+  A.fetch_add(V, std::memory_order_relaxed);
+}
+
+struct Counters {
+  std::atomic<uint64_t> Allocations{0}, Frees{0}, ArenaBytesInUse{0}, ArenaPeak{0},
+      ArenaPlacements{0}, PlacementMisses{0}, PrefetchBatches{0}, PrefetchBytes{0}, EvictBatches{0},
+      EvictBytes{0}, DiscardBatches{0}, DiscardBytes{0}, DiscardsKeptLive{0}, Advises{0},
+      AdviseBytes{0}, BudgetEvictions{0}, BackendErrors{0}, Launches{0};
+};
+
+/// A byte range of the arena and who owns it. Freed ranges stay (until
+/// overwritten) to remember the stream they were freed on: another stream may
+/// reuse them only after an event recorded on that stream later has completed.
+struct ArenaEntry {
+  uint64_t End = 0;
+  bool Live = false;
+  StreamHandle Stream = 0;
+  uint64_t FreeGeneration = 0; // the stream's event generation at the free
+};
+
+/// One event per stream, re-recorded as needed; a generation number says
+/// which frees the latest record covers (everything before it on the stream).
+struct StreamClock {
+  StreamHandle Stream = 0;
+  EventHandle Event = 0;
+  uint64_t Generation = 0; // records made so far
+  bool Dirty = false;      // launches since the last record
+};
+} // namespace detail
+
+struct Executor::DeviceState {
+  using Counters = detail::Counters;
+  using ArenaEntry = detail::ArenaEntry;
+  using StreamClock = detail::StreamClock;
+
+  DeviceState(Backend &B, int Dev) : Device(Dev), Pool(B, Dev) {}
+  const int Device;
+  DevicePool Pool;
+  Counters C;
+
+  // --- guarded by AllocMu ---
+  std::mutex AllocMu;
+  std::shared_ptr<const CompiledPlan> Plan; // immutable once set
+  std::atomic<bool> HasPlan{false};         // Plan is set (read without AllocMu)
+  uintptr_t ArenaBase = 0;
+  uint64_t ArenaBytes = 0;
+  uint64_t ArenaMapped = 0; // ArenaBytes rounded up to kManagedPageBytes (what was allocated)
+  std::map<uint64_t, ArenaEntry> Arena;
+  std::vector<StreamClock> AllocClocks;
+  uint32_t NextSequence = 0;
+  bool AnyAllocation = false;
+  std::atomic<bool> WrapPending{false};
+  std::atomic<uint64_t> DiscardsInFlight{
+      0};                       // discards issued, action-stream event not yet seen complete
+  EventHandle DiscardEvent = 0; // recorded on the action stream after the latest discard
+
+  // --- guarded by LaunchMu ---
+  std::mutex LaunchMu;
+  std::optional<PlanCursor> Cursor;
+  std::atomic<bool> PlanOn{false};
+  // Two streams, like the plan's two copy engines: prefetches on one,
+  // evictions and discards on the other, so a release waiting for the compute
+  // stream never holds back a later prefetch. A prefetch waits for the
+  // releases of its own position only (ReleaseEvent): room is made first.
+  StreamHandle ActionStream = 0;  // prefetches (host to device)
+  StreamHandle ReleaseStream = 0; // evictions and discards
+  EventHandle ReleaseEvent = 0;
+  bool ReleasedSincePrefetch = false;
+  std::vector<StreamClock> ComputeClocks;
+  std::vector<uint8_t> Resident;
+  std::vector<uint64_t> NeededStamp;
+  uint64_t Stamp = 0;
+  std::atomic<uint64_t> ResidentBlocks{0};
+  std::atomic<uint64_t> PeakResidentBlocks{0}; // written under LaunchMu
+  uint64_t Budget = 0;
+  struct PendingAfter {
+    uint32_t Position;
+    std::thread::id Thread;
+  };
+  std::vector<PendingAfter> Pending;
+  struct DeferredDiscard {
+    MemRange Range;    // arena offsets
+    uint64_t Deadline; // launch count after which it becomes an eviction
+  };
+  std::vector<DeferredDiscard> Deferred; // written under LaunchMu and AllocMu
+  std::vector<MemRange> Ranges;          // scratch
+  std::vector<uint32_t> Blocks;          // scratch
+  uint32_t CurrentPosition = 0;
+  std::atomic<bool> ErrorLogged{false};
+
+  // --- guarded by StatusMu (read by reports) ---
+  mutable std::mutex StatusMu;
+  std::string PlanPath; // the plan configured or set (empty: none)
+  std::string WhyNot;   // the first reason the plan is not replayed (empty: none known)
+
+  void setPath(std::string Path) {
+    std::lock_guard<std::mutex> Lock(StatusMu);
+    PlanPath = std::move(Path);
+  }
+  /// Keeps the first reason: later ones follow from it.
+  void setWhyNot(std::string Why) {
+    std::lock_guard<std::mutex> Lock(StatusMu);
+    if (WhyNot.empty())
+      WhyNot = std::move(Why);
+  }
+
+  uint64_t blockBytes() const { return Plan ? Plan->UmBlockBytes : uint64_t{2} << 20; }
+};
+
+namespace detail {
+using DeviceState = Executor::DeviceState;
+
+// Arena.cpp
+/// The clock of stream `S` in `Clocks`, added when new.
+StreamClock &clockFor(std::vector<StreamClock> &Clocks, StreamHandle S);
+
+// Actions.cpp
+/// Counts a failed backend call and logs the first.
+void noteError(DeviceState &D, const BackendStatus &S);
+uint64_t rangeBytes(const std::vector<MemRange> &Rs);
+/// The address range of arena range `R` for a prefetch or an eviction: every
+/// page it touches, within the arena's allocation.
+MemRange pagesAround(const DeviceState &D, const MemRange &R);
+/// Orders the release stream after the compute streams that launched since.
+void orderAfterCompute(Backend &Back, DeviceState &D);
+/// Advice, releases of earlier data and prefetches of one position, before
+/// its launch runs. LaunchMu held.
+void issueBefore(Backend &Back, DeviceState &D, uint32_t Pos);
+/// Evictions and discards (arena ranges); takes AllocMu. LaunchMu held.
+void issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Evict,
+                 const std::vector<MemRange> &DiscardIn);
+/// Evictions and discards of one list (ReleaseBefore or AfterLaunch of a position).
+void issueReleases(Backend &Back, DeviceState &D, const std::vector<PlanAction> &Actions);
+
+// Budget.cpp
+/// Keeps modelled residency + `Incoming` blocks under the budget. LaunchMu held.
+void enforceBudget(Backend &Back, DeviceState &D, uint64_t Incoming);
+} // namespace detail
+
+} // namespace deepum::executor
+
+#endif // DEEPUM_EXECUTOR_LIB_DEVICESTATE_H

@@ -377,39 +377,52 @@ Schedule detail::emptySchedule(const Trace &T, uint64_t GpuMemoryBytes) {
 
 namespace {
 
-/// One schedule. `MarginBlocks`: a victim qualifies when its memory is free
-/// this many block transfers before the fetch's kernel could start.
-Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
-                      uint64_t GpuMemoryBytes, double MarginBlocks, bool DeadFirst) {
-  Schedule S = emptySchedule(T, GpuMemoryBytes);
-  const uint32_t N = T.Positions;
-  const uint64_t C = S.Stats.CapacityBlocks;
-  if (N == 0)
-    return S;
-  const double BlockUs = M.transferUs(T.BlockBytes);
-  // A dirty victim costs its write-back: its key moves nearer by that much.
-  const double DirtyPenaltyUs = BlockUs;
+/// The search behind one schedule: Belady's MIN weighed by a clock, over
+/// rounds of the cyclic iteration until the residency at a round's start
+/// repeats. `MarginBlocks`: a victim qualifies when its memory is free this
+/// many block transfers before the fetch's kernel could start.
+class PrefetchSearch {
+public:
+  PrefetchSearch(const Trace &Tr, const UseTable &Uses, const CostModel &Model,
+                 uint64_t CapacityBlocks, double Margin, bool TakeDeadFirst)
+      : T(Tr), U(Uses), M(Model), N(Tr.Positions), C(CapacityBlocks), MarginBlocks(Margin),
+        DeadFirst(TakeDeadFirst), BlockUs(Model.transferUs(Tr.BlockBytes)), DirtyPenaltyUs(BlockUs),
+        Static(N + 1, 0), NB(Tr.Blocks), Resident(NB, 0), Dirty(NB, 0), LastUse(NB, -1),
+        EvictedAt(NB, 0), HeapUse(NB, -2), Cursor(NB, 0), Ready(NB, 0), Stamp(NB, 0), Heap(NB),
+        Start(static_cast<size_t>(kRounds) * N, 0), End(Start.size(), 0) {
+    for (uint32_t P = 0; P < N; ++P)
+      Static[P + 1] = Static[P] + T.DurationUs[P];
+    IterUs = Static[N];
+    for (uint64_t I = 0; I < C; ++I)
+      FreeSlots.push(0.0);
+  }
 
-  // Static (stall-free) start times: the victim key's clock.
-  std::vector<double> Static(N + 1, 0);
-  for (uint32_t P = 0; P < N; ++P)
-    Static[P + 1] = Static[P] + T.DurationUs[P];
-  const double IterUs = Static[N];
-  S.Stats.ComputeUs = IterUs;
+  /// Stall-free compute time of one iteration.
+  double iterationUs() const { return IterUs; }
+  /// Whether some kernel's working set exceeded the capacity.
+  bool skippedBlocks() const { return Skipped != 0; }
 
-  const uint64_t NB = T.Blocks;
-  std::vector<uint8_t> Resident(NB, 0), Dirty(NB, 0);
-  std::vector<int64_t> LastUse(NB, -1), EvictedAt(NB, 0);
-  // LastUse of each block when it entered the victim heap.
-  std::vector<int64_t> HeapUse(NB, -2);
-  std::vector<uint64_t> Cursor(NB, 0); // index into the block's use list of its next use
-  std::vector<double> Ready(NB, 0);
-  std::vector<uint32_t> Stamp(NB, 0);
-  // Victim heap: the largest key is evicted. Ties go to the higher block, never
-  // to insertion order: the choice must not depend on the round, or the cyclic
-  // schedule never settles.
-  VictimHeap Heap(NB);
-  auto NextUseKey = [&](uint64_t B, int64_t Now) {
+  /// Runs rounds of the iteration until the residency at a round's start
+  /// repeats, or kRounds of them.
+  void run() {
+    for (int64_t Now = 0; Now < static_cast<int64_t>(kRounds) * N; ++Now) {
+      uint32_t P = static_cast<uint32_t>(Now % N);
+      if (P == 0 && recordRoundStart())
+        break;
+      runPosition(Now, P);
+    }
+    if (RoundStartState.size() == kRounds) // ran to the end: record the last state
+      RoundStartState.push_back(residentState());
+  }
+
+  /// The actions of the first round that ends where it started (else the
+  /// last one), with the statistics of that round, into S.
+  void emitRound(Schedule &S) const;
+
+private:
+  /// The key of resident block B in the victim heap: the stall-free time of
+  /// its next use after Now (infinite when its contents are dead by then).
+  double nextUseKey(uint64_t B, int64_t Now) const {
     // Cursor[B] is the index of B's next use after Now.
     uint64_t I = U.Start[B] + Cursor[B];
     if (U.DeadBefore[I])
@@ -419,16 +432,89 @@ Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
     if (Next <= Now)
       Next += N;
     double Key = static_cast<double>(Next / N) * IterUs + Static[Next % N];
+    // A dirty victim costs its write-back: its key moves nearer by that much.
     if (Dirty[B] || M.EvictionCopiesClean)
       Key -= DirtyPenaltyUs;
     return Key;
-  };
+  }
 
-  std::vector<double> Start(static_cast<size_t>(kRounds) * N, 0), End(Start.size(), 0);
+  // Actions at position q are issued while kernel q-1 runs (the host sees
+  // launch q then): at kernel q-1's start.
+  double issueTime(int64_t Q) const { return Q > 0 ? Start[Q - 1] : 0.0; }
+
+  /// First position whose issue time is at or after X (issue times known up to Now).
+  int64_t firstIssueAtOrAfter(double X, int64_t Now) const {
+    if (X <= 0)
+      return 0;
+    auto It = std::lower_bound(Start.begin(), Start.begin() + Now, X);
+    return (It - Start.begin()) + 1;
+  }
+
+  /// When evicting Cand would leave its memory free: its last kernel has
+  /// ended and, for a write-back, the copy behind the engine's queue is done.
+  double freeTime(uint64_t Cand) const {
+    double Free = LastUse[Cand] >= 0 ? End[LastUse[Cand]] : 0.0;
+    bool Dead = U.DeadBefore[U.Start[Cand] + Cursor[Cand]];
+    if (!Dead && (Dirty[Cand] || M.EvictionCopiesClean))
+      Free = std::max(Free, D2HFree) + BlockUs;
+    return Free;
+  }
+
+  std::vector<std::pair<uint64_t, uint8_t>> residentState() const {
+    std::vector<std::pair<uint64_t, uint8_t>> State;
+    for (uint64_t B = 0; B < NB; ++B)
+      if (Resident[B])
+        State.push_back({B, Dirty[B]});
+    return State;
+  }
+
+  /// Records the residency at a round's start; true once the round that just
+  /// ended repeated its start. Actions are taken by the round of the use they
+  /// serve, so that round is complete.
+  bool recordRoundStart() {
+    RoundStartState.push_back(residentState());
+    size_t R = RoundStartState.size();
+    return R >= 3 && RoundStartState[R - 2] == RoundStartState[R - 1];
+  }
+
+  void runPosition(int64_t Now, uint32_t P);
+  bool chooseVictim(int64_t Now, uint64_t &V);
+  bool takeDeadVictim(int64_t Now, uint64_t &V);
+  void admitRecent(int64_t Now, double Deadline);
+  bool beladyVictim(int64_t Now, double Deadline, uint64_t &V);
+  double evict(uint64_t V, int64_t Now);
+  void fetch(uint64_t B, uint64_t UseIndex, int64_t Now, double FreeAt);
+
+  const Trace &T;
+  const UseTable &U;
+  const CostModel &M;
+  const uint32_t N;
+  const uint64_t C;
+  const double MarginBlocks;
+  const bool DeadFirst;
+  const double BlockUs;
+  const double DirtyPenaltyUs;
+
+  // Static (stall-free) start times: the victim key's clock.
+  std::vector<double> Static;
+  double IterUs = 0;
+
+  const uint64_t NB;
+  std::vector<uint8_t> Resident, Dirty;
+  std::vector<int64_t> LastUse, EvictedAt;
+  // LastUse of each block when it entered the victim heap.
+  std::vector<int64_t> HeapUse;
+  std::vector<uint64_t> Cursor; // index into the block's use list of its next use
+  std::vector<double> Ready;
+  std::vector<uint32_t> Stamp;
+  // Victim heap: the largest key is evicted. Ties go to the higher block, never
+  // to insertion order: the choice must not depend on the round, or the cyclic
+  // schedule never settles.
+  VictimHeap Heap;
+
+  std::vector<double> Start, End;
   uint64_t ResidentCount = 0;
   std::priority_queue<double, std::vector<double>, std::greater<>> FreeSlots;
-  for (uint64_t I = 0; I < C; ++I)
-    FreeSlots.push(0.0);
   double H2DFree = 0, D2HFree = 0;
   std::vector<PendingAction> Pending;
   std::vector<std::vector<std::pair<uint64_t, uint8_t>>> RoundStartState;
@@ -438,213 +524,209 @@ Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
   std::deque<std::pair<uint64_t, uint32_t>> Recent;
   // The subset of Recent whose contents are dead before their next use.
   std::deque<std::pair<uint64_t, uint32_t>> DeadQ;
+};
 
-  // Actions at position q are issued while kernel q-1 runs (the host sees
-  // launch q then): at kernel q-1's start.
-  auto issueTime = [&](int64_t Q) { return Q > 0 ? Start[Q - 1] : 0.0; };
-  // First position whose issue time is at or after X (issue times known up to Now).
-  auto firstIssueAtOrAfter = [&](double X, int64_t Now) -> int64_t {
-    if (X <= 0)
-      return 0;
-    auto It = std::lower_bound(Start.begin(), Start.begin() + Now, X);
-    return (It - Start.begin()) + 1;
-  };
-
-  for (int64_t Now = 0; Now < static_cast<int64_t>(kRounds) * N; ++Now) {
-    uint32_t P = static_cast<uint32_t>(Now % N);
-    if (P == 0) {
-      std::vector<std::pair<uint64_t, uint8_t>> State;
-      for (uint64_t B = 0; B < NB; ++B)
-        if (Resident[B])
-          State.push_back({B, Dirty[B]});
-      RoundStartState.push_back(std::move(State));
-      // Actions are taken by the round of the use they serve, so the round
-      // that just ended is complete: stop as soon as it repeated its start.
-      size_t R = RoundStartState.size();
-      if (R >= 3 && RoundStartState[R - 2] == RoundStartState[R - 1])
-        break;
-    }
-    double KernelStart = Now > 0 ? End[Now - 1] : 0;
-    Start[Now] = KernelStart;
-    for (const BlockUse &BU : T.Uses[P]) {
-      uint64_t B = BU.Block;
-      uint64_t UseIndex = U.Start[B] + Cursor[B];
-      if (!Resident[B]) {
-        // Find a slot: a free one, or MIN's victim.
-        // When the slot's memory is free: the victim's last kernel has ended
-        // and, for a write-back, the copy has finished (the device-to-host
-        // engine serves evictions in issue order).
-        double FreeAt = 0;
-        bool Victim = false;
+/// One kernel: a slot for each of its blocks that is not resident (a free
+/// one, or a victim's), then its start once its blocks have arrived.
+void PrefetchSearch::runPosition(int64_t Now, uint32_t P) {
+  double KernelStart = Now > 0 ? End[Now - 1] : 0;
+  Start[Now] = KernelStart;
+  for (const BlockUse &BU : T.Uses[P]) {
+    uint64_t B = BU.Block;
+    uint64_t UseIndex = U.Start[B] + Cursor[B];
+    if (!Resident[B]) {
+      // Find a slot: a free one, or MIN's victim.
+      double FreeAt = 0;
+      if (!FreeSlots.empty()) {
+        FreeAt = FreeSlots.top();
+        FreeSlots.pop();
+      } else {
         uint64_t V = 0;
-        if (!FreeSlots.empty()) {
-          FreeAt = FreeSlots.top();
-          FreeSlots.pop();
-        } else {
-          // Belady, weighed by the clock: among the resident blocks whose
-          // memory is free in time for this fetch (last kernel over and, if
-          // dirty, write-back done behind the engine's queue), evict the one
-          // used farthest in the future. Blocks enter the victim heap only
-          // once their last kernel has ended early enough (Recent holds them
-          // until then, in use order), so freshly written blocks whose
-          // write-back would delay the fetch are passed over for a slightly
-          // nearer one. If nothing qualifies, the block that frees earliest
-          // is taken.
-          const double Deadline = Now > 0 ? End[Now - 1] - MarginBlocks * BlockUs : 0.0;
-          auto FreeTime = [&](uint64_t Cand) {
-            double Free = LastUse[Cand] >= 0 ? End[LastUse[Cand]] : 0.0;
-            bool Dead = U.DeadBefore[U.Start[Cand] + Cursor[Cand]];
-            if (!Dead && (Dirty[Cand] || M.EvictionCopiesClean))
-              Free = std::max(Free, D2HFree) + BlockUs;
-            return Free;
-          };
-          // Dead first: a block whose contents are dead costs no write-back;
-          // the oldest one whose last kernel has ended by the time this
-          // kernel could start is taken before Belady's choice.
-          if (DeadFirst) {
-            const double NeedAt = Now > 0 ? End[Now - 1] : 0.0;
-            while (!DeadQ.empty()) {
-              auto [Cand, St] = DeadQ.front();
-              if (St != Stamp[Cand] || !Resident[Cand] || LastUse[Cand] == Now) {
-                DeadQ.pop_front();
-                continue;
-              }
-              if (End[LastUse[Cand]] <= NeedAt) {
-                V = Cand;
-                Victim = true;
-                DeadQ.pop_front();
-              }
-              break;
-            }
-          }
-          while (!Recent.empty()) {
-            auto [Cand, St] = Recent.front();
-            if (St != Stamp[Cand] || !Resident[Cand] || LastUse[Cand] == Now) {
-              Recent.pop_front(); // stale, or used by this kernel (re-queued after it)
-              continue;
-            }
-            if (End[LastUse[Cand]] > Deadline)
-              break;
-            Heap.insert(Cand, NextUseKey(Cand, Now));
-            HeapUse[Cand] = LastUse[Cand];
-            Recent.pop_front();
-          }
-          Stash.clear();
-          uint64_t Fallback = 0;
-          double FallbackAt = kInfinity;
-          while (!Victim && !Heap.empty() && Stash.size() < kVictimWindow) {
-            uint64_t Cand = Heap.top();
-            Heap.remove(Cand);
-            // Gone, pinned by this kernel, or used since it entered the heap
-            // (its key is stale; it comes back through Recent).
-            if (!Resident[Cand] || LastUse[Cand] != HeapUse[Cand])
-              continue;
-            double Free = FreeTime(Cand);
-            if (Free <= Deadline) {
-              V = Cand;
-              Victim = true;
-              break;
-            }
-            Stash.push_back(Cand);
-            if (Free < FallbackAt) {
-              FallbackAt = Free;
-              Fallback = Cand;
-            }
-          }
-          if (!Victim)
-            for (const auto &[Cand, St] : Recent)
-              if (St == Stamp[Cand] && Resident[Cand] && LastUse[Cand] != Now) {
-                if (FreeTime(Cand) < FallbackAt) {
-                  FallbackAt = FreeTime(Cand);
-                  Fallback = Cand;
-                }
-                break; // the oldest valid one frees first
-              }
-          if (!Victim && FallbackAt < kInfinity) {
-            V = Fallback;
-            Victim = true;
-          }
-          for (uint64_t Cand : Stash)
-            if (!Victim || Cand != V) {
-              Heap.insert(Cand, NextUseKey(Cand, Now));
-              HeapUse[Cand] = LastUse[Cand];
-            }
-          if (Victim) {
-            Heap.remove(V);
-            ++Stamp[V]; // its queue entry, if any, is stale
-          }
-          if (!Victim) {
-            // The kernel's working set exceeds the capacity: leave this block
-            // to demand paging.
-            ++Skipped;
-            Resident[B] = 0;
-            LastUse[B] = Now;
-            Cursor[B] = (Cursor[B] + 1) % U.count(B);
-            continue;
-          }
-          bool Dead = U.DeadBefore[U.Start[V] + Cursor[V]];
-          int64_t Evict = std::max<int64_t>(LastUse[V] + 1, Now - N + 1);
-          Evict = std::min(Evict, Now);
-          FreeAt = std::max(issueTime(Evict), LastUse[V] >= 0 ? End[LastUse[V]] : 0.0);
-          bool WriteBack = !Dead && (Dirty[V] || M.EvictionCopiesClean);
-          if (WriteBack) {
-            double WbStart = std::max(FreeAt, D2HFree);
-            D2HFree = WbStart + BlockUs;
-            FreeAt = D2HFree;
-          }
-          Pending.push_back({Dead ? ACTION_KIND_DISCARD : ACTION_KIND_EVICT, Evict,
-                             std::max<int64_t>(LastUse[V], 0), V, static_cast<bool>(Dirty[V]),
-                             Now});
-          Resident[V] = 0;
-          Dirty[V] = 0;
-          EvictedAt[V] = Evict;
-          --ResidentCount;
+        if (!chooseVictim(Now, V)) {
+          // The kernel's working set exceeds the capacity: leave this block
+          // to demand paging.
+          ++Skipped;
+          Resident[B] = 0;
+          LastUse[B] = Now;
+          Cursor[B] = (Cursor[B] + 1) % U.count(B);
+          continue;
         }
-        // Issue at the first position whose issue time finds the memory free
-        // (no earlier than capacity allows), at most one iteration ahead, and
-        // at the latest at the need itself.
-        bool Populate = U.DeadBefore[UseIndex];
-        // Never before the block's own last eviction: the plan would drop it
-        // again after fetching it.
-        int64_t Issue = std::max({firstIssueAtOrAfter(FreeAt, Now), EvictedAt[B],
-                                  Now - static_cast<int64_t>(N) + 1, int64_t{0}});
-        Issue = std::min(Issue, Now);
-        double Done = std::max(issueTime(Issue), FreeAt);
-        if (!Populate) {
-          double XStart = std::max(Done, H2DFree);
-          Done = XStart + BlockUs;
-          H2DFree = Done;
-        }
-        Ready[B] = Done;
-        Pending.push_back({ACTION_KIND_PREFETCH, Issue, Now, B, false, Now});
-        Resident[B] = 1;
-        Dirty[B] = 0;
-        ++ResidentCount;
-        assert(ResidentCount <= C && "a fetch took a slot nobody freed");
+        FreeAt = evict(V, Now);
       }
-      KernelStart = std::max(KernelStart, Ready[B]);
-      if (U.Writes[UseIndex])
-        Dirty[B] = 1;
-      LastUse[B] = Now;
-      Cursor[B] = (Cursor[B] + 1) % U.count(B);
+      fetch(B, UseIndex, Now, FreeAt);
     }
-    for (const BlockUse &BU : T.Uses[P])
-      if (Resident[BU.Block]) {
-        Recent.push_back({BU.Block, ++Stamp[BU.Block]});
-        if (DeadFirst && U.DeadBefore[U.Start[BU.Block] + Cursor[BU.Block]])
-          DeadQ.push_back({BU.Block, Stamp[BU.Block]});
-      }
-    Start[Now] = KernelStart;
-    End[Now] = KernelStart + T.DurationUs[P];
+    KernelStart = std::max(KernelStart, Ready[B]);
+    if (U.Writes[UseIndex])
+      Dirty[B] = 1;
+    LastUse[B] = Now;
+    Cursor[B] = (Cursor[B] + 1) % U.count(B);
   }
-  if (RoundStartState.size() == kRounds) { // ran to the end: record the last state
-    std::vector<std::pair<uint64_t, uint8_t>> State;
-    for (uint64_t B = 0; B < NB; ++B)
-      if (Resident[B])
-        State.push_back({B, Dirty[B]});
-    RoundStartState.push_back(std::move(State));
-  }
+  for (const BlockUse &BU : T.Uses[P])
+    if (Resident[BU.Block]) {
+      Recent.push_back({BU.Block, ++Stamp[BU.Block]});
+      if (DeadFirst && U.DeadBefore[U.Start[BU.Block] + Cursor[BU.Block]])
+        DeadQ.push_back({BU.Block, Stamp[BU.Block]});
+    }
+  Start[Now] = KernelStart;
+  End[Now] = KernelStart + T.DurationUs[P];
+}
 
+/// Belady, weighed by the clock: among the resident blocks whose memory is
+/// free in time for this fetch (last kernel over and, if dirty, write-back
+/// done behind the engine's queue), the one used farthest in the future.
+/// Blocks enter the victim heap only once their last kernel has ended early
+/// enough (Recent holds them until then, in use order), so freshly written
+/// blocks whose write-back would delay the fetch are passed over for a
+/// slightly nearer one. If nothing qualifies, the block that frees earliest
+/// is taken. False when no resident block can be taken.
+bool PrefetchSearch::chooseVictim(int64_t Now, uint64_t &V) {
+  const double Deadline = Now > 0 ? End[Now - 1] - MarginBlocks * BlockUs : 0.0;
+  bool Victim = DeadFirst && takeDeadVictim(Now, V);
+  admitRecent(Now, Deadline);
+  if (!Victim)
+    Victim = beladyVictim(Now, Deadline, V);
+  if (Victim) {
+    Heap.remove(V);
+    ++Stamp[V]; // its queue entry, if any, is stale
+  }
+  return Victim;
+}
+
+/// Dead first: a block whose contents are dead costs no write-back; the
+/// oldest one whose last kernel has ended by the time this kernel could
+/// start is taken before Belady's choice.
+bool PrefetchSearch::takeDeadVictim(int64_t Now, uint64_t &V) {
+  const double NeedAt = Now > 0 ? End[Now - 1] : 0.0;
+  while (!DeadQ.empty()) {
+    auto [Cand, St] = DeadQ.front();
+    if (St != Stamp[Cand] || !Resident[Cand] || LastUse[Cand] == Now) {
+      DeadQ.pop_front();
+      continue;
+    }
+    if (End[LastUse[Cand]] <= NeedAt) {
+      V = Cand;
+      DeadQ.pop_front();
+      return true;
+    }
+    break;
+  }
+  return false;
+}
+
+/// Moves the blocks of Recent whose last kernel ends by the deadline into
+/// the victim heap, oldest first.
+void PrefetchSearch::admitRecent(int64_t Now, double Deadline) {
+  while (!Recent.empty()) {
+    auto [Cand, St] = Recent.front();
+    if (St != Stamp[Cand] || !Resident[Cand] || LastUse[Cand] == Now) {
+      Recent.pop_front(); // stale, or used by this kernel (re-queued after it)
+      continue;
+    }
+    if (End[LastUse[Cand]] > Deadline)
+      break;
+    Heap.insert(Cand, nextUseKey(Cand, Now));
+    HeapUse[Cand] = LastUse[Cand];
+    Recent.pop_front();
+  }
+}
+
+/// The farthest-used of the heap's first kVictimWindow blocks whose memory
+/// is free by the deadline, else the one among them (or the oldest in
+/// Recent) that frees earliest. The others go back into the heap.
+bool PrefetchSearch::beladyVictim(int64_t Now, double Deadline, uint64_t &V) {
+  bool Victim = false;
+  Stash.clear();
+  uint64_t Fallback = 0;
+  double FallbackAt = kInfinity;
+  while (!Victim && !Heap.empty() && Stash.size() < kVictimWindow) {
+    uint64_t Cand = Heap.top();
+    Heap.remove(Cand);
+    // Gone, pinned by this kernel, or used since it entered the heap
+    // (its key is stale; it comes back through Recent).
+    if (!Resident[Cand] || LastUse[Cand] != HeapUse[Cand])
+      continue;
+    double Free = freeTime(Cand);
+    if (Free <= Deadline) {
+      V = Cand;
+      Victim = true;
+      break;
+    }
+    Stash.push_back(Cand);
+    if (Free < FallbackAt) {
+      FallbackAt = Free;
+      Fallback = Cand;
+    }
+  }
+  if (!Victim)
+    for (const auto &[Cand, St] : Recent)
+      if (St == Stamp[Cand] && Resident[Cand] && LastUse[Cand] != Now) {
+        if (freeTime(Cand) < FallbackAt) {
+          FallbackAt = freeTime(Cand);
+          Fallback = Cand;
+        }
+        break; // the oldest valid one frees first
+      }
+  if (!Victim && FallbackAt < kInfinity) {
+    V = Fallback;
+    Victim = true;
+  }
+  for (uint64_t Cand : Stash)
+    if (!Victim || Cand != V) {
+      Heap.insert(Cand, nextUseKey(Cand, Now));
+      HeapUse[Cand] = LastUse[Cand];
+    }
+  return Victim;
+}
+
+/// Evicts (or discards) V right after its last use, at most one iteration
+/// ahead; returns when its memory is free.
+double PrefetchSearch::evict(uint64_t V, int64_t Now) {
+  bool Dead = U.DeadBefore[U.Start[V] + Cursor[V]];
+  int64_t Evict = std::max<int64_t>(LastUse[V] + 1, Now - N + 1);
+  Evict = std::min(Evict, Now);
+  double FreeAt = std::max(issueTime(Evict), LastUse[V] >= 0 ? End[LastUse[V]] : 0.0);
+  bool WriteBack = !Dead && (Dirty[V] || M.EvictionCopiesClean);
+  if (WriteBack) {
+    double WbStart = std::max(FreeAt, D2HFree);
+    D2HFree = WbStart + BlockUs;
+    FreeAt = D2HFree;
+  }
+  Pending.push_back({Dead ? ACTION_KIND_DISCARD : ACTION_KIND_EVICT, Evict,
+                     std::max<int64_t>(LastUse[V], 0), V, static_cast<bool>(Dirty[V]), Now});
+  Resident[V] = 0;
+  Dirty[V] = 0;
+  EvictedAt[V] = Evict;
+  --ResidentCount;
+  return FreeAt;
+}
+
+/// Fetches B (or maps it, when its contents are dead) into a slot whose
+/// memory is free at FreeAt.
+void PrefetchSearch::fetch(uint64_t B, uint64_t UseIndex, int64_t Now, double FreeAt) {
+  // Issue at the first position whose issue time finds the memory free
+  // (no earlier than capacity allows), at most one iteration ahead, and
+  // at the latest at the need itself.
+  bool Populate = U.DeadBefore[UseIndex];
+  // Never before the block's own last eviction: the plan would drop it
+  // again after fetching it.
+  int64_t Issue = std::max({firstIssueAtOrAfter(FreeAt, Now), EvictedAt[B],
+                            Now - static_cast<int64_t>(N) + 1, int64_t{0}});
+  Issue = std::min(Issue, Now);
+  double Done = std::max(issueTime(Issue), FreeAt);
+  if (!Populate) {
+    double XStart = std::max(Done, H2DFree);
+    Done = XStart + BlockUs;
+    H2DFree = Done;
+  }
+  Ready[B] = Done;
+  Pending.push_back({ACTION_KIND_PREFETCH, Issue, Now, B, false, Now});
+  Resident[B] = 1;
+  Dirty[B] = 0;
+  ++ResidentCount;
+  assert(ResidentCount <= C && "a fetch took a slot nobody freed");
+}
+
+void PrefetchSearch::emitRound(Schedule &S) const {
   int64_t Emit = kRounds - 1;
   for (unsigned R = 1; R + 1 < RoundStartState.size(); ++R)
     if (RoundStartState[R] == RoundStartState[R + 1]) {
@@ -693,13 +775,28 @@ Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
       break;
     }
   }
+}
+
+/// One schedule. `MarginBlocks`: a victim qualifies when its memory is free
+/// this many block transfers before the fetch's kernel could start.
+Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
+                      uint64_t GpuMemoryBytes, double MarginBlocks, bool DeadFirst) {
+  Schedule S = emptySchedule(T, GpuMemoryBytes);
+  const uint64_t C = S.Stats.CapacityBlocks;
+  if (T.Positions == 0)
+    return S;
+  PrefetchSearch Search(T, U, M, C, MarginBlocks, DeadFirst);
+  const double IterUs = Search.iterationUs();
+  S.Stats.ComputeUs = IterUs;
+  Search.run();
+  Search.emitRound(S);
   normalizeActions(S.Actions);
   // The search's own clock processes fetches in need order; the plan issues
   // them in position order. The prediction is a timed replay of the plan as
   // issued (the same model, one FIFO per direction in issue order).
   S.Stats.PredictedIterationUs = predictIterationUs(T, M, S.Actions, GpuMemoryBytes);
   S.Stats.StallUs = std::max(0.0, S.Stats.PredictedIterationUs - IterUs);
-  if (Skipped)
+  if (Search.skippedBlocks())
     S.Ignored.push_back((Twine("the largest kernel touches ") + Twine(S.Stats.MaxWorkingSetBlocks) +
                          " blocks, more than the capacity of " + Twine(C) +
                          " blocks; the excess is left to demand paging")

@@ -128,22 +128,71 @@ bool Trace::blockDiesBetween(uint64_t Block, uint32_t FromTick, uint32_t ToTick)
   return false;
 }
 
-Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
-  Trace T;
-  const IterationSpan &Ref = A.Iterations[A.Reference];
-  const uint32_t First = Ref.First, N = Ref.Count;
-  T.FirstKernel = First;
-  T.Positions = N;
-  T.BlockBytes = P.um_block_bytes();
-  if (N == 0)
-    return traceError("the reference iteration has no kernels");
-  const uint64_t WindowStart = P.kernels(First).start_ns();
-  const uint64_t WindowEnd = First + N < static_cast<uint32_t>(P.kernels_size())
-                                 ? P.kernels(First + N).start_ns()
-                                 : UINT64_MAX;
+namespace {
 
-  // Classify allocations.
+/// Where one iteration's allocations sit in virtual-address space, for
+/// kernels that report blocks but no tensors: one per iteration with the
+/// reference's ID sequence ("sibling").
+struct AddressRange {
+  uint64_t Begin, End, AllocNs, FreeNs;
+  uint32_t Sequence;
+};
+struct Sibling {
+  uint32_t First;
+  std::vector<AddressRange> ByAddress;
+  uint64_t MaxAllocBytes = 0;
+};
+
+/// Accesses the reference iteration's kernels make that the plan cannot
+/// follow, or that it recovers from the siblings.
+struct AccessCounts {
+  uint64_t UnknownAllocationAccesses = 0, UnmappedBlocks = 0, KernelsWithoutAccesses = 0,
+           RecoveredBlocks = 0;
+};
+
+/// The steps of buildTrace over the state they share: the reference
+/// window, its allocations by group, their ticks and sequences.
+class TraceBuilder {
+public:
+  TraceBuilder(const Profile &Prof, const IterationAnalysis &Analysis, Trace &Out)
+      : P(Prof), A(Analysis), Ref(Analysis.Iterations[Analysis.Reference]), First(Ref.First),
+        N(Ref.Count), T(Out) {}
+
+  void classifyAllocations();
+  void orderTicks();
+  void assignSequences();
+  void matchCarriedIn();
+  Error layOutArena();
+  void indexSiblings();
+  void mapAccesses();
+  void mergeTensorUses();
+  void reportIgnored();
+
+private:
+  Sibling addressIndex(const IdMap &Seqs) const;
+  size_t collectAccesses(uint32_t Pos, std::vector<ArenaAccess> &Accesses);
+  void recordBlockUses(uint32_t Pos, const std::vector<ArenaAccess> &Accesses, size_t RefAccesses);
+
+  const Profile &P;
+  const IterationAnalysis &A;
+  const IterationSpan &Ref;
+  const uint32_t First, N;
+  Trace &T;
+  uint64_t WindowStart = 0, WindowEnd = 0;
   std::vector<uint32_t> Persistent, Window, CarriedIn;
+  DenseMap<uint32_t, uint32_t> AllocTick, FreeTick; // profile allocation index -> tick
+  // Profile allocation id -> sequence. Ids are any uint64: not a DenseMap,
+  // which reserves two keys (2^64-1, 2^64-2) for itself.
+  IdMap SeqOfId;
+  std::vector<Sibling> Siblings;
+  AccessCounts Counts;
+};
+
+/// Allocations by their place relative to the reference window.
+void TraceBuilder::classifyAllocations() {
+  WindowStart = P.kernels(First).start_ns();
+  WindowEnd = First + N < static_cast<uint32_t>(P.kernels_size()) ? P.kernels(First + N).start_ns()
+                                                                  : UINT64_MAX;
   for (int I = 0; I < P.allocations_size(); ++I) {
     const Allocation &Al = P.allocations(I);
     uint64_t Free = Al.freed() ? Al.free_time_ns() : UINT64_MAX;
@@ -159,10 +208,12 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
   std::stable_sort(Window.begin(), Window.end(), [&](uint32_t X, uint32_t Y) {
     return P.allocations(X).alloc_time_ns() < P.allocations(Y).alloc_time_ns();
   });
+}
 
-  // Ticks: frees before allocations before kernels at equal times (a kernel
-  // launched at the instant of an allocation uses it; one launched at the
-  // instant of a free does not).
+/// Ticks: frees before allocations before kernels at equal times (a kernel
+/// launched at the instant of an allocation uses it; one launched at the
+/// instant of a free does not).
+void TraceBuilder::orderTicks() {
   std::vector<Event> Events;
   Events.reserve(N + 2 * Window.size() + CarriedIn.size());
   uint64_t PrevKernelTime = 0;
@@ -188,7 +239,6 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
   });
   T.Ticks = static_cast<uint32_t>(Events.size());
   T.KernelTick.assign(N, 0);
-  DenseMap<uint32_t, uint32_t> AllocTick, FreeTick; // profile allocation index -> tick
   for (uint32_t Tick = 0; Tick < T.Ticks; ++Tick) {
     const Event &E = Events[Tick];
     if (E.Kind == EventKind::Kernel)
@@ -198,11 +248,11 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
     else
       FreeTick[E.Index] = Tick;
   }
+}
 
-  // Sequences and lifetimes.
-  // Profile allocation id -> sequence. Ids are any uint64: not a DenseMap,
-  // which reserves two keys (2^64-1, 2^64-2) for itself.
-  IdMap SeqOfId;
+/// Sequences: persistent allocations first, then the window's in call
+/// order; persistent ones live for the whole iteration.
+void TraceBuilder::assignSequences() {
   auto Add = [&](uint32_t Index, bool IsPersistent) {
     const Allocation &Al = P.allocations(Index);
     PlannedAllocation PA;
@@ -221,8 +271,11 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
   for (PlannedAllocation &PA : T.Allocations)
     if (PA.Persistent)
       PA.Live[0] = {0, T.Ticks};
+}
 
-  // Match carried-in allocations to wrapping window allocations by size, in order.
+/// Matches carried-in allocations to wrapping window allocations by size, in
+/// order, and gives the window allocations their lifetimes.
+void TraceBuilder::matchCarriedIn() {
   std::map<uint64_t, std::vector<uint32_t>> WrapsBySize, CarriedBySize;
   for (uint32_t I : Window)
     if (!FreeTick.count(I))
@@ -279,14 +332,17 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
                          " allocations outlive the reference iteration without a known free; "
                          "laid out as live for the whole iteration")
                             .str());
+}
 
-  // Pool layout and its yardsticks.
+/// Pool layout and its yardsticks, then each arena block's owners.
+Error TraceBuilder::layOutArena() {
   // Bounded first: the layout adds sizes and offsets in uint64_t, and the
   // tables below are per arena block.
   uint64_t PlannedBytes = 0;
   for (const PlannedAllocation &PA : T.Allocations) {
     const uint64_t Room = kMaxPlannedBytes - PlannedBytes;
-    if (PA.Size > Room || (PA.Size + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment > Room)
+    if (PA.Size > Room ||
+        (PA.Size + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment > Room)
       return traceError("the reference iteration's allocations add up to more than the "
                         "planner's limit of " +
                         Twine(kMaxPlannedBytes >> 40) + " TiB (allocation " + Twine(PA.ProfileId) +
@@ -299,8 +355,9 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
   const uint64_t LayoutBlocks = (T.Pool.LayoutBytes + T.BlockBytes - 1) / T.BlockBytes;
   if (LayoutBlocks * T.BlockBytes > format::PlanLimits::kMaxArenaBytes ||
       LayoutBlocks > format::PlanLimits::kMaxArenaBlocks)
-    return traceError("the pool layout needs an arena of " + Twine(LayoutBlocks) + " UM blocks of " +
-                      Twine(T.BlockBytes) + " bytes, more than a plan may lay out (" +
+    return traceError("the pool layout needs an arena of " + Twine(LayoutBlocks) +
+                      " UM blocks of " + Twine(T.BlockBytes) +
+                      " bytes, more than a plan may lay out (" +
                       Twine(format::PlanLimits::kMaxArenaBytes >> 40) + " TiB, " +
                       Twine(format::PlanLimits::kMaxArenaBlocks) + " blocks)");
   T.Pool.ArenaBytes = (T.Pool.LayoutBytes + T.BlockBytes - 1) / T.BlockBytes * T.BlockBytes;
@@ -315,40 +372,35 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
     for (uint64_t B = PA.Offset / T.BlockBytes; B <= (PA.Offset + PA.Size - 1) / T.BlockBytes; ++B)
       T.BlockOwners[B].push_back(PA.Sequence);
   T.indexOwners();
+  return Error::success();
+}
 
-  // Address indexes for kernels that report blocks but no tensors: one per
-  // iteration with the reference's ID sequence ("sibling"), each mapping that
-  // iteration's own allocations to the reference's sequences (persistent ones
-  // are shared; window ones match by call order when the sizes agree). Fault
-  // records go missing (dropped, or no fault because the block was still
-  // resident), so every sibling contributes its blocks at each position.
-  struct AddressRange {
-    uint64_t Begin, End, AllocNs, FreeNs;
-    uint32_t Sequence;
-  };
-  struct Sibling {
-    uint32_t First;
-    std::vector<AddressRange> ByAddress;
-    uint64_t MaxAllocBytes = 0;
-  };
-  auto IndexOf = [&](const IdMap &Seqs) {
-    Sibling Sib;
-    for (int I = 0; I < P.allocations_size(); ++I) {
-      const Allocation &Al = P.allocations(I);
-      auto S = Seqs.find(Al.id());
-      if (S == Seqs.end())
-        continue;
-      Sib.ByAddress.push_back({Al.address(), Al.address() + Al.size_bytes(), Al.alloc_time_ns(),
-                               Al.freed() ? Al.free_time_ns() : UINT64_MAX, S->second});
-    }
-    std::sort(Sib.ByAddress.begin(), Sib.ByAddress.end(),
-              [](const AddressRange &X, const AddressRange &Y) { return X.Begin < Y.Begin; });
-    for (const AddressRange &R : Sib.ByAddress)
-      Sib.MaxAllocBytes = std::max(Sib.MaxAllocBytes, R.End - R.Begin);
-    return Sib;
-  };
-  std::vector<Sibling> Siblings;
-  Siblings.push_back(IndexOf(SeqOfId));
+/// The allocations Seqs names, by address, with their sequences.
+Sibling TraceBuilder::addressIndex(const IdMap &Seqs) const {
+  Sibling Sib;
+  for (int I = 0; I < P.allocations_size(); ++I) {
+    const Allocation &Al = P.allocations(I);
+    auto S = Seqs.find(Al.id());
+    if (S == Seqs.end())
+      continue;
+    Sib.ByAddress.push_back({Al.address(), Al.address() + Al.size_bytes(), Al.alloc_time_ns(),
+                             Al.freed() ? Al.free_time_ns() : UINT64_MAX, S->second});
+  }
+  std::sort(Sib.ByAddress.begin(), Sib.ByAddress.end(),
+            [](const AddressRange &X, const AddressRange &Y) { return X.Begin < Y.Begin; });
+  for (const AddressRange &R : Sib.ByAddress)
+    Sib.MaxAllocBytes = std::max(Sib.MaxAllocBytes, R.End - R.Begin);
+  return Sib;
+}
+
+/// Address indexes for kernels that report blocks but no tensors: the
+/// reference iteration's, then one per sibling, each mapping that
+/// iteration's own allocations to the reference's sequences (persistent ones
+/// are shared; window ones match by call order when the sizes agree). Fault
+/// records go missing (dropped, or no fault because the block was still
+/// resident), so every sibling contributes its blocks at each position.
+void TraceBuilder::indexSiblings() {
+  Siblings.push_back(addressIndex(SeqOfId));
   Siblings.back().First = First;
   for (uint32_t I = 0; I < A.Iterations.size(); ++I) {
     const IterationSpan &S = A.Iterations[I];
@@ -378,121 +430,139 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
       continue;
     for (uint32_t J : Persistent)
       Seqs[P.allocations(J).id()] = SeqOfId[P.allocations(J).id()];
-    Siblings.push_back(IndexOf(Seqs));
+    Siblings.push_back(addressIndex(Seqs));
     Siblings.back().First = S.First;
   }
+}
 
+/// Every position's arena-block uses and tensor uses.
+void TraceBuilder::mapAccesses() {
   T.Ids.assign(A.Ids.begin() + First, A.Ids.begin() + First + N);
   T.DurationUs.resize(N);
   T.Uses.resize(N);
-  uint64_t UnknownAllocationAccesses = 0, UnmappedBlocks = 0, KernelsWithoutAccesses = 0,
-           RecoveredBlocks = 0;
   std::vector<ArenaAccess> Accesses;
   for (uint32_t Pos = 0; Pos < N; ++Pos) {
     const Kernel &K = P.kernels(First + Pos);
     T.DurationUs[Pos] = static_cast<double>(deepum::format::computeNs(K)) / 1000.0;
     Accesses.clear();
-    size_t RefAccesses = SIZE_MAX; // accesses of the reference kernel itself come first
-    if (K.tensors_size() > 0) {
-      for (const TensorAccess &TA : K.tensors()) {
-        auto S = SeqOfId.find(TA.allocation_id());
-        if (S == SeqOfId.end()) {
-          ++UnknownAllocationAccesses;
-          continue;
-        }
-        const PlannedAllocation &PA = T.Allocations[S->second];
-        uint64_t Begin = PA.Offset + std::min(TA.offset(), PA.Size);
-        uint64_t End = PA.Offset + std::min(TA.offset() + TA.bytes(), PA.Size);
-        if (End > Begin)
-          Accesses.push_back({Begin, End, TA.mode(), S->second});
-      }
-    } else {
-      // Block-level accesses: map each touched 64 KiB page range to the
-      // allocations live at the kernel's start that overlap it, in the
-      // reference iteration and then in its siblings.
-      for (const Sibling &Sib : Siblings) {
-        const Kernel &SK = P.kernels(static_cast<int>(Sib.First + Pos));
-        for (const BlockAccess &BA : SK.blocks()) {
-          uint64_t VBegin = BA.block() * P.um_block_bytes(), VEnd = VBegin + P.um_block_bytes();
-          uint64_t PageBytes = P.um_block_bytes() / 32;
-          auto It = std::lower_bound(Sib.ByAddress.begin(), Sib.ByAddress.end(),
-                                     VBegin > Sib.MaxAllocBytes ? VBegin - Sib.MaxAllocBytes : 0,
-                                     [](const AddressRange &R, uint64_t V) { return R.Begin < V; });
-          bool Mapped = false;
-          for (; It != Sib.ByAddress.end() && It->Begin < VEnd; ++It) {
-            if (It->End <= VBegin || SK.start_ns() < It->AllocNs || SK.start_ns() >= It->FreeNs)
-              continue;
-            for (unsigned Page = 0; Page < 32; ++Page) {
-              if (BA.page_mask() != 0 && !(BA.page_mask() & (1u << Page)))
-                continue;
-              uint64_t PBegin = std::max(VBegin + Page * PageBytes, It->Begin);
-              uint64_t PEnd = std::min(VBegin + (Page + 1) * PageBytes, It->End);
-              if (PEnd <= PBegin)
-                continue;
-              const PlannedAllocation &PA = T.Allocations[It->Sequence];
-              Accesses.push_back({PA.Offset + (PBegin - It->Begin), PA.Offset + (PEnd - It->Begin),
-                                  BA.mode(), It->Sequence});
-              Mapped = true;
-            }
-          }
-          if (!Mapped && &Sib == &Siblings.front())
-            ++UnmappedBlocks;
-        }
-        if (&Sib == &Siblings.front())
-          RefAccesses = Accesses.size();
-      }
-    }
+    size_t RefAccesses = collectAccesses(Pos, Accesses);
     if (Accesses.empty() && (K.tensors_size() > 0 || K.blocks_size() > 0))
-      ++KernelsWithoutAccesses;
-
-    // Arena blocks in first-touch order, modes merged.
-    std::vector<BlockUse> &Uses = T.Uses[Pos];
-    DenseMap<uint64_t, uint32_t> Slot;
-    for (size_t AI = 0; AI < Accesses.size(); ++AI) {
-      const ArenaAccess &Acc = Accesses[AI];
-      for (uint64_t B = Acc.Begin / T.BlockBytes; B <= (Acc.End - 1) / T.BlockBytes; ++B) {
-        auto [It, New] = Slot.try_emplace(B, static_cast<uint32_t>(Uses.size()));
-        if (New && AI >= RefAccesses)
-          ++RecoveredBlocks;
-        if (New)
-          Uses.push_back({B, Acc.Mode});
-        else
-          Uses[It->second].Mode = mergeMode(Uses[It->second].Mode, Acc.Mode);
-      }
-      T.TensorUses.push_back({Acc.Sequence, Pos, Acc.Mode});
-    }
-    // A block counts as overwritten (WRITE) only when the writes cover every
-    // live byte in it; otherwise its old contents survive in part.
-    for (BlockUse &U : Uses) {
-      if (U.Mode != ACCESS_MODE_WRITE)
-        continue;
-      uint64_t BBegin = U.Block * T.BlockBytes, BEnd = BBegin + T.BlockBytes;
-      std::vector<std::pair<uint64_t, uint64_t>> Written;
-      for (const ArenaAccess &Acc : Accesses)
-        if (Acc.Mode == ACCESS_MODE_WRITE && Acc.Begin < BEnd && Acc.End > BBegin)
-          Written.push_back({std::max(Acc.Begin, BBegin), std::min(Acc.End, BEnd)});
-      std::sort(Written.begin(), Written.end());
-      auto Covered = [&](uint64_t Begin, uint64_t End) {
-        uint64_t Reached = Begin;
-        for (auto [WB, WE] : Written) {
-          if (WB > Reached)
-            break;
-          Reached = std::max(Reached, WE);
-        }
-        return Reached >= End;
-      };
-      bool Partial = false;
-      T.forOwnersLiveAt(U.Block, T.KernelTick[Pos], [&](uint32_t S) {
-        const PlannedAllocation &PA = T.Allocations[S];
-        uint64_t OBegin = std::max(PA.Offset, BBegin), OEnd = std::min(PA.Offset + PA.Size, BEnd);
-        if (OEnd > OBegin && !Covered(OBegin, OEnd))
-          Partial = true;
-      });
-      if (Partial)
-        U.Mode = ACCESS_MODE_READ_WRITE;
-    }
+      ++Counts.KernelsWithoutAccesses;
+    recordBlockUses(Pos, Accesses, RefAccesses);
   }
-  // Tensor uses: one per (sequence, position), modes merged.
+}
+
+/// The arena bytes the kernel at Pos accesses: its tensors, or else its
+/// blocks mapped through the allocations live at its start. Returns how
+/// many of them the reference kernel itself reported (the rest come from
+/// the siblings); SIZE_MAX for tensor accesses.
+size_t TraceBuilder::collectAccesses(uint32_t Pos, std::vector<ArenaAccess> &Accesses) {
+  const Kernel &K = P.kernels(First + Pos);
+  size_t RefAccesses = SIZE_MAX; // accesses of the reference kernel itself come first
+  if (K.tensors_size() > 0) {
+    for (const TensorAccess &TA : K.tensors()) {
+      auto S = SeqOfId.find(TA.allocation_id());
+      if (S == SeqOfId.end()) {
+        ++Counts.UnknownAllocationAccesses;
+        continue;
+      }
+      const PlannedAllocation &PA = T.Allocations[S->second];
+      uint64_t Begin = PA.Offset + std::min(TA.offset(), PA.Size);
+      uint64_t End = PA.Offset + std::min(TA.offset() + TA.bytes(), PA.Size);
+      if (End > Begin)
+        Accesses.push_back({Begin, End, TA.mode(), S->second});
+    }
+    return RefAccesses;
+  }
+  // Block-level accesses: map each touched 64 KiB page range to the
+  // allocations live at the kernel's start that overlap it, in the
+  // reference iteration and then in its siblings.
+  for (const Sibling &Sib : Siblings) {
+    const Kernel &SK = P.kernels(static_cast<int>(Sib.First + Pos));
+    for (const BlockAccess &BA : SK.blocks()) {
+      uint64_t VBegin = BA.block() * P.um_block_bytes(), VEnd = VBegin + P.um_block_bytes();
+      uint64_t PageBytes = P.um_block_bytes() / 32;
+      auto It = std::lower_bound(Sib.ByAddress.begin(), Sib.ByAddress.end(),
+                                 VBegin > Sib.MaxAllocBytes ? VBegin - Sib.MaxAllocBytes : 0,
+                                 [](const AddressRange &R, uint64_t V) { return R.Begin < V; });
+      bool Mapped = false;
+      for (; It != Sib.ByAddress.end() && It->Begin < VEnd; ++It) {
+        if (It->End <= VBegin || SK.start_ns() < It->AllocNs || SK.start_ns() >= It->FreeNs)
+          continue;
+        for (unsigned Page = 0; Page < 32; ++Page) {
+          if (BA.page_mask() != 0 && !(BA.page_mask() & (1u << Page)))
+            continue;
+          uint64_t PBegin = std::max(VBegin + Page * PageBytes, It->Begin);
+          uint64_t PEnd = std::min(VBegin + (Page + 1) * PageBytes, It->End);
+          if (PEnd <= PBegin)
+            continue;
+          const PlannedAllocation &PA = T.Allocations[It->Sequence];
+          Accesses.push_back({PA.Offset + (PBegin - It->Begin), PA.Offset + (PEnd - It->Begin),
+                              BA.mode(), It->Sequence});
+          Mapped = true;
+        }
+      }
+      if (!Mapped && &Sib == &Siblings.front())
+        ++Counts.UnmappedBlocks;
+    }
+    if (&Sib == &Siblings.front())
+      RefAccesses = Accesses.size();
+  }
+  return RefAccesses;
+}
+
+/// The position's arena blocks in first-touch order, modes merged, and its
+/// tensor uses. A block counts as overwritten (WRITE) only when the writes
+/// cover every live byte in it; otherwise its old contents survive in part.
+void TraceBuilder::recordBlockUses(uint32_t Pos, const std::vector<ArenaAccess> &Accesses,
+                                   size_t RefAccesses) {
+  std::vector<BlockUse> &Uses = T.Uses[Pos];
+  DenseMap<uint64_t, uint32_t> Slot;
+  for (size_t AI = 0; AI < Accesses.size(); ++AI) {
+    const ArenaAccess &Acc = Accesses[AI];
+    for (uint64_t B = Acc.Begin / T.BlockBytes; B <= (Acc.End - 1) / T.BlockBytes; ++B) {
+      auto [It, New] = Slot.try_emplace(B, static_cast<uint32_t>(Uses.size()));
+      if (New && AI >= RefAccesses)
+        ++Counts.RecoveredBlocks;
+      if (New)
+        Uses.push_back({B, Acc.Mode});
+      else
+        Uses[It->second].Mode = mergeMode(Uses[It->second].Mode, Acc.Mode);
+    }
+    T.TensorUses.push_back({Acc.Sequence, Pos, Acc.Mode});
+  }
+  for (BlockUse &U : Uses) {
+    if (U.Mode != ACCESS_MODE_WRITE)
+      continue;
+    uint64_t BBegin = U.Block * T.BlockBytes, BEnd = BBegin + T.BlockBytes;
+    std::vector<std::pair<uint64_t, uint64_t>> Written;
+    for (const ArenaAccess &Acc : Accesses)
+      if (Acc.Mode == ACCESS_MODE_WRITE && Acc.Begin < BEnd && Acc.End > BBegin)
+        Written.push_back({std::max(Acc.Begin, BBegin), std::min(Acc.End, BEnd)});
+    std::sort(Written.begin(), Written.end());
+    auto Covered = [&](uint64_t Begin, uint64_t End) {
+      uint64_t Reached = Begin;
+      for (auto [WB, WE] : Written) {
+        if (WB > Reached)
+          break;
+        Reached = std::max(Reached, WE);
+      }
+      return Reached >= End;
+    };
+    bool Partial = false;
+    T.forOwnersLiveAt(U.Block, T.KernelTick[Pos], [&](uint32_t S) {
+      const PlannedAllocation &PA = T.Allocations[S];
+      uint64_t OBegin = std::max(PA.Offset, BBegin), OEnd = std::min(PA.Offset + PA.Size, BEnd);
+      if (OEnd > OBegin && !Covered(OBegin, OEnd))
+        Partial = true;
+    });
+    if (Partial)
+      U.Mode = ACCESS_MODE_READ_WRITE;
+  }
+}
+
+/// Tensor uses: one per (sequence, position), modes merged.
+void TraceBuilder::mergeTensorUses() {
   std::sort(T.TensorUses.begin(), T.TensorUses.end(), [](const TensorUse &X, const TensorUse &Y) {
     return X.Sequence != Y.Sequence ? X.Sequence < Y.Sequence : X.Position < Y.Position;
   });
@@ -505,24 +575,50 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
       Merged.push_back(U);
   }
   T.TensorUses = std::move(Merged);
+}
 
-  if (UnknownAllocationAccesses)
-    T.Ignored.push_back((Twine(UnknownAllocationAccesses) +
+void TraceBuilder::reportIgnored() {
+  if (Counts.UnknownAllocationAccesses)
+    T.Ignored.push_back((Twine(Counts.UnknownAllocationAccesses) +
                          " tensor accesses name allocations that are not live in the reference "
                          "iteration")
                             .str());
-  if (RecoveredBlocks)
-    T.Ignored.push_back((Twine(RecoveredBlocks) +
+  if (Counts.RecoveredBlocks)
+    T.Ignored.push_back((Twine(Counts.RecoveredBlocks) +
                          " block accesses missing from the reference iteration were taken from "
                          "the other iterations with the same kernel sequence")
                             .str());
-  if (UnmappedBlocks)
+  if (Counts.UnmappedBlocks)
     T.Ignored.push_back(
-        (Twine(UnmappedBlocks) + " block accesses fall outside every planned allocation").str());
-  if (KernelsWithoutAccesses)
-    T.Ignored.push_back(
-        (Twine(KernelsWithoutAccesses) + " kernels have accesses that map to no planned allocation")
+        (Twine(Counts.UnmappedBlocks) + " block accesses fall outside every planned allocation")
             .str());
+  if (Counts.KernelsWithoutAccesses)
+    T.Ignored.push_back((Twine(Counts.KernelsWithoutAccesses) +
+                         " kernels have accesses that map to no planned allocation")
+                            .str());
+}
+
+} // namespace
+
+Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
+  Trace T;
+  const IterationSpan &Ref = A.Iterations[A.Reference];
+  T.FirstKernel = Ref.First;
+  T.Positions = Ref.Count;
+  T.BlockBytes = P.um_block_bytes();
+  if (Ref.Count == 0)
+    return traceError("the reference iteration has no kernels");
+  TraceBuilder Builder(P, A, T);
+  Builder.classifyAllocations();
+  Builder.orderTicks();
+  Builder.assignSequences();
+  Builder.matchCarriedIn();
+  if (Error E = Builder.layOutArena())
+    return E;
+  Builder.indexSiblings();
+  Builder.mapAccesses();
+  Builder.mergeTensorUses();
+  Builder.reportIgnored();
   return T;
 }
 

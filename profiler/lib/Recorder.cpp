@@ -481,41 +481,82 @@ std::vector<Recorder::Window> Recorder::periodWindowsLocked(std::string &Note) c
   return Ws;
 }
 
-Expected<Profile> Recorder::buildProfile() const {
-  std::lock_guard<std::mutex> L(Mu);
+/// The steps of buildProfile over what they share: the recorded window, the
+/// profile being filled, the kernels and allocations it keeps, and what the
+/// fault attribution finds for each kernel. Runs under the recorder's lock.
+class Recorder::ProfileBuilder {
+public:
+  ProfileBuilder(const Recorder &Rec, const std::vector<Window> &Windows, bool IsWholeRun)
+      : R(Rec), Iters(Windows), WholeRun(IsWholeRun), WinBegin(Windows.front().Begin),
+        WinEnd(Windows.back().End) {}
 
-  // The window of complete recorded iterations.
-  std::vector<Window> Iters = Recorded;
-  bool WholeRun = false;
-  std::string PeriodNote;
-  if (Iters.empty()) {
-    if (SawMark)
-      return createStringError(
-          inconvertibleErrorCode(),
-          "no complete iteration was recorded: %u iteration(s) ended, %u skipped (--skip %u)", Seen,
-          std::min(Seen, Opts.Skip), Opts.Skip);
-    Iters = periodWindowsLocked(PeriodNote);
-    if (Iters.empty()) {
-      WholeRun = true;
-      Iters.push_back({0, std::numeric_limits<uint64_t>::max()});
-    }
-  }
-  uint64_t WinBegin = Iters.front().Begin, WinEnd = Iters.back().End;
-  auto InWindow = [&](uint64_t T) { return T >= WinBegin && T <= WinEnd; };
+  void addHeader();
+  void selectKernels();
+  void addDevice();
+  void addAllocations();
+  void addKernels();
+  void addIterations();
+  void attributeFaults();
+  void addFaultStalls();
+  void addAccessSets();
+  void addMigrations();
+  void addUmEvents();
+  void addRecording(const std::string &PeriodNote);
 
+  Profile &profile() { return P; }
+
+private:
+  bool inWindow(uint64_t T) const { return T >= WinBegin && T <= WinEnd; }
+  int64_t allocationAt(uint64_t Addr, uint64_t T);
+  int64_t kernelAt(uint64_t T) const;
+
+  const Recorder &R;
+  const std::vector<Window> &Iters;
+  const bool WholeRun;
+  const uint64_t WinBegin, WinEnd;
   Profile P;
-  P.set_format_version(format::kProfileFormatVersion);
-  P.set_producer(Opts.Producer);
-  P.set_um_block_bytes(kBlockBytes);
-  P.set_access_source(Opts.AccessSetMode ? ACCESS_SOURCE_MEASURED_ACCESS_SET
-                                         : ACCESS_SOURCE_MEASURED_FAULTS);
 
-  // Kernels: the device that ran most of them is the profile's device.
   std::vector<const KernelRecord *> Ks;
-  uint32_t DeviceOrdinal = mainDeviceLocked(WinBegin, WinEnd);
+  uint32_t DeviceOrdinal = 0;
   uint64_t OtherDeviceKernels = 0;
-  for (const KernelRecord &K : Kernels) {
-    if (!InWindow(K.StartNs))
+  uint32_t EmptyIterations = 0;
+
+  std::vector<const Allocation *> As;
+  // Faults are mapped to allocations by a sweep in time order over a map of
+  // the allocations live at that moment: addresses are reused, and a pool can
+  // hand the same address out once per iteration, so a search over all
+  // allocations would be quadratic.
+  struct LiveEvent {
+    uint64_t Time;
+    int Order; // at equal times: allocations, then faults, then frees
+    size_t Index;
+  };
+  std::vector<LiveEvent> LiveEvents;
+  size_t NextEvent = 0;
+  std::map<uint64_t, size_t> LiveByAddress;
+
+  // PrefixEnd[i] = latest end among kernels 0..i: no kernel before i+1 can
+  // contain a time later than PrefixEnd[i].
+  std::vector<uint64_t> PrefixEnd;
+  uint64_t Unattributed = 0, OutsideAllocations = 0;
+  std::vector<std::vector<PageUse>> Uses;
+  // Per kernel, the service intervals of its fault groups, clipped to it.
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> Stalls;
+};
+
+void Recorder::ProfileBuilder::addHeader() {
+  P.set_format_version(format::kProfileFormatVersion);
+  P.set_producer(R.Opts.Producer);
+  P.set_um_block_bytes(kBlockBytes);
+  P.set_access_source(R.Opts.AccessSetMode ? ACCESS_SOURCE_MEASURED_ACCESS_SET
+                                           : ACCESS_SOURCE_MEASURED_FAULTS);
+}
+
+/// Kernels: the device that ran most of them is the profile's device.
+void Recorder::ProfileBuilder::selectKernels() {
+  DeviceOrdinal = R.mainDeviceLocked(WinBegin, WinEnd);
+  for (const KernelRecord &K : R.Kernels) {
+    if (!inWindow(K.StartNs))
       continue;
     if (K.Device != DeviceOrdinal) {
       ++OtherDeviceKernels;
@@ -528,27 +569,31 @@ Expected<Profile> Recorder::buildProfile() const {
       return A->StartNs < B->StartNs;
     return A->CorrelationId < B->CorrelationId;
   });
+}
 
+void Recorder::ProfileBuilder::addDevice() {
   Device *D = P.mutable_device();
   D->set_ordinal(DeviceOrdinal);
-  if (auto It = Devices.find(DeviceOrdinal); It != Devices.end()) {
+  if (auto It = R.Devices.find(DeviceOrdinal); It != R.Devices.end()) {
     D->set_name(It->second.Name);
     D->set_memory_bytes(It->second.MemoryBytes);
     D->set_compute_capability(It->second.ComputeCapability);
   }
-  if (auto It = Links.find(DeviceOrdinal); It != Links.end() && It->second.Generation != 0) {
+  if (auto It = R.Links.find(DeviceOrdinal); It != R.Links.end() && It->second.Generation != 0) {
     D->set_link(formatv("pcie{0}x{1}", It->second.Generation, It->second.Width).str());
     D->set_link_bytes_per_second(pcieBytesPerSecond(It->second.Generation, It->second.Width));
   }
-  D->set_concurrent_managed_access(ConcurrentManagedAccess);
-  D->set_driver_version(DriverVersion);
-  D->set_runtime_version(RuntimeVersion);
+  D->set_concurrent_managed_access(R.ConcurrentManagedAccess);
+  D->set_driver_version(R.DriverVersion);
+  D->set_runtime_version(R.RuntimeVersion);
+}
 
-  // Allocations. A pooling allocator reports its tensors and the driver sees
-  // the pool: drop driver allocations that contain allocator ones.
-  std::vector<const Allocation *> As;
+/// Allocations live in the window. A pooling allocator reports its tensors
+/// and the driver sees the pool: drop driver allocations that contain
+/// allocator ones. Also orders their allocations and frees for the sweep.
+void Recorder::ProfileBuilder::addAllocations() {
   std::vector<std::pair<uint64_t, uint64_t>> AllocatorRanges;
-  for (const Allocation &A : Allocations)
+  for (const Allocation &A : R.Allocations)
     if (A.Source == AllocationSource::Allocator)
       AllocatorRanges.emplace_back(A.Address, A.Address + A.Bytes);
   std::sort(AllocatorRanges.begin(), AllocatorRanges.end());
@@ -561,7 +606,7 @@ Expected<Profile> Recorder::buildProfile() const {
         return true;
     return false;
   };
-  for (const Allocation &A : Allocations) {
+  for (const Allocation &A : R.Allocations) {
     if (A.AllocNs > WinEnd || (A.FreeNs && *A.FreeNs < WinBegin))
       continue;
     if (A.Source == AllocationSource::Driver && !AllocatorRanges.empty() &&
@@ -586,16 +631,6 @@ Expected<Profile> Recorder::buildProfile() const {
       PA->set_free_time_ns(*As[I]->FreeNs);
     }
   }
-  // Faults are mapped to allocations by a sweep in time order over a map of
-  // the allocations live at that moment: addresses are reused, and a pool can
-  // hand the same address out once per iteration, so a search over all
-  // allocations would be quadratic.
-  struct LiveEvent {
-    uint64_t Time;
-    int Order; // at equal times: allocations, then faults, then frees
-    size_t Index;
-  };
-  std::vector<LiveEvent> LiveEvents;
   LiveEvents.reserve(As.size() * 2);
   for (size_t I = 0; I < As.size(); ++I) {
     LiveEvents.push_back({As[I]->AllocNs, 0, I});
@@ -605,31 +640,33 @@ Expected<Profile> Recorder::buildProfile() const {
   std::sort(LiveEvents.begin(), LiveEvents.end(), [](const LiveEvent &X, const LiveEvent &Y) {
     return std::tie(X.Time, X.Order, X.Index) < std::tie(Y.Time, Y.Order, Y.Index);
   });
-  size_t NextEvent = 0;
-  std::map<uint64_t, size_t> LiveByAddress;
-  // Faults must be asked for in time order.
-  auto AllocationAt = [&](uint64_t Addr, uint64_t T) -> int64_t {
-    for (; NextEvent < LiveEvents.size(); ++NextEvent) {
-      const LiveEvent &E = LiveEvents[NextEvent];
-      if (E.Time > T || (E.Time == T && E.Order > 1))
-        break;
-      const Allocation *A = As[E.Index];
-      if (E.Order == 0) {
-        LiveByAddress[A->Address] = E.Index;
-        continue;
-      }
-      auto It = LiveByAddress.find(A->Address);
-      if (It != LiveByAddress.end() && It->second == E.Index)
-        LiveByAddress.erase(It);
-    }
-    auto It = LiveByAddress.upper_bound(Addr);
-    if (It == LiveByAddress.begin())
-      return -1;
-    --It;
-    const Allocation *A = As[It->second];
-    return Addr < A->Address + A->Bytes ? static_cast<int64_t>(It->second) : -1;
-  };
+}
 
+/// Index into As of the allocation holding Addr at time T, or -1. Faults
+/// must be asked for in time order.
+int64_t Recorder::ProfileBuilder::allocationAt(uint64_t Addr, uint64_t T) {
+  for (; NextEvent < LiveEvents.size(); ++NextEvent) {
+    const LiveEvent &E = LiveEvents[NextEvent];
+    if (E.Time > T || (E.Time == T && E.Order > 1))
+      break;
+    const Allocation *A = As[E.Index];
+    if (E.Order == 0) {
+      LiveByAddress[A->Address] = E.Index;
+      continue;
+    }
+    auto It = LiveByAddress.find(A->Address);
+    if (It != LiveByAddress.end() && It->second == E.Index)
+      LiveByAddress.erase(It);
+  }
+  auto It = LiveByAddress.upper_bound(Addr);
+  if (It == LiveByAddress.begin())
+    return -1;
+  --It;
+  const Allocation *A = As[It->second];
+  return Addr < A->Address + A->Bytes ? static_cast<int64_t>(It->second) : -1;
+}
+
+void Recorder::ProfileBuilder::addKernels() {
   for (const KernelRecord *K : Ks) {
     Kernel *PK = P.add_kernels();
     PK->set_name(K->Name);
@@ -645,9 +682,11 @@ Expected<Profile> Recorder::buildProfile() const {
     PK->set_end_ns(std::max(K->EndNs, K->StartNs));
     PK->set_correlation_id(K->CorrelationId);
   }
+}
 
-  // Iterations: kernels that start inside each recorded window.
-  uint32_t Emitted = 0, EmptyIterations = 0;
+/// Iterations: kernels that start inside each recorded window.
+void Recorder::ProfileBuilder::addIterations() {
+  uint32_t Emitted = 0;
   for (const Window &W : Iters) {
     auto First = std::lower_bound(Ks.begin(), Ks.end(), W.Begin,
                                   [](const KernelRecord *K, uint64_t T) { return K->StartNs < T; });
@@ -667,41 +706,42 @@ Expected<Profile> Recorder::buildProfile() const {
       End = std::max(End, (*It)->EndNs);
     PI->set_end_ns(std::max(End, PI->start_ns()));
   }
+}
 
-  // Faults, attributed by time. PrefixEnd[i] = latest end among kernels 0..i:
-  // no kernel before i+1 can contain a time later than PrefixEnd[i].
-  std::vector<uint64_t> PrefixEnd(Ks.size());
+/// Index into Ks of the one kernel running at T, or -1 (none, or several).
+int64_t Recorder::ProfileBuilder::kernelAt(uint64_t T) const {
+  auto It = std::upper_bound(Ks.begin(), Ks.end(), T,
+                             [](uint64_t V, const KernelRecord *K) { return V < K->StartNs; });
+  // Walk back over the kernels started by T while one of them may still
+  // run at T; with serialised kernels this looks at one kernel.
+  int64_t Found = -1;
+  for (size_t I = static_cast<size_t>(It - Ks.begin()); I-- > 0 && PrefixEnd[I] >= T;) {
+    if (Ks[I]->EndNs < T)
+      continue;
+    if (Found >= 0)
+      return -1; // two kernels were running: no single answer
+    Found = static_cast<int64_t>(I);
+  }
+  return Found;
+}
+
+/// Faults, attributed by time to a kernel and by address to an allocation:
+/// each kernel's pages and fault-service intervals.
+void Recorder::ProfileBuilder::attributeFaults() {
+  PrefixEnd.resize(Ks.size());
   for (size_t I = 0; I < Ks.size(); ++I)
     PrefixEnd[I] = std::max(I ? PrefixEnd[I - 1] : 0, Ks[I]->EndNs);
-  auto KernelAt = [&](uint64_t T) -> int64_t {
-    auto It = std::upper_bound(Ks.begin(), Ks.end(), T,
-                               [](uint64_t V, const KernelRecord *K) { return V < K->StartNs; });
-    // Walk back over the kernels started by T while one of them may still
-    // run at T; with serialised kernels this looks at one kernel.
-    int64_t Found = -1;
-    for (size_t I = static_cast<size_t>(It - Ks.begin()); I-- > 0 && PrefixEnd[I] >= T;) {
-      if (Ks[I]->EndNs < T)
-        continue;
-      if (Found >= 0)
-        return -1; // two kernels were running: no single answer
-      Found = static_cast<int64_t>(I);
-    }
-    return Found;
-  };
-
   std::vector<const FaultRecord *> Fs;
-  for (const FaultRecord &F : Faults)
-    if (InWindow(F.TimeNs))
+  for (const FaultRecord &F : R.Faults)
+    if (inWindow(F.TimeNs))
       Fs.push_back(&F);
   std::stable_sort(Fs.begin(), Fs.end(), [](const FaultRecord *A, const FaultRecord *B) {
     return A->TimeNs < B->TimeNs;
   });
-  uint64_t Unattributed = 0, OutsideAllocations = 0;
-  std::vector<std::vector<PageUse>> Uses(Ks.size());
-  // Per kernel, the service intervals of its fault groups, clipped to it.
-  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> Stalls(Ks.size());
+  Uses.resize(Ks.size());
+  Stalls.resize(Ks.size());
   for (const FaultRecord *F : Fs) {
-    int64_t K = KernelAt(F->TimeNs);
+    int64_t K = kernelAt(F->TimeNs);
     PageFault *PF = P.add_faults();
     PF->set_address(F->Address);
     PF->set_time_ns(F->TimeNs);
@@ -716,7 +756,7 @@ Expected<Profile> Recorder::buildProfile() const {
     const uint64_t To = std::min(std::max(F->EndNs, F->TimeNs), std::max(Kr.EndNs, Kr.StartNs));
     if (From < To)
       Stalls[static_cast<size_t>(K)].push_back({From, To});
-    int64_t A = AllocationAt(F->Address, F->TimeNs);
+    int64_t A = allocationAt(F->Address, F->TimeNs);
     if (A < 0) {
       // Memory the allocator did not report (a library's own cudaMalloc, say):
       // a block outside every allocation would make the profile invalid.
@@ -726,8 +766,10 @@ Expected<Profile> Recorder::buildProfile() const {
     Uses[K].push_back(
         {F->Address / kPageBytes, static_cast<uint64_t>(A) + 1, modeOfFault(F->Access)});
   }
+}
 
-  // Fault stall: the union of each kernel's fault-service intervals.
+/// Fault stall: the union of each kernel's fault-service intervals.
+void Recorder::ProfileBuilder::addFaultStalls() {
   for (size_t K = 0; K < Ks.size(); ++K) {
     auto &S = Stalls[K];
     if (S.empty())
@@ -744,8 +786,10 @@ Expected<Profile> Recorder::buildProfile() const {
     Stall += RunEnd - RunBegin;
     P.mutable_kernels(static_cast<int>(K))->set_fault_stall_ns(Stall);
   }
+}
 
-  // Access sets: per kernel, blocks with page masks, and runs of pages per allocation.
+/// Access sets: per kernel, blocks with page masks, and runs of pages per allocation.
+void Recorder::ProfileBuilder::addAccessSets() {
   for (size_t K = 0; K < Ks.size(); ++K) {
     auto &U = Uses[K];
     if (U.empty())
@@ -787,10 +831,12 @@ Expected<Profile> Recorder::buildProfile() const {
       I = J + 1;
     }
   }
+}
 
+void Recorder::ProfileBuilder::addMigrations() {
   std::vector<const MigrationRecord *> Ms;
-  for (const MigrationRecord &M : Migrations)
-    if (InWindow(M.StartNs))
+  for (const MigrationRecord &M : R.Migrations)
+    if (inWindow(M.StartNs))
       Ms.push_back(&M);
   std::stable_sort(Ms.begin(), Ms.end(), [](const MigrationRecord *A, const MigrationRecord *B) {
     return A->StartNs < B->StartNs;
@@ -806,9 +852,12 @@ Expected<Profile> Recorder::buildProfile() const {
     PM->set_start_ns(M->StartNs);
     PM->set_end_ns(std::max(M->EndNs, M->StartNs));
   }
+}
+
+void Recorder::ProfileBuilder::addUmEvents() {
   std::vector<const UmEventRecord *> Es;
-  for (const UmEventRecord &E : UmEvents)
-    if (InWindow(E.TimeNs))
+  for (const UmEventRecord &E : R.UmEvents)
+    if (inWindow(E.TimeNs))
       Es.push_back(&E);
   std::stable_sort(Es.begin(), Es.end(), [](const UmEventRecord *A, const UmEventRecord *B) {
     return A->TimeNs < B->TimeNs;
@@ -820,14 +869,17 @@ Expected<Profile> Recorder::buildProfile() const {
     PE->set_bytes(E->Bytes);
     PE->set_time_ns(E->TimeNs);
   }
+}
 
+/// The recording's statistics, and what the schema has no field for in the
+/// notes, for people to read.
+void Recorder::ProfileBuilder::addRecording(const std::string &PeriodNote) {
   RecordingStats *S = P.mutable_recording();
-  S->set_dropped_records(DroppedRecords);
-  S->set_um_counters_enabled(UmCountersEnabled);
-  S->set_um_counters_error(UmCountersWhyNot);
+  S->set_dropped_records(R.DroppedRecords);
+  S->set_um_counters_enabled(R.UmCountersEnabled);
+  S->set_um_counters_error(R.UmCountersWhyNot);
   S->set_unattributed_faults(Unattributed);
 
-  // What the schema has no field for goes into the notes, for people to read.
   std::vector<std::string> Notes;
   if (WholeRun)
     Notes.push_back("no iteration mark was seen and the kernel sequence has no period: the "
@@ -835,8 +887,8 @@ Expected<Profile> Recorder::buildProfile() const {
   if (!PeriodNote.empty())
     Notes.push_back(PeriodNote);
   uint64_t Copies = 0, CopyBytes = 0, Sets = 0, SetBytes = 0;
-  for (const TransferRecord &T : Transfers) {
-    if (!InWindow(T.StartNs))
+  for (const TransferRecord &T : R.Transfers) {
+    if (!inWindow(T.StartNs))
       continue;
     (T.What == TransferRecord::Memcpy ? Copies : Sets) += 1;
     (T.What == TransferRecord::Memcpy ? CopyBytes : SetBytes) += T.Bytes;
@@ -855,14 +907,50 @@ Expected<Profile> Recorder::buildProfile() const {
     Notes.push_back(formatv("{0} kernel(s) on other devices left out (one device per profile)",
                             OtherDeviceKernels)
                         .str());
-  if (UnknownFrees)
-    Notes.push_back(formatv("{0} free(s) of unknown addresses ignored", UnknownFrees).str());
-  if (!FirstError.empty())
-    Notes.push_back("first error: " + FirstError);
+  if (R.UnknownFrees)
+    Notes.push_back(formatv("{0} free(s) of unknown addresses ignored", R.UnknownFrees).str());
+  if (!R.FirstError.empty())
+    Notes.push_back("first error: " + R.FirstError);
   std::string Joined;
   for (const std::string &N : Notes)
     Joined += (Joined.empty() ? "" : "; ") + N;
   P.mutable_workload()->set_notes(Joined);
+}
+
+Expected<Profile> Recorder::buildProfile() const {
+  std::lock_guard<std::mutex> L(Mu);
+
+  // The window of complete recorded iterations.
+  std::vector<Window> Iters = Recorded;
+  bool WholeRun = false;
+  std::string PeriodNote;
+  if (Iters.empty()) {
+    if (SawMark)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "no complete iteration was recorded: %u iteration(s) ended, %u skipped (--skip %u)", Seen,
+          std::min(Seen, Opts.Skip), Opts.Skip);
+    Iters = periodWindowsLocked(PeriodNote);
+    if (Iters.empty()) {
+      WholeRun = true;
+      Iters.push_back({0, std::numeric_limits<uint64_t>::max()});
+    }
+  }
+
+  ProfileBuilder Builder(*this, Iters, WholeRun);
+  Builder.addHeader();
+  Builder.selectKernels();
+  Builder.addDevice();
+  Builder.addAllocations();
+  Builder.addKernels();
+  Builder.addIterations();
+  Builder.attributeFaults();
+  Builder.addFaultStalls();
+  Builder.addAccessSets();
+  Builder.addMigrations();
+  Builder.addUmEvents();
+  Builder.addRecording(PeriodNote);
+  Profile &P = Builder.profile();
 
   if (P.iterations_size() == 0 && !WholeRun)
     return createStringError(inconvertibleErrorCode(),
@@ -871,7 +959,7 @@ Expected<Profile> Recorder::buildProfile() const {
   if (Error E = format::validateProfile(P))
     return createStringError(inconvertibleErrorCode(), "the recorded profile is invalid: %s",
                              toString(std::move(E)).c_str());
-  return P;
+  return std::move(P);
 }
 
 std::string describeProfile(const Profile &P) {

@@ -149,6 +149,8 @@ private:
   struct Window {
     uint64_t Begin, End;
   };
+  /// buildProfile's steps (Recorder.cpp).
+  class ProfileBuilder;
 
   bool keepLocked(uint64_t TimeNs) const;
   /// The device that ran most kernels starting in [Begin, End].

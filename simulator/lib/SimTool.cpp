@@ -10,12 +10,22 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
+#include <chrono>
 #include <cmath>
 #include <optional>
 
 using namespace deepum::sim;
 
 llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &OS) {
+  const auto Begin = std::chrono::steady_clock::now();
+  auto Progress = [&](const llvm::Twine &What) {
+    const double S =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - Begin).count();
+    if (Opts.Progress && S >= Opts.ProgressDelaySeconds) {
+      *Opts.Progress << llvm::formatv("deepum-sim: {0} ({1:f1} s)\n", What.str(), S);
+      Opts.Progress->flush();
+    }
+  };
   llvm::Expected<deepum::v1::Profile> P = deepum::format::readProfile(Opts.ProfilePath);
   if (!P)
     return P.takeError();
@@ -173,9 +183,15 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
                                                    Opts.ProfilePath, R->PolicyName,
                                                    R->InvariantViolations)
                                          .str());
-    if (Trace)
+    Progress(llvm::formatv(
+        "policy {0} simulated{1}", R->PolicyName,
+        Opts.Compare ? llvm::formatv(", {0} of {1}", Results.size() + 1, Policies.size()).str()
+                     : std::string()));
+    if (Trace) {
       if (llvm::Error E = Trace->write(TimelineOf(Pol), Inputs))
         return E;
+      Progress("timeline written to " + TimelineOf(Pol));
+    }
     Results.push_back(std::move(*R));
   }
 

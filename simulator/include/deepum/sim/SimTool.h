@@ -66,6 +66,11 @@ struct SimToolOptions {
   /// iteration ("-": standard output). With Compare, one per policy:
   /// timelinePath(PerfettoOut, policy).
   std::string PerfettoOut;
+  /// Progress lines, one per policy simulated and timeline written, once the
+  /// run has taken ProgressDelaySeconds; null = none
+  /// (deepum/tools/Progress.h decides for the tool).
+  llvm::raw_ostream *Progress = nullptr;
+  double ProgressDelaySeconds = 2;
 };
 
 llvm::Error runSim(const SimToolOptions &Opts, llvm::raw_ostream &OS);

@@ -2,6 +2,7 @@
 #include "deepum/planner/Planner.h"
 
 #include "deepum/tools/Cli.h"
+#include "deepum/tools/Progress.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -27,7 +28,8 @@ static cl::opt<std::string> DeviceFile("device-file",
 static cl::opt<std::string> Strategy("strategy", cl::desc("prefetch (default) or swap"),
                                      cl::value_desc("prefetch|swap"), cl::init("prefetch"),
                                      cl::cat(Category));
-static cl::opt<bool> Quiet("quiet", cl::desc("Do not print the plan's summary"), cl::cat(Category));
+static cl::opt<bool> Quiet("quiet", cl::desc("Print neither the plan's summary nor progress"),
+                           cl::cat(Category));
 
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
@@ -41,6 +43,9 @@ int main(int argc, char **argv) {
   Opts.DeviceFile = DeviceFile;
   Opts.Strategy = Strategy;
   Opts.PrintSummary = !Quiet;
+  deepum::tools::ProgressSettings Progress = deepum::tools::progressSettings(errs(), Quiet);
+  Opts.Progress = Progress.Stream;
+  Opts.ProgressDelaySeconds = Progress.DelaySeconds;
   ExitOnError ExitOnErr("deepum-plan: ");
   ExitOnErr(deepum::planner::runPlan(Opts, outs(), errs()));
   return 0;

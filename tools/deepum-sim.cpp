@@ -2,6 +2,7 @@
 #include "deepum/executor/sim/SimBackend.h"
 #include "deepum/sim/SimTool.h"
 #include "deepum/tools/Cli.h"
+#include "deepum/tools/Progress.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -65,8 +66,12 @@ static cl::opt<bool> Check("check", cl::desc("Check the model's invariants on ev
                            cl::cat(Category));
 static cl::opt<std::string> Perfetto(
     "perfetto",
-    cl::desc("Write a Perfetto timeline of the last iteration (first policy with --compare)"),
+    cl::desc("Write a Perfetto timeline of the last iteration (with --compare, one per policy: "
+             "OUT.POLICY.json, or DIR/POLICY.json when OUT is a directory or ends in '/')"),
     cl::value_desc("OUT.json"), cl::cat(Category));
+
+static cl::opt<bool> Quiet("quiet", cl::desc("No progress lines on standard error"),
+                           cl::cat(Category));
 
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
@@ -94,6 +99,9 @@ int main(int argc, char **argv) {
   Opts.Compare = Compare;
   Opts.Check = Check;
   Opts.PerfettoOut = Perfetto;
+  deepum::tools::ProgressSettings Progress = deepum::tools::progressSettings(errs(), Quiet);
+  Opts.Progress = Progress.Stream;
+  Opts.ProgressDelaySeconds = Progress.DelaySeconds;
   ExitOnError ExitOnErr("deepum-sim: ");
   ExitOnErr(deepum::sim::runSim(Opts, outs()));
   return 0;

@@ -27,15 +27,15 @@ namespace {
 
 Error planError(const Twine &Msg) { return createStringError(inconvertibleErrorCode(), Msg); }
 
-/// Progress lines for long runs: silent for the first second, then one line
-/// per stage with the elapsed time.
+/// Progress lines for long runs: silent for the first DelaySeconds, then one
+/// line per stage with the elapsed time.
 class ProgressLine {
 public:
-  explicit ProgressLine(raw_ostream *Stream)
-      : OS(Stream), Begin(std::chrono::steady_clock::now()) {}
+  ProgressLine(raw_ostream *Stream, double DelaySeconds)
+      : OS(Stream), Delay(DelaySeconds), Begin(std::chrono::steady_clock::now()) {}
   void stage(StringRef What) {
     double S = seconds();
-    if (OS && S >= 1.0)
+    if (OS && S >= Delay)
       *OS << formatv("deepum-plan: {0} ({1:f1} s)\n", What, S);
   }
   double seconds() const {
@@ -44,6 +44,7 @@ public:
 
 private:
   raw_ostream *OS;
+  double Delay;
   std::chrono::steady_clock::time_point Begin;
 };
 
@@ -171,7 +172,7 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
   if (Opts.GpuMemoryBytes < P.um_block_bytes())
     return planError("--gpu-memory of " + format::formatBytes(Opts.GpuMemoryBytes) +
                      " is smaller than one UM block");
-  ProgressLine Progress(Opts.Progress);
+  ProgressLine Progress(Opts.Progress, Opts.ProgressDelaySeconds);
   CostModel M;
   if (Opts.DeviceModel.empty()) {
     M.DeviceName = "profile";
@@ -307,7 +308,8 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   PO.DeviceFile = Opts.DeviceFile;
   PO.Strat = *Strat;
   PO.ProfileSource = Opts.Input;
-  PO.Progress = &Err;
+  PO.Progress = Opts.Progress;
+  PO.ProgressDelaySeconds = Opts.ProgressDelaySeconds;
   auto R = compilePlan(*P, PO);
   if (!R)
     return planError(Opts.Input + ": " + toString(R.takeError()));

@@ -258,10 +258,10 @@ Expected<std::string> resolveSymlinks(StringRef Path) {
   return fileError(Path, "too many levels of symbolic links");
 }
 
-/// Writes Text to FD and closes it; the error message, or "" on success.
-std::string writeAndClose(int FD, StringRef Text) {
+/// Writes to FD and closes it; the error message, or "" on success.
+std::string writeAndClose(int FD, function_ref<void(raw_ostream &)> Write) {
   raw_fd_ostream OS(FD, /*shouldClose=*/true);
-  OS << Text;
+  Write(OS);
   OS.close();
   if (!OS.has_error())
     return "";
@@ -271,7 +271,7 @@ std::string writeAndClose(int FD, StringRef Text) {
 }
 
 /// A device, FIFO or socket: opened and written, never replaced.
-Error writeInPlace(StringRef Path, StringRef Target, StringRef Text) {
+Error writeInPlace(StringRef Path, StringRef Target, function_ref<void(raw_ostream &)> Text) {
   int FD = -1;
   if (std::error_code EC =
           sys::fs::openFileForWrite(Target, FD, sys::fs::CD_OpenExisting, sys::fs::OF_None))
@@ -283,7 +283,7 @@ Error writeInPlace(StringRef Path, StringRef Target, StringRef Text) {
 }
 
 /// A regular or new file: a temporary file beside it, renamed into place.
-Error writeByRename(StringRef Path, StringRef Target, StringRef Text,
+Error writeByRename(StringRef Path, StringRef Target, function_ref<void(raw_ostream &)> Text,
                     Optional<sys::fs::perms> KeepPerms) {
   SmallString<256> Tmp;
   int FD = -1;
@@ -549,8 +549,14 @@ std::string escapeForMessage(StringRef Text) {
 }
 
 Error writeFileAtomically(StringRef Path, StringRef Text, ArrayRef<StringRef> Inputs) {
+  return writeFileAtomically(
+      Path, [&](raw_ostream &OS) { OS << Text; }, Inputs);
+}
+
+Error writeFileAtomically(StringRef Path, function_ref<void(raw_ostream &)> Text,
+                          ArrayRef<StringRef> Inputs) {
   if (Path == "-") {
-    outs() << Text;
+    Text(outs());
     outs().flush();
     return Error::success();
   }

@@ -15,72 +15,115 @@ namespace deepum::format {
 
 static double toMicros(uint64_t Ns) { return static_cast<double>(Ns) / 1e3; }
 
+static std::string metadataEvent(StringRef Kind, int Pid, int Tid, StringRef Name) {
+  std::string Text;
+  raw_string_ostream OS(Text);
+  OS << json::Value(json::Object{{"ph", "M"},
+                                 {"name", Kind},
+                                 {"pid", Pid},
+                                 {"tid", Tid},
+                                 {"ts", 0},
+                                 {"args", json::Object{{"name", Name}}}});
+  return OS.str();
+}
+
+const char *TraceWriter::intern(StringRef S) { return Interned.insert(S).first->getKeyData(); }
+
+const char *TraceWriter::internArgs(const json::Object &Args) {
+  if (Args.empty())
+    return nullptr;
+  std::string Text;
+  raw_string_ostream OS(Text);
+  OS << json::Value(json::Object(Args));
+  return intern(OS.str());
+}
+
 void TraceWriter::nameProcess(int Pid, StringRef Name) {
-  Metadata.push_back(json::Object{{"ph", "M"},
-                                  {"name", "process_name"},
-                                  {"pid", Pid},
-                                  {"tid", 0},
-                                  {"ts", 0},
-                                  {"args", json::Object{{"name", Name.str()}}}});
+  Metadata.push_back(metadataEvent("process_name", Pid, 0, Name));
 }
 
 void TraceWriter::nameThread(int Pid, int Tid, StringRef Name) {
-  Metadata.push_back(json::Object{{"ph", "M"},
-                                  {"name", "thread_name"},
-                                  {"pid", Pid},
-                                  {"tid", Tid},
-                                  {"ts", 0},
-                                  {"args", json::Object{{"name", Name.str()}}}});
+  Metadata.push_back(metadataEvent("thread_name", Pid, Tid, Name));
 }
 
 void TraceWriter::span(int Pid, int Tid, StringRef Name, StringRef Category, uint64_t StartNs,
                        uint64_t DurNs, json::Object Args) {
-  json::Object E{{"ph", "X"},         {"name", Name.str()},   {"cat", Category.str()},
-                 {"pid", Pid},        {"tid", Tid},     {"ts", toMicros(StartNs)},
-                 {"dur", toMicros(DurNs)}};
-  if (!Args.empty())
-    E["args"] = std::move(Args);
-  Events.push_back({StartNs, Events.size(), std::move(E)});
+  add({StartNs, DurNs, 0, intern(Name), intern(Category), internArgs(Args), Pid, Tid,
+       Phase::Complete});
 }
 
 void TraceWriter::instant(int Pid, int Tid, StringRef Name, StringRef Category, uint64_t TimeNs,
                           json::Object Args) {
-  json::Object E{{"ph", "i"}, {"s", "t"},   {"name", Name.str()},           {"cat", Category.str()},
-                 {"pid", Pid}, {"tid", Tid}, {"ts", toMicros(TimeNs)}};
-  if (!Args.empty())
-    E["args"] = std::move(Args);
-  Events.push_back({TimeNs, Events.size(), std::move(E)});
+  add({TimeNs, 0, 0, intern(Name), intern(Category), internArgs(Args), Pid, Tid, Phase::Instant});
 }
 
-void TraceWriter::counter(int Pid, StringRef Name, uint64_t TimeNs, double Value) {
-  json::Object E{{"ph", "C"},
-                 {"name", Name.str()},
-                 {"pid", Pid},
-                 {"ts", toMicros(TimeNs)},
-                 {"args", json::Object{{Name.str(), Value}}}};
-  Events.push_back({TimeNs, Events.size(), std::move(E)});
+void TraceWriter::counter(int Pid, StringRef Name, StringRef Series, uint64_t TimeNs,
+                          double Value) {
+  const char *N = intern(Name), *S = intern(Series);
+  auto [It, New] = LastSample.try_emplace({Pid, N, S}, Events.size());
+  if (!New && Events[It->second].TimeNs == TimeNs) {
+    Events[It->second].Value = Value;
+    return;
+  }
+  It->second = Events.size();
+  add({TimeNs, 0, Value, N, S, nullptr, Pid, 0, Phase::Counter});
+}
+
+void TraceWriter::writeTo(raw_ostream &OS) {
+  std::stable_sort(Events.begin(), Events.end(),
+                   [](const Event &L, const Event &R) { return L.TimeNs < R.TimeNs; });
+  json::OStream J(OS);
+  J.objectBegin();
+  J.attributeBegin("traceEvents");
+  J.arrayBegin();
+  for (const std::string &M : Metadata)
+    J.rawValue(M);
+  for (const Event &E : Events) {
+    J.objectBegin();
+    J.attribute("ph", E.Ph == Phase::Complete ? "X" : E.Ph == Phase::Instant ? "i" : "C");
+    if (E.Ph == Phase::Instant)
+      J.attribute("s", "t");
+    J.attribute("name", StringRef(E.Name));
+    if (E.Ph != Phase::Counter)
+      J.attribute("cat", StringRef(E.Category));
+    J.attribute("pid", E.Pid);
+    if (E.Ph != Phase::Counter)
+      J.attribute("tid", E.Tid);
+    J.attribute("ts", toMicros(E.TimeNs));
+    if (E.Ph == Phase::Complete)
+      J.attribute("dur", toMicros(E.DurNs));
+    if (E.Ph == Phase::Counter)
+      J.attributeObject("args", [&] { J.attribute(E.Category, E.Value); });
+    else if (E.Args) {
+      J.attributeBegin("args");
+      J.rawValue(StringRef(E.Args));
+      J.attributeEnd();
+    }
+    J.objectEnd();
+  }
+  J.arrayEnd();
+  J.attributeEnd();
+  J.attribute("displayTimeUnit", "ns");
+  J.objectEnd();
+  J.flush();
+  Metadata.clear();
+  Events.clear();
+  LastSample.clear();
+  Interned.clear();
 }
 
 json::Value TraceWriter::finish() {
-  std::stable_sort(Events.begin(), Events.end(), [](const Event &L, const Event &R) {
-    return L.TimeNs != R.TimeNs ? L.TimeNs < R.TimeNs : L.Order < R.Order;
-  });
-  json::Array All;
-  for (json::Object &M : Metadata)
-    All.push_back(std::move(M));
-  for (Event &E : Events)
-    All.push_back(std::move(E.Body));
-  Metadata.clear();
-  Events.clear();
-  return json::Object{{"traceEvents", std::move(All)}, {"displayTimeUnit", "ns"}};
+  std::string Text;
+  raw_string_ostream OS(Text);
+  writeTo(OS);
+  Expected<json::Value> V = json::parse(OS.str());
+  assert(V && "the writer writes valid JSON");
+  return V ? std::move(*V) : json::Value(nullptr);
 }
 
 Error TraceWriter::write(StringRef Path, ArrayRef<StringRef> Inputs) {
-  std::string Text;
-  raw_string_ostream OS(Text);
-  OS << finish();
-  OS.flush();
-  return writeFileAtomically(Path, Text, Inputs);
+  return writeFileAtomically(
+      Path, [&](raw_ostream &OS) { writeTo(OS); }, Inputs);
 }
 
 void addProfileTimeline(TraceWriter &W, const Profile &P) {
@@ -134,20 +177,21 @@ void addProfileTimeline(TraceWriter &W, const Profile &P) {
     if (A.freed())
       Live.emplace_back(A.free_time_ns(), -Delta(A.size_bytes()));
   }
-  auto EmitLevel = [&](std::vector<std::pair<uint64_t, Delta>> &Deltas, StringRef Name) {
+  auto EmitLevel = [&](std::vector<std::pair<uint64_t, Delta>> &Deltas, StringRef Name,
+                       StringRef Series) {
     std::sort(Deltas.begin(), Deltas.end());
     Delta Level = 0;
     for (size_t I = 0; I < Deltas.size(); ++I) {
       Level = std::max<Delta>(0, Level + Deltas[I].second);
       // One sample per timestamp: the level after all changes at that instant.
       if (I + 1 == Deltas.size() || Deltas[I + 1].first != Deltas[I].first)
-        W.counter(Pid, Name, Deltas[I].first, static_cast<double>(Level));
+        W.counter(Pid, Name, Series, Deltas[I].first, toMiB(static_cast<double>(Level)));
     }
   };
-  EmitLevel(Live, "live bytes");
+  EmitLevel(Live, "allocations", "live (MiB)");
   if (Resident.empty() && !P.kernels().empty())
-    W.counter(Pid, "GPU-resident bytes", P.kernels(0).start_ns(), 0);
-  EmitLevel(Resident, "GPU-resident bytes");
+    W.counter(Pid, "GPU memory", "resident (MiB)", P.kernels(0).start_ns(), 0);
+  EmitLevel(Resident, "GPU memory", "resident (MiB)");
 }
 
 } // namespace deepum::format

@@ -25,7 +25,7 @@ constexpr uint8_t FlThrottled = 4;
 constexpr uint8_t FlPrefetched = 8; // explicitly prefetched, not yet used by a kernel
 // Trace lanes.
 constexpr int Pid = 1;
-constexpr int TidCompute = 1, TidHtoD = 2, TidDtoH = 3, TidFaults = 4, TidHost = 5;
+constexpr int TidCompute = 1, TidHtoD = 2, TidDtoH = 3, TidFaults = 4, TidHost = 5, TidDiscards = 6;
 
 unsigned pages(uint32_t Mask) { return static_cast<unsigned>(std::popcount(Mask)); }
 bool writes(Access A) { return A != Access::Read; }
@@ -173,7 +173,8 @@ void Engine::notePeak() {
 
 void Engine::counterEvent(uint64_t AtNs) {
   if (Timeline)
-    Timeline->counter(Pid, "resident bytes", AtNs, static_cast<double>(residentBytes()));
+    Timeline->counter(Pid, "GPU memory", "resident (MiB)", AtNs,
+                      deepum::format::toMiB(static_cast<double>(residentBytes())));
 }
 
 uint64_t Engine::pageAddress(uint32_t B, uint32_t Page) const {
@@ -436,7 +437,13 @@ uint32_t Engine::dropPages(uint32_t B, uint32_t Mask) {
 }
 
 void Engine::discardPages(uint32_t B, uint32_t Mask) {
-  Stats.BytesDiscarded += pages(dropPages(B, Mask)) * PageBytes;
+  const uint64_t Bytes = pages(dropPages(B, Mask)) * PageBytes;
+  Stats.BytesDiscarded += Bytes;
+  if (Timeline && Bytes)
+    Timeline->instant(Pid, TidDiscards, "discard", "discard",
+                      std::max({IssueNs, BusyUntilNs[B], ArrivalNs[B]}),
+                      llvm::json::Object{{"block", static_cast<int64_t>(B)},
+                                         {"bytes", static_cast<int64_t>(Bytes)}});
   Valid[B] &= ~Mask;
   HostValid[B] &= ~Mask;
 }

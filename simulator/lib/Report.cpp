@@ -8,6 +8,34 @@ using namespace deepum::sim;
 using deepum::format::formatBytes;
 using deepum::format::formatMicros;
 
+/// The iterations lane, below the engine's lanes (1-6, Engine.cpp).
+static constexpr int kIterationTid = 7;
+
+void deepum::sim::nameTimelineLanes(deepum::format::TraceWriter &T, const SimResult &R) {
+  T.nameProcess(1, llvm::formatv("{0} ({1}{2}, {3}, {4})", R.Model, R.PolicyName,
+                                 R.PlanReplay.empty() ? "" : ", " + R.PlanReplay + " replay",
+                                 R.DeviceName, formatBytes(R.GpuMemoryBytes))
+                       .str());
+  T.nameThread(1, 1, "compute");
+  T.nameThread(1, 2, "copy engine HtoD");
+  T.nameThread(1, 3, "copy engine DtoH");
+  T.nameThread(1, 4, "fault batches");
+  T.nameThread(1, 5, "host API calls");
+  T.nameThread(1, 6, "discards");
+  T.nameThread(1, kIterationTid, "iterations");
+}
+
+void deepum::sim::timelineIteration(deepum::format::TraceWriter &T, unsigned It, unsigned Warmup,
+                                    uint64_t BeginNs, uint64_t EndNs) {
+  const bool Measured = It >= Warmup;
+  T.span(1, kIterationTid,
+         llvm::formatv("iteration {0}{1}", It, Measured ? "" : " (warm-up)").str(), "iteration",
+         BeginNs, EndNs - BeginNs,
+         llvm::json::Object{{"iteration", static_cast<int64_t>(It)},
+                            {"measured", Measured},
+                            {"duration_ms", static_cast<double>(EndNs - BeginNs) / 1e6}});
+}
+
 llvm::StringRef deepum::sim::policyName(Policy P) {
   switch (P) {
   case Policy::Um:

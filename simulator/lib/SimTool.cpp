@@ -6,14 +6,26 @@
 #include "deepum/format/Units.h"
 #include "deepum/sim/Simulator.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
+#include <chrono>
 #include <cmath>
 #include <optional>
 
 using namespace deepum::sim;
 
 llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &OS) {
+  const auto Begin = std::chrono::steady_clock::now();
+  auto Progress = [&](const llvm::Twine &What) {
+    const double S =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - Begin).count();
+    if (Opts.Progress && S >= Opts.ProgressDelaySeconds) {
+      *Opts.Progress << llvm::formatv("deepum-sim: {0} ({1:f1} s)\n", What.str(), S);
+      Opts.Progress->flush();
+    }
+  };
   llvm::Expected<deepum::v1::Profile> P = deepum::format::readProfile(Opts.ProfilePath);
   if (!P)
     return P.takeError();
@@ -119,26 +131,35 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
 
   std::vector<SimResult> Results;
   DeepUmSetting Tuned{S.DeepUmLookahead ? S.DeepUmLookahead : S.Lookahead, S.DeepUmWatermark};
-  std::optional<deepum::format::TraceWriter> Trace;
+  const llvm::SmallVector<llvm::StringRef, 2> Inputs{Opts.ProfilePath, Opts.PlanPath};
+  auto TimelineOf = [&](Policy Pol) {
+    return Opts.Compare ? timelinePath(Opts.PerfettoOut, policyName(Pol)) : Opts.PerfettoOut;
+  };
   if (!Opts.PerfettoOut.empty()) {
-    // Before any work: the timeline must not replace an input.
-    if (llvm::Error E =
-            deepum::format::checkNotAnInput(Opts.PerfettoOut, {Opts.ProfilePath, Opts.PlanPath}))
-      return E;
-    Trace.emplace();
+    if (Opts.Compare && Opts.PerfettoOut == "-")
+      return usage("--compare --perfetto writes one timeline per policy: give a file name or a "
+                   "directory, not '-'");
+    if (Opts.Compare && llvm::StringRef(Opts.PerfettoOut).endswith("/"))
+      if (std::error_code EC = llvm::sys::fs::create_directories(Opts.PerfettoOut))
+        return llvm::createStringError(EC, "%s: cannot create the directory: %s",
+                                       Opts.PerfettoOut.c_str(), EC.message().c_str());
+    // Before any work: no timeline may replace an input.
+    for (Policy Pol : Policies)
+      if (llvm::Error E = deepum::format::checkNotAnInput(TimelineOf(Pol), Inputs))
+        return E;
   }
   for (Policy Pol : Policies) {
     S.Pol = Pol;
     const bool ByExecutor = Pol == Policy::Plan && ExecutorReplay;
-    // One timeline, of the first policy run (the selected one without --compare).
-    const bool Traced = Trace && Results.empty();
-    if (Traced && ByExecutor)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "--perfetto: the executor replay records no timeline "
-                                     "(use --plan-replay native)");
+    // One timeline per policy run, written before the next run starts: only
+    // one is ever held in memory.
+    std::optional<deepum::format::TraceWriter> Trace;
+    if (!Opts.PerfettoOut.empty())
+      Trace.emplace();
     // The native replay also supplies what the executor's does not measure
-    // (ideal, bound, footprint, capacity) and checks the plan against the profile.
-    llvm::Expected<SimResult> R = simulate(*P, S, Traced ? &*Trace : nullptr);
+    // (ideal, bound, footprint, capacity) and checks the plan against the
+    // profile; with the executor replay, the timeline is the executor's.
+    llvm::Expected<SimResult> R = simulate(*P, S, Trace && !ByExecutor ? &*Trace : nullptr);
     if (!R)
       return R.takeError();
     if (Pol == Policy::DeepUm && Opts.DeepUmTune) {
@@ -150,20 +171,29 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
       Tuned = T->Best;
       *R = std::move(T->Result);
     }
-    if (ByExecutor)
-      if (llvm::Error E = Opts.ExecutorReplay(*P, *Plan, S, *R))
+    if (ByExecutor) {
+      if (llvm::Error E = Opts.ExecutorReplay(*P, *Plan, S, *R, Trace ? &*Trace : nullptr))
         return E;
+      if (Trace)
+        nameTimelineLanes(*Trace, *R);
+    }
     if (Opts.Check && R->InvariantViolations)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      llvm::formatv("{0}: policy {1}: {2} invariant violations",
                                                    Opts.ProfilePath, R->PolicyName,
                                                    R->InvariantViolations)
                                          .str());
+    Progress(llvm::formatv(
+        "policy {0} simulated{1}", R->PolicyName,
+        Opts.Compare ? llvm::formatv(", {0} of {1}", Results.size() + 1, Policies.size()).str()
+                     : std::string()));
+    if (Trace) {
+      if (llvm::Error E = Trace->write(TimelineOf(Pol), Inputs))
+        return E;
+      Progress("timeline written to " + TimelineOf(Pol));
+    }
     Results.push_back(std::move(*R));
   }
-  if (Trace)
-    if (llvm::Error E = Trace->write(Opts.PerfettoOut, {Opts.ProfilePath, Opts.PlanPath}))
-      return E;
 
   // With --perfetto - the timeline is standard output: the report goes to standard error.
   llvm::raw_ostream &Report = Opts.PerfettoOut == "-" ? llvm::errs() : OS;
@@ -198,4 +228,15 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
   else
     print(Report, Results.front());
   return llvm::Error::success();
+}
+
+std::string deepum::sim::timelinePath(llvm::StringRef Out, llvm::StringRef Policy) {
+  if (Out.endswith("/") || llvm::sys::fs::is_directory(Out)) {
+    llvm::SmallString<256> Path(Out);
+    llvm::sys::path::append(Path, Policy + ".json");
+    return std::string(Path);
+  }
+  llvm::StringRef Stem = Out;
+  Stem.consume_back(".json");
+  return (Stem + "." + Policy + ".json").str();
 }

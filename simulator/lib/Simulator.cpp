@@ -23,17 +23,6 @@ llvm::Error fail(const llvm::Twine &Msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), Msg.str());
 }
 
-void nameLanes(deepum::format::TraceWriter &T, const SimResult &R) {
-  T.nameProcess(1, llvm::formatv("{0} ({1}, {2}, {3})", R.Model, R.PolicyName, R.DeviceName,
-                                 deepum::format::formatBytes(R.GpuMemoryBytes))
-                       .str());
-  T.nameThread(1, 1, "compute");
-  T.nameThread(1, 2, "copy engine HtoD");
-  T.nameThread(1, 3, "copy engine DtoH");
-  T.nameThread(1, 4, "fault batches");
-  T.nameThread(1, 5, "host API calls");
-}
-
 /// Ranges a run of block commands makes: runs of consecutive blocks.
 unsigned rangesOf(llvm::ArrayRef<Command> Cmds) {
   unsigned Ranges = 0;
@@ -233,13 +222,14 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
     R.IterationUs = R.IdealUs;
     R.SlowdownOverIdeal = 1;
     if (Timeline) {
-      nameLanes(*Timeline, R);
+      nameTimelineLanes(*Timeline, R);
       uint64_t T = 0;
       for (uint32_t K = 0; K < W.Kernels; ++K) {
         Timeline->span(1, 1, P.kernels(static_cast<int>(W.FirstKernel + K)).name(), "compute", T,
                        W.DurationNs[K]);
         T += W.DurationNs[K];
       }
+      timelineIteration(*Timeline, 0, 0, 0, T);
     }
     return R;
   }
@@ -274,7 +264,7 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
     (void)E.blockId(B); // dense ids equal the workload's
   E.setCheckInvariants(O.CheckInvariants);
   if (Timeline)
-    nameLanes(*Timeline, R);
+    nameTimelineLanes(*Timeline, R);
 
   const unsigned Total = O.WarmupIterations + O.Iterations;
   EngineStats Before;
@@ -285,11 +275,9 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
       MeasureBeginNs = E.computeEndNs();
     }
     bool Record = Timeline && It + std::max(1u, O.TimelineIterations) >= Total;
-    if (Record) {
+    if (Record)
       E.setTimeline(Timeline);
-      Timeline->instant(1, 1, llvm::formatv("iteration {0}", It).str(), "iteration",
-                        E.computeEndNs());
-    }
+    const uint64_t IterationBeginNs = E.computeEndNs();
     for (uint32_t K = 0; K < W.Kernels; ++K) {
       // Host-side events of this position, in time order: frees, then the
       // data loader's writes. DeepUM invalidates freed blocks (dropped, never
@@ -331,6 +319,8 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
       if (DeepUm)
         DeepUm->afterLaunch(E, K);
     }
+    if (Timeline)
+      timelineIteration(*Timeline, It, O.WarmupIterations, IterationBeginNs, E.computeEndNs());
   }
 
   const EngineStats &S = E.stats();

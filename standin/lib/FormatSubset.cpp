@@ -35,6 +35,8 @@ llvm::Expected<std::string> readFileBytes(llvm::StringRef Path, const ReadLimits
 // The stand-in never gives its engine a timeline.
 void TraceWriter::span(int, int, llvm::StringRef, llvm::StringRef, uint64_t, uint64_t,
                        llvm::json::Object) {}
-void TraceWriter::counter(int, llvm::StringRef, uint64_t, double) {}
+void TraceWriter::instant(int, int, llvm::StringRef, llvm::StringRef, uint64_t,
+                          llvm::json::Object) {}
+void TraceWriter::counter(int, llvm::StringRef, llvm::StringRef, uint64_t, double) {}
 
 } // namespace deepum::format

@@ -20,6 +20,8 @@
 #endif
 
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -277,6 +279,60 @@ TEST(SimClosedLoopTest, DeepumSimToolRunsTheExecutorReplay) {
                    << " us/iter, " << Num(Exec, "faults") << " faults; native " << NativeUs
                    << " us/iter, " << Num(Native, "faults") << " faults ("
                    << (ExecUs / NativeUs - 1) * 100 << "%)";
+#endif
+}
+
+TEST(SimClosedLoopTest, PlanTimelineIsTheExecutorReplays) {
+  // deepum-sim --policy plan --perfetto: the timeline of the executor's
+  // replay, with an iteration slice per simulated iteration, the plan's
+  // discards and the resident-MiB counter.
+#ifndef DEEPUM_HAVE_PLANNER
+  GTEST_SKIP() << "built without the planner library";
+#else
+  std::string ProfilePath = deepum::test::shippedProfilePath("resnet50");
+  auto Profile = deepum::format::readProfile(ProfilePath);
+  ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
+  deepum::planner::PlanOptions PO;
+  PO.DeviceModel = "v100-pcie-16gb";
+  PO.GpuMemoryBytes = deepum::sim::footprintBytes(*Profile) / 2 / kBlock * kBlock;
+  auto Planned = deepum::planner::compilePlan(*Profile, PO);
+  ASSERT_TRUE(static_cast<bool>(Planned)) << llvm::toString(Planned.takeError());
+  std::string Dir = deepum::test::scratchDir("sim-tool-plan-timeline");
+  std::string PlanPath = Dir + "/resnet50.plan.pb";
+  ASSERT_FALSE(static_cast<bool>(deepum::format::writePlan(Planned->Plan, PlanPath)));
+
+  deepum::sim::SimToolOptions O;
+  O.ProfilePath = ProfilePath;
+  O.PlanPath = PlanPath;
+  O.Policy = "plan";
+  O.PlanReplay = "executor";
+  O.ExecutorReplay = sim::replayPlanInto;
+  O.Iterations = 2;
+  O.Warmup = 1;
+  O.PerfettoOut = Dir + "/plan.json";
+  llvm::Error E = deepum::sim::runSim(O, llvm::nulls());
+  ASSERT_FALSE(static_cast<bool>(E)) << llvm::toString(std::move(E));
+  auto Buf = llvm::MemoryBuffer::getFile(O.PerfettoOut);
+  ASSERT_TRUE(static_cast<bool>(Buf));
+  llvm::Expected<llvm::json::Value> V = llvm::json::parse((*Buf)->getBuffer());
+  ASSERT_TRUE(static_cast<bool>(V)) << llvm::toString(V.takeError());
+  int Iterations = 0, Discards = 0, Compute = 0, Resident = 0;
+  std::string Process;
+  for (const llvm::json::Value &Ev : *V->getAsObject()->getArray("traceEvents")) {
+    const llvm::json::Object *Obj = Ev.getAsObject();
+    llvm::StringRef Name = *Obj->getString("name");
+    if (Name == "process_name")
+      Process = Obj->getObject("args")->getString("name")->str();
+    Iterations += Obj->getString("cat") == llvm::StringRef("iteration");
+    Discards += Name == "discard";
+    Compute += Obj->getString("cat") == llvm::StringRef("compute");
+    Resident += Name == "GPU memory" && Obj->getObject("args")->getNumber("resident (MiB)");
+  }
+  EXPECT_NE(Process.find("executor replay"), std::string::npos) << Process;
+  EXPECT_EQ(Iterations, 3);
+  EXPECT_GT(Discards, 0);
+  EXPECT_EQ(Compute, Planned->Plan.position_ids_size()); // the last iteration, in detail
+  EXPECT_GT(Resident, 0);
 #endif
 }
 

@@ -206,6 +206,28 @@ TEST(SimEngine, HostCallsShowOnTheTimeline) {
   EXPECT_NE(Json.find("\"host\""), std::string::npos) << Json;
 }
 
+TEST(SimEngine, DiscardsShowOnTheTimelineWithTheirBytes) {
+  DeviceModel D = handDevice();
+  format::TraceWriter W;
+  Engine E(D, 8 * MiB);
+  E.setTimeline(&W);
+  E.prefetchToDevice(Base, 2 * MiB);
+  E.discard(Base, 1 * MiB);           // half the block: 16 pages dropped
+  E.discard(Base + 4 * MiB, 2 * MiB); // nothing resident there: no event
+  llvm::json::Value V = W.finish();
+  int Discards = 0;
+  for (const llvm::json::Value &Ev : *V.getAsObject()->getArray("traceEvents")) {
+    const llvm::json::Object *O = Ev.getAsObject();
+    if (O->getString("name") != llvm::StringRef("discard"))
+      continue;
+    ++Discards;
+    EXPECT_EQ(O->getString("ph"), llvm::StringRef("i"));
+    EXPECT_EQ(O->getInteger("tid").getValueOr(-1), 6); // the "discards" lane
+    EXPECT_EQ(O->getObject("args")->getInteger("bytes").getValueOr(-1), int64_t{1} * MiB);
+  }
+  EXPECT_EQ(Discards, 1);
+}
+
 TEST(SimEngine, CleanEvictionsAreCopiedByDefault) {
   // Stock UVM migrates every resident page of an evicted chunk to the host;
   // only read-mostly advice keeps a host duplicate.

@@ -7,6 +7,7 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include "gtest/gtest.h"
 
@@ -53,7 +54,41 @@ TEST(SimTool, CompareJsonHasEveryPolicyAndATimeline) {
   for (const llvm::json::Value &R : *A)
     Names.push_back(R.getAsObject()->getString("policy")->str());
   EXPECT_EQ(Names, (std::vector<std::string>{"um", "deepum", "swap-layer", "swap-opt", "ideal"}));
-  EXPECT_TRUE(llvm::sys::fs::exists(O.PerfettoOut));
+  // One timeline per policy, named after it; none at the name given.
+  EXPECT_FALSE(llvm::sys::fs::exists(O.PerfettoOut));
+  for (const std::string &N : Names) {
+    std::string Path = Dir + "/trace." + N + ".json";
+    auto Buf = llvm::MemoryBuffer::getFile(Path);
+    ASSERT_TRUE(bool(Buf)) << Path;
+    llvm::Expected<llvm::json::Value> T = llvm::json::parse((*Buf)->getBuffer());
+    ASSERT_TRUE(bool(T)) << Path << ": " << llvm::toString(T.takeError());
+    // The process is named after the policy it shows.
+    bool Named = false;
+    for (const llvm::json::Value &E : *T->getAsObject()->getArray("traceEvents")) {
+      const llvm::json::Object *Ev = E.getAsObject();
+      if (Ev->getString("name") == llvm::StringRef("process_name"))
+        Named = Ev->getObject("args")->getString("name")->contains("(" + N + ",");
+    }
+    EXPECT_TRUE(Named) << Path;
+  }
+}
+
+TEST(SimTool, TimelinePathsOfCompare) {
+  std::string Dir = scratchDir("SimTool.TimelinePath");
+  EXPECT_EQ(timelinePath("out/t.json", "um"), "out/t.um.json");
+  EXPECT_EQ(timelinePath("t", "swap-opt"), "t.swap-opt.json");
+  EXPECT_EQ(timelinePath("runs/", "plan"), "runs/plan.json");
+  EXPECT_EQ(timelinePath(Dir, "deepum"), Dir + "/deepum.json");
+  // A directory named with a slash is created; '-' cannot hold several.
+  SimToolOptions O;
+  O.ProfilePath = writeTinyProfile(Dir);
+  O.GpuMemory = "12MiB";
+  O.Compare = true;
+  O.PerfettoOut = Dir + "/timelines/";
+  ASSERT_FALSE(bool(runSim(O, llvm::nulls())));
+  EXPECT_TRUE(llvm::sys::fs::exists(Dir + "/timelines/ideal.json"));
+  O.PerfettoOut = "-";
+  EXPECT_NE(errorText(runSim(O, llvm::nulls())).find("not '-'"), std::string::npos);
 }
 
 TEST(SimTool, OversubscriptionSetsCapacityFromTheFootprint) {
@@ -177,9 +212,11 @@ TEST(SimTool, PlanReplayIsInjectedAndNamed) {
   ASSERT_GT(IdealUs, 0);
 
   int Calls = 0;
-  O.ExecutorReplay = [&](const v1::Profile &, const v1::Plan &Pl, const SimOptions &S,
-                         SimResult &R) {
+  bool GotTimeline = false;
+  O.ExecutorReplay = [&](const v1::Profile &, const v1::Plan &Pl, const SimOptions &S, SimResult &R,
+                         format::TraceWriter *Timeline) {
     ++Calls;
+    GotTimeline = Timeline != nullptr;
     EXPECT_EQ(Pl.position_ids_size(), 3);
     EXPECT_EQ(S.Pol, Policy::Plan);
     EXPECT_EQ(R.PlanReplay, "native"); // the native result comes in
@@ -210,8 +247,12 @@ TEST(SimTool, PlanReplayIsInjectedAndNamed) {
             std::string::npos);
   EXPECT_EQ(Calls, 3); // --compare replays only the plan row with it
 
+  // --perfetto hands the executor replay the timeline (the executor's events,
+  // not the native replay's, are what it shows).
+  EXPECT_FALSE(GotTimeline);
   O.PerfettoOut = Dir + "/trace.json";
-  std::string Out;
-  llvm::raw_string_ostream OS(Out);
-  EXPECT_NE(errorText(runSim(O, OS)).find("--perfetto"), std::string::npos);
+  runOk(O);
+  EXPECT_EQ(Calls, 4);
+  EXPECT_TRUE(GotTimeline);
+  EXPECT_TRUE(llvm::sys::fs::exists(O.PerfettoOut));
 }

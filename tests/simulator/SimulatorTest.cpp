@@ -8,6 +8,9 @@
 
 #include "gtest/gtest.h"
 
+#include <map>
+#include <set>
+
 using namespace deepum;
 using namespace deepum::sim;
 using namespace deepum::test;
@@ -510,15 +513,39 @@ TEST(SimOutput, JsonHasTheStableKeys) {
 
 TEST(SimOutput, TimelineHasComputeCopyAndResidentLanes) {
   format::TraceWriter T;
-  SimOptions O = opts(Policy::Um, 2 * MiB, 1, 1);
+  SimOptions O = opts(Policy::Um, 2 * MiB, /*Iterations=*/2, /*Warmup=*/1);
   takeOk(simulate(twoBlocks(ACCESS_MODE_WRITE), O, &T));
-  std::string Text;
-  llvm::raw_string_ostream OS(Text);
-  OS << T.finish();
-  OS.flush();
-  for (const char *S :
-       {"\"k0\"", "copy engine HtoD", "copy engine DtoH", "fault batch", "resident bytes", "evict"})
-    EXPECT_NE(Text.find(S), std::string::npos) << S;
+  llvm::json::Value V = T.finish();
+  std::map<int64_t, std::string> Lanes;
+  std::vector<std::string> Iterations;
+  std::set<std::string> Names, CounterTracks;
+  for (const llvm::json::Value &Ev : *V.getAsObject()->getArray("traceEvents")) {
+    const llvm::json::Object *E = Ev.getAsObject();
+    llvm::StringRef Ph = *E->getString("ph"), Name = *E->getString("name");
+    Names.insert(Name.str());
+    if (Ph == "M" && Name == "thread_name")
+      Lanes[*E->getInteger("tid")] = E->getObject("args")->getString("name")->str();
+    if (Ph == "X" && E->getString("cat") == llvm::StringRef("iteration")) {
+      Iterations.push_back(Name.str());
+      EXPECT_GT(*E->getNumber("dur"), 0);
+      EXPECT_EQ(Lanes[*E->getInteger("tid")], "iterations");
+    }
+    if (Ph == "C")
+      for (const auto &KV : *E->getObject("args"))
+        CounterTracks.insert((Name + " " + KV.first.str()).str()); // as Perfetto names it
+  }
+  for (const char *S : {"k0", "fault batch", "evict"})
+    EXPECT_TRUE(Names.count(S)) << S;
+  std::set<std::string> LaneNames;
+  for (const auto &L : Lanes)
+    LaneNames.insert(L.second);
+  for (const char *S : {"compute", "copy engine HtoD", "copy engine DtoH", "iterations"})
+    EXPECT_TRUE(LaneNames.count(S)) << S;
+  // One slice per simulated iteration, warm-up marked; the details are the last's.
+  EXPECT_EQ(Iterations,
+            (std::vector<std::string>{"iteration 0 (warm-up)", "iteration 1", "iteration 2"}));
+  // Counters carry their unit and never repeat their name.
+  EXPECT_EQ(CounterTracks, (std::set<std::string>{"GPU memory resident (MiB)"}));
 }
 
 TEST(SimDurations, RooflineOfAnotherDeviceReplacesRecordedDurations) {

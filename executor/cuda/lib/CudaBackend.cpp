@@ -33,13 +33,21 @@
 #include "deepum/executor/Log.h"
 #include "deepum/executor/cuda/Cupti.h"
 #include "deepum/executor/cuda/LaunchDecoding.h"
+#include "deepum/executor/cuda/Nvtx.h"
 #include "deepum/format/Signature.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 
+// Header-only NVTX3, from the CUDA toolkit; without it the ranges are no-ops.
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#include <nvtx3/nvToolsExt.h>
+#define DEEPUM_HAVE_NVTX 1
+#endif
+
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
@@ -47,6 +55,41 @@
 #include <vector>
 
 namespace deepum::executor::cuda {
+
+namespace {
+
+#ifdef DEEPUM_HAVE_NVTX
+nvtxDomainHandle_t nvtxDeepumDomain() {
+  static nvtxDomainHandle_t D = nvtxDomainCreateA("deepum");
+  return D;
+}
+void nvtxPush(const char *Message) {
+  nvtxEventAttributes_t A{};
+  A.version = NVTX_VERSION;
+  A.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  A.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  A.message.ascii = Message;
+  nvtxDomainRangePushEx(nvtxDeepumDomain(), &A);
+}
+void nvtxPop() { nvtxDomainRangePop(nvtxDeepumDomain()); }
+#else
+void nvtxPush(const char *) {}
+void nvtxPop() {}
+#endif
+
+} // namespace
+
+NvtxHooks &nvtxHooks() {
+  static NvtxHooks Hooks{&nvtxPush, &nvtxPop};
+  return Hooks;
+}
+
+NvtxBatchRange::NvtxBatchRange(const char *What, size_t Ranges, uint64_t Bytes) {
+  char Message[96];
+  std::snprintf(Message, sizeof(Message), "%s %zu range%s, %.1f MiB", What, Ranges,
+                Ranges == 1 ? "" : "s", static_cast<double>(Bytes) / (1024.0 * 1024.0));
+  nvtxHooks().Push(Message);
+}
 
 namespace {
 
@@ -597,10 +640,13 @@ public:
     DeviceGuard G(Device);
     std::vector<void *> Ptrs(Ranges.size());
     std::vector<size_t> Sizes(Ranges.size());
+    uint64_t Bytes = 0;
     for (size_t I = 0; I < Ranges.size(); ++I) {
       Ptrs[I] = reinterpret_cast<void *>(Ranges[I].Address);
       Sizes[I] = Ranges[I].Bytes;
+      Bytes += Ranges[I].Bytes;
     }
+    NvtxBatchRange Nvtx(Location == kHostLocation ? "evict" : "prefetch", Ranges.size(), Bytes);
     cudaMemLocation Loc = locationOf(Location);
     size_t LocIdx = 0;
     cudaError_t E = cudaMemPrefetchBatchAsync(Ptrs.data(), Sizes.data(), Ptrs.size(), &Loc, &LocIdx,
@@ -626,10 +672,13 @@ public:
     DeviceGuard G(Device);
     std::vector<void *> Ptrs(Ranges.size());
     std::vector<size_t> Sizes(Ranges.size());
+    uint64_t Bytes = 0;
     for (size_t I = 0; I < Ranges.size(); ++I) {
       Ptrs[I] = reinterpret_cast<void *>(Ranges[I].Address);
       Sizes[I] = Ranges[I].Bytes;
+      Bytes += Ranges[I].Bytes;
     }
+    NvtxBatchRange Nvtx("discard", Ranges.size(), Bytes);
     return check(cudaMemDiscardBatchAsync(Ptrs.data(), Sizes.data(), Ptrs.size(), 0,
                                           reinterpret_cast<cudaStream_t>(Stream)),
                  "cudaMemDiscardBatchAsync");

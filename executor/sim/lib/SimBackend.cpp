@@ -108,7 +108,8 @@ llvm::Error SimBackend::launch(uint64_t Id, llvm::ArrayRef<deepum::sim::Engine::
 }
 
 llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &P, const deepum::v1::Plan &Plan,
-                                        const deepum::sim::SimOptions &O) {
+                                        const deepum::sim::SimOptions &O,
+                                        deepum::format::TraceWriter *Timeline) {
   auto fail = [](const std::string &M) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), M);
   };
@@ -179,10 +180,16 @@ llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &P, const deep
       Before = E.stats();
       BeginNs = E.computeEndNs();
     }
+    if (Timeline && It + 1 == Total)
+      E.setTimeline(Timeline);
+    const uint64_t IterationBeginNs = E.computeEndNs();
     for (uint32_t K = 0; K < Count; ++K)
       if (llvm::Error Err =
               B.launch(Plan.position_ids(static_cast<int>(K)), Uses[K], (*Durations)[K]))
         return Err;
+    if (Timeline)
+      deepum::sim::timelineIteration(*Timeline, It, O.WarmupIterations, IterationBeginNs,
+                                     E.computeEndNs());
   }
   using deepum::sim::EngineStats;
   const EngineStats &S = E.stats();
@@ -199,8 +206,9 @@ llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &P, const deep
 }
 
 llvm::Error replayPlanInto(const deepum::v1::Profile &P, const deepum::v1::Plan &Plan,
-                           const deepum::sim::SimOptions &O, deepum::sim::SimResult &Out) {
-  llvm::Expected<ReplayResult> R = replayPlan(P, Plan, O);
+                           const deepum::sim::SimOptions &O, deepum::sim::SimResult &Out,
+                           deepum::format::TraceWriter *Timeline) {
+  llvm::Expected<ReplayResult> R = replayPlan(P, Plan, O, Timeline);
   if (!R)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "executor replay of " + O.PlanName + ": " +

@@ -46,8 +46,10 @@ struct PlanOptions {
   unsigned ContextLength = 4;
   /// Informational: the profile's file name, stored in the plan.
   std::string ProfileSource;
-  /// Where progress lines go once a run has taken more than a second; null = nowhere.
+  /// Where progress lines go once a run has taken ProgressDelaySeconds; null
+  /// = nowhere (deepum/tools/Progress.h decides for the tool).
   llvm::raw_ostream *Progress = nullptr;
+  double ProgressDelaySeconds = 2;
 };
 
 struct PlanResult {
@@ -70,9 +72,13 @@ struct PlanToolOptions {
   std::string Strategy = "prefetch";
   /// Print the plan's summary to this stream after writing it.
   bool PrintSummary = true;
+  /// Progress lines (PlanOptions::Progress); null = none.
+  llvm::raw_ostream *Progress = nullptr;
+  double ProgressDelaySeconds = 2;
 };
 
-/// deepum-plan: reads, compiles, writes the plan whole; progress to `Err`.
+/// deepum-plan: reads, compiles, writes the plan whole; progress to
+/// Opts.Progress; with `-o -` the summary goes to `Err`.
 llvm::Error runPlan(const PlanToolOptions &Opts, llvm::raw_ostream &Out, llvm::raw_ostream &Err);
 
 } // namespace deepum::planner

@@ -16,8 +16,10 @@
 #include "deepum/v1/profile.pb.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <string>
@@ -109,6 +111,11 @@ llvm::Error writePlan(const deepum::v1::Plan &P, llvm::StringRef Path,
 /// Writing over one of `Inputs` is refused before anything is written (see
 /// checkNotAnInput).
 llvm::Error writeFileAtomically(llvm::StringRef Path, llvm::StringRef Text,
+                                llvm::ArrayRef<llvm::StringRef> Inputs = {});
+/// The same, for output too large to hold: `Write` streams it to the
+/// temporary file (or standard output), so it is never in memory whole.
+llvm::Error writeFileAtomically(llvm::StringRef Path,
+                                llvm::function_ref<void(llvm::raw_ostream &)> Write,
                                 llvm::ArrayRef<llvm::StringRef> Inputs = {});
 
 /// Fails when `Output` is the same file (device and inode: another spelling,

@@ -17,9 +17,11 @@ namespace deepum::sim {
 /// deepum_executor_sim, which links this library, so it is injected, never
 /// linked). It receives the native replay's result and writes over the fields
 /// it measures (iteration, faults, bytes, ...) and sets PlanReplay; the rest
-/// (ideal, bound, footprint, capacity) stay the native computation's.
-using PlanReplayFn = std::function<llvm::Error(
-    const deepum::v1::Profile &, const deepum::v1::Plan &, const SimOptions &, SimResult &)>;
+/// (ideal, bound, footprint, capacity) stay the native computation's. The
+/// timeline, when not null, receives the replay's events (simulate's).
+using PlanReplayFn =
+    std::function<llvm::Error(const deepum::v1::Profile &, const deepum::v1::Plan &,
+                              const SimOptions &, SimResult &, deepum::format::TraceWriter *)>;
 
 struct SimToolOptions {
   /// Profile to replay ("-" = standard input).
@@ -60,11 +62,24 @@ struct SimToolOptions {
   bool Compare = false;
   /// Check invariants on every kernel; a violation is an error.
   bool Check = false;
-  /// When not empty, write a Perfetto/Chrome-trace timeline of the last iteration.
+  /// When not empty, write a Perfetto/Chrome-trace timeline of the last
+  /// iteration ("-": standard output). With Compare, one per policy:
+  /// timelinePath(PerfettoOut, policy).
   std::string PerfettoOut;
+  /// Progress lines, one per policy simulated and timeline written, once the
+  /// run has taken ProgressDelaySeconds; null = none
+  /// (deepum/tools/Progress.h decides for the tool).
+  llvm::raw_ostream *Progress = nullptr;
+  double ProgressDelaySeconds = 2;
 };
 
 llvm::Error runSim(const SimToolOptions &Opts, llvm::raw_ostream &OS);
+
+/// Where --compare --perfetto OUT writes the timeline of `Policy` (the row's
+/// name: "um", "deepum", ..., "plan"): OUT/POLICY.json when OUT is a
+/// directory or ends in '/', else OUT without its ".json" then
+/// ".POLICY.json" (trace.json -> trace.um.json, trace.deepum.json, ...).
+std::string timelinePath(llvm::StringRef Out, llvm::StringRef Policy);
 
 } // namespace deepum::sim
 

@@ -197,9 +197,19 @@ llvm::Expected<DeepUmTuning> tuneDeepUm(const deepum::v1::Profile &P, const SimO
                                         unsigned SearchIterations = 2);
 
 /// Simulates `P` under `Opts`. `Timeline`, when given, receives compute,
-/// copy-engine, fault and eviction events and the resident-bytes counter.
+/// copy-engine, fault, eviction and discard events and the resident-MiB
+/// counter of the last iteration, and one slice per simulated iteration.
 llvm::Expected<SimResult> simulate(const deepum::v1::Profile &P, const SimOptions &Opts,
                                    deepum::format::TraceWriter *Timeline = nullptr);
+
+/// Names the timeline's process after the run (model, policy, device,
+/// capacity) and its lanes: compute, copy engines, fault batches, host API
+/// calls, discards, iterations (the engine's lanes, Engine.cpp).
+void nameTimelineLanes(deepum::format::TraceWriter &T, const SimResult &R);
+/// The slice of iteration `It` on the iterations lane: [BeginNs, EndNs) of
+/// the compute lane; the first `Warmup` are marked warm-up.
+void timelineIteration(deepum::format::TraceWriter &T, unsigned It, unsigned Warmup,
+                       uint64_t BeginNs, uint64_t EndNs);
 
 llvm::json::Value toJson(const SimResult &R);
 void print(llvm::raw_ostream &OS, const SimResult &R);

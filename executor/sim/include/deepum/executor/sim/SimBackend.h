@@ -92,10 +92,12 @@ struct ReplayResult {
 /// Replays `Plan` against `Profile`'s steady-state iteration through the
 /// executor and the engine, with SimOptions' device, capacity, iteration
 /// counts and kernel durations (its policy is ignored: the executor is the
-/// policy).
+/// policy). `Timeline`, when given, receives the engine's events of the last
+/// iteration and a slice per iteration (deepum::sim::timelineIteration).
 llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &Profile,
                                         const deepum::v1::Plan &Plan,
-                                        const deepum::sim::SimOptions &Options);
+                                        const deepum::sim::SimOptions &Options,
+                                        deepum::format::TraceWriter *Timeline = nullptr);
 
 /// deepum-sim's executor replay (SimToolOptions::ExecutorReplay): replayPlan,
 /// its measurements written over `Result`'s (iteration, stall, slowdown,
@@ -103,7 +105,8 @@ llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &Profile,
 /// bound, footprint, capacity) keep the values `Result` came with, the
 /// simulator's own computation.
 llvm::Error replayPlanInto(const deepum::v1::Profile &Profile, const deepum::v1::Plan &Plan,
-                           const deepum::sim::SimOptions &Options, deepum::sim::SimResult &Result);
+                           const deepum::sim::SimOptions &Options, deepum::sim::SimResult &Result,
+                           deepum::format::TraceWriter *Timeline = nullptr);
 
 } // namespace deepum::executor::sim
 

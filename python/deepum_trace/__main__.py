@@ -1,6 +1,9 @@
 """Command line: trace a model's training step and write a deepum profile.
 
     cd python && /usr/bin/python3 -m deepum_trace --model resnet50 --batch 128 --out resnet50.profile.pb.gz
+
+One profile per rank of data-parallel (DistributedDataParallel) training:
+    torchrun --nproc_per_node=2 -m deepum_trace --model resnet50 --batch 64 -o 'resnet50.rank{rank}.profile.pb.gz'
 """
 
 import argparse
@@ -9,7 +12,7 @@ import os
 import sys
 import time
 
-from . import build, devices, models, pb
+from . import build, devices, distributed, models, pb
 from .pipeline import trace_workload
 
 
@@ -17,10 +20,11 @@ class Progress:
     def __init__(self, quiet=False):
         self.quiet = quiet
         self.start = time.monotonic()
+        self.tag = ""
 
     def __call__(self, message):
         if not self.quiet:
-            print(f"[deepum-trace {time.monotonic() - self.start:6.1f}s] {message}",
+            print(f"[deepum-trace{self.tag} {time.monotonic() - self.start:6.1f}s] {message}",
                   file=sys.stderr, flush=True)
 
 
@@ -67,7 +71,12 @@ def parser():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
     p.add_argument("-o", "--out", default=None,
-                   help="output file (default: <model>.profile.pb.gz)")
+                   help="output file; {rank} and {local_rank} are replaced by the torchrun "
+                        "rank (default: <model>.profile.pb.gz, <model>.rank{rank}.profile.pb.gz "
+                        "with several ranks)")
+    p.add_argument("--dist-timeout", type=float, default=600,
+                   help="seconds a rank waits for the others (process group set-up and each "
+                        "collective) with several ranks")
     p.add_argument("--proto-dir", default=None, help="directory holding deepum/v1/profile.proto")
     p.add_argument("--proto-cache", default=None, help="where the generated Python module is kept")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -80,8 +89,32 @@ def main(argv=None):
     if args.batch < 1 or args.iterations < 1:
         print("error: --batch and --iterations must be positive", file=sys.stderr)
         return 2
+    try:
+        world = distributed.from_environ()
+        default = f"{args.model}.rank{{rank}}.profile.pb.gz" if world.parallel \
+            else f"{args.model}.profile.pb.gz"
+        out = distributed.output_path(args.out or default, world)
+        if world.parallel and args.compute != "cpu":
+            raise distributed.DistributedError(
+                f"data-parallel tracing needs --compute cpu: gloo cannot move {args.compute} "
+                "tensors")
+    except distributed.DistributedError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if world.parallel:
+        progress.tag = f" rank {world.rank}"
     import torch
     torch.set_num_threads(args.threads)
+    try:
+        return run(args, world, out, progress, torch)
+    finally:
+        if world.parallel:
+            import torch.distributed as dist
+            if dist.is_initialized():
+                dist.destroy_process_group()
+
+
+def run(args, world, out, progress, torch):
     try:
         device = devices.load_device_model(args.device_model, args.device_file)
         module = pb.load(args.proto_dir, args.proto_cache)
@@ -91,6 +124,10 @@ def main(argv=None):
             workload = models.build_workload(args.model, args.seq_len, args.image_size,
                                              args.seed, args.checkpointing)
         workload.to(args.compute)
+        if world.parallel:
+            progress(f"joining the gloo process group of {world.size} ranks")
+            distributed.join(world, args.dist_timeout)
+            distributed.wrap(workload)
         trace, how = trace_workload(workload, args.batch, args.direct, args.trace_batches,
                                     args.seed, progress)
     except (ValueError, FileNotFoundError, RuntimeError) as err:
@@ -106,12 +143,17 @@ def main(argv=None):
              f"{how}; "
              f"kernel durations from the {device.name} roofline; addresses from an "
              f"emulation of the CUDA caching allocator.")
+    if world.parallel:
+        notes += (f" Rank {world.rank} (local rank {world.local_rank}) of {world.size} in "
+                  f"data-parallel training (DistributedDataParallel, gloo on the CPU): "
+                  f"gradient buckets ddp.gradient_bucket*.")
     progress(f"{workload.name}: building {args.iterations} iterations")
     prof, stats = build.build_profile(module, trace, device, args.iterations, {
         "model": args.model, "batch_size": args.batch,
         "sequence_length": workload.sequence_length,
         "parameter_count": workload.parameter_count, "notes": notes})
-    out = args.out or f"{args.model}.profile.pb.gz"
+    if world.parallel:
+        prof.device.ordinal = world.local_rank
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     size = build.write_profile(out, prof)
     progress(f"wrote {out}: {size} bytes, {stats.kernels_per_iteration} kernels/iteration, "

@@ -170,9 +170,14 @@ def _flatten_tensors(value):
 
 
 class Recorder(TorchDispatchMode):
-    def __init__(self, batch):
+    def __init__(self, batch, held=None):
+        """held: (role, label prefix) for storages the step finds that outlive it in other
+        hands (DistributedDataParallel's gradient buckets, held by its C++ reducer); they
+        become persistent. None: such storages are freed at the end of the step."""
         super().__init__()
         self.trace = Trace(batch=batch)
+        self.held = held
+        self.untracked = set()  # storage indices that appeared without an operator we saw
         self.index = {}       # storage key -> storage index, for every live storage we know
         self.watched = {}     # storage key -> StorageWeakRef, transient storages
         self.host = {}        # storage key -> StorageWeakRef, host-side storages
@@ -219,6 +224,8 @@ class Recorder(TorchDispatchMode):
     def finish(self):
         """End of the step: whatever the caller still holds (inputs, the loss) is freed now."""
         self.poll_frees()
+        if self.held is not None:
+            self._adopt_held()
         for key in list(self.watched):
             del self.watched[key]
             self.trace.events.append(("free", self.index.pop(key)))
@@ -227,6 +234,21 @@ class Recorder(TorchDispatchMode):
                 label = self.trace.storages[self.index[key]].label
                 raise RuntimeError(f"'{label}' was freed during the step: parameters, "
                                    "gradients and optimizer state must persist")
+
+    def _adopt_held(self):
+        """Untracked storages still alive once the step and its caller have let go of them
+        existed before the step and outlive it: persistent, like parameters. Their
+        allocation events go; a persistent storage exists from the start."""
+        role, prefix = self.held
+        adopted = set()
+        for key in [k for k in self.watched if self.index[k] in self.untracked]:
+            i = self.index[key]
+            s = self.trace.storages[i]
+            self.trace.storages[i] = Storage(s.nbytes, role, f"{prefix}{len(adopted)}", True)
+            self.persistent[key] = self.watched.pop(key)
+            adopted.add(i)
+        self.trace.events = [e for e in self.trace.events
+                             if not (e[0] == "alloc" and e[1] in adopted)]
 
     # -- operators ---------------------------------------------------------------------
 
@@ -268,8 +290,10 @@ class Recorder(TorchDispatchMode):
             if key not in self.index:
                 if t.dim() == 0:
                     continue    # a wrapped Python scalar: lives on the host
-                # Memory that appeared without an operator we saw (e.g. torch.tensor data).
-                self.add_transient(t, self._phase_role(), f"{self.phase}:untracked")
+                # Memory that appeared without an operator we saw (e.g. torch.tensor data,
+                # or state created before the step and held outside the model).
+                self.untracked.add(
+                    self.add_transient(t, self._phase_role(), f"{self.phase}:untracked"))
             input_keys.add(key)
             if written:
                 written_keys.add(key)
@@ -350,6 +374,8 @@ def train_step(workload, batch_data, recorder=None):
         if recorder is not None:
             recorder.phase = name
 
+    model = workload.model if workload.wrapper is None else workload.wrapper
+
     # Untraced steps still need fast GEMMs; a traced step gets them from the recorder.
     fast = fastmath.FastMathMode() if recorder is None else contextlib.nullcontext()
     with gpu_like_python(), fast:
@@ -357,7 +383,7 @@ def train_step(workload, batch_data, recorder=None):
         # Gradients stay allocated across iterations (zeroed, not set to None).
         workload.optimizer.zero_grad(set_to_none=False)
         phase("forward")
-        loss = workload.loss(workload.model, batch_data)
+        loss = workload.loss(model, batch_data)
         phase("backward")
         loss.backward()
         del loss
@@ -366,11 +392,12 @@ def train_step(workload, batch_data, recorder=None):
 
 
 def trace_step(workload, batch, seed=0):
-    """Trace one training step at the given batch size. The workload must have taken at
-    least one (untraced) step, so gradients and optimizer state exist."""
+    """Trace one training step at the given batch size. The workload must have taken its
+    warm-up steps (Workload.warmup_steps, untraced), so gradients and optimizer state
+    exist."""
     torch.manual_seed(seed)
     batch_data = workload.make_batch(batch)
-    recorder = Recorder(batch)
+    recorder = Recorder(batch, workload.held_state)
     names = {}
     for name, p in workload.model.named_parameters():
         names[p] = name

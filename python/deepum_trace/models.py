@@ -12,7 +12,7 @@ momentum, the language models with AdamW, the usual recipes for each.
 import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -35,6 +35,14 @@ class Workload:
     host_state: frozenset = field(default_factory=lambda: frozenset({"step"}))
     description: str = ""
     device: str = "cpu"
+    # What the loss calls instead of `model` when set: a DistributedDataParallel around it.
+    wrapper: Optional[nn.Module] = None
+    # Untraced steps before the traced ones. DDP rebuilds its gradient buckets in the
+    # forward of its second step, so a wrapped model takes two.
+    warmup_steps: int = 1
+    # (role, label prefix) of state the step touches that is held outside the model and
+    # its optimizer (DDP's gradient buckets); see capture.Recorder.
+    held_state: Optional[Tuple[str, str]] = None
 
     def to(self, device):
         """Run the workload on another torch device. "meta" executes every operator for its

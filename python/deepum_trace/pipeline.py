@@ -9,10 +9,12 @@ def trace_workload(workload, batch, direct=False, trace_batches=None, seed=0, pr
     progress = progress or (lambda message: None)
     b1, b2 = trace_batches or workload.trace_batches
     warm = batch if direct else b1
-    # One untraced step first: it creates the gradients and the optimizer state, which then
-    # persist across the traced iterations as they do in training.
-    progress(f"{workload.name}: warm-up step at batch {warm}")
-    capture.train_step(workload, workload.make_batch(warm))
+    # Untraced steps first: they create the gradients and the optimizer state (and DDP's
+    # final gradient buckets), which then persist across the traced iterations as they do
+    # in training.
+    for _ in range(workload.warmup_steps):
+        progress(f"{workload.name}: warm-up step at batch {warm}")
+        capture.train_step(workload, workload.make_batch(warm))
     if direct:
         progress(f"{workload.name}: tracing batch {batch}")
         return capture.trace_step(workload, batch, seed), f"traced directly at batch {batch}"

@@ -18,6 +18,8 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
+from deepum import _support
+
 __all__ = ["enable", "step", "enabled", "stats", "library_path", "resolve_plan_path"]
 
 _LIBRARY_NAME = "libdeepum.so"
@@ -75,6 +77,8 @@ def enable(plan: Optional[str] = None, gpu_memory: Optional[str] = None,
     if not torch.cuda.is_available():
         warnings.warn("deepum: CUDA is not available; training runs without deepum")
         return False
+    for problem in _support.require(torch):  # raises when this PyTorch or driver cannot work
+        warnings.warn(f"deepum: {problem}")
     if torch.cuda.is_initialized():
         raise RuntimeError(
             "deepum.enable() must be called before CUDA is initialised: PyTorch has already "

@@ -6,6 +6,8 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ make
+  # CI (.ci/run) shares compiles between its builds through it.
+  ccache
   protobuf-compiler libprotobuf-dev zlib1g-dev
   llvm-dev
   # Clang builds: make fuzz (libFuzzer) and the sanitizer stages of .ci/run.

@@ -1,5 +1,6 @@
 # Every dependency comes from Debian packages (installed by tools/setup.sh),
-# except the CUDA toolkit, which is a prerequisite found where it is installed.
+# except the CUDA toolkit, which is a prerequisite found where it is installed
+# (optional: see DEEPUM_CUDA below).
 
 find_package(Protobuf REQUIRED)
 find_package(ZLIB REQUIRED)
@@ -31,13 +32,37 @@ else()
   target_link_libraries(deepum_llvm INTERFACE LLVM)
 endif()
 
-find_package(CUDAToolkit)
-if(NOT CUDAToolkit_FOUND)
-  message(FATAL_ERROR "deepum needs the CUDA toolkit (with CUPTI); none was found. "
-                      "Install it or pass -DCUDAToolkit_ROOT=/path/to/cuda")
+# The CUDA toolkit with CUPTI (CUDA 13): libdeepum.so's CUDA backend, the
+# profiler, the stand-in and the gpu tests need it. The rest builds and tests
+# without it (README, "What needs what"): the format library, planner,
+# simulator, deepum-plan/-sim/-inspect, and the executor's fake and simulator
+# backends. DEEPUM_CUDA=OFF leaves the toolkit alone even where it is installed.
+if(NOT DEFINED DEEPUM_CUDA OR DEEPUM_CUDA)
+  find_package(CUDAToolkit)
 endif()
-if(NOT TARGET CUDA::cupti)
-  message(FATAL_ERROR "the CUDA toolkit at ${CUDAToolkit_LIBRARY_ROOT} has no CUPTI library")
+if(CUDAToolkit_FOUND AND TARGET CUDA::cupti)
+  set(deepum_cuda_default ON)
+else()
+  set(deepum_cuda_default OFF)
+endif()
+option(DEEPUM_CUDA "Build the parts that need the CUDA toolkit and CUPTI" ${deepum_cuda_default})
+if(DEEPUM_CUDA)
+  if(NOT CUDAToolkit_FOUND)
+    message(FATAL_ERROR "DEEPUM_CUDA is ON but no CUDA toolkit was found: install it, pass "
+                        "-DCUDAToolkit_ROOT=/path/to/cuda, or -DDEEPUM_CUDA=OFF")
+  endif()
+  if(NOT TARGET CUDA::cupti)
+    message(FATAL_ERROR "the CUDA toolkit at ${CUDAToolkit_LIBRARY_ROOT} has no CUPTI library")
+  endif()
+  # libdeepum.so and the profiler use CUDA 13's API and CUPTI 13's records
+  # (shared/DESIGN.md); the supported versions are listed in docs/pytorch.md.
+  if(CUDAToolkit_VERSION_MAJOR LESS 13)
+    message(FATAL_ERROR "deepum needs the CUDA 13 toolkit; the one at "
+                        "${CUDAToolkit_LIBRARY_ROOT} is CUDA ${CUDAToolkit_VERSION}")
+  endif()
+else()
+  message(STATUS "deepum: building without CUDA (no toolkit with CUPTI, or DEEPUM_CUDA=OFF): "
+                 "libdeepum.so, deepum-profile, the CUDA stand-in and the gpu tests are skipped")
 endif()
 
 # How libdeepum and the CUDA tests link the CUDA runtime: static (libcudart_static,

@@ -21,6 +21,8 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
+from deepum import _support
+
 __all__ = ["enable", "step", "enabled", "stats", "library_path", "resolve_plan_path",
            "resolve_path", "DeepumError", "LOG_LEVELS", "check_size", "check_log"]
 
@@ -164,6 +166,8 @@ def enable(plan: Optional[str] = None, gpu_memory: Optional[str] = None,
             raise DeepumError("CUDA is not available (torch.cuda.is_available() is False)")
         warnings.warn("deepum: CUDA is not available; training runs without deepum")
         return False
+    for problem in _support.require(torch):  # raises when this PyTorch or driver cannot work
+        warnings.warn(f"deepum: {problem}")
     if torch.cuda.is_initialized():
         raise RuntimeError(
             "deepum.enable() must be called before CUDA is initialised: PyTorch has already "

@@ -77,8 +77,9 @@ def parser():
     p.add_argument("--dist-timeout", type=float, default=600,
                    help="seconds a rank waits for the others (process group set-up and each "
                         "collective) with several ranks")
-    p.add_argument("--proto-dir", default=None, help="directory holding deepum/v1/profile.proto")
-    p.add_argument("--proto-cache", default=None, help="where the generated Python module is kept")
+    p.add_argument("--proto-module-dir", default=None,
+                   help="directory holding the generated profile_pb2.py (default: the "
+                        "installed package's, else the build tree's)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
@@ -117,7 +118,7 @@ def main(argv=None):
 def run(args, world, out, progress, torch):
     try:
         device = devices.load_device_model(args.device_model, args.device_file)
-        module = pb.load(args.proto_dir, args.proto_cache)
+        module = pb.load(args.proto_module_dir)
         progress(f"building {args.model}")
         # On the meta device the weights' values never matter: build them there directly.
         with models.meta_init() if args.compute == "meta" else contextlib.nullcontext():

@@ -5,9 +5,14 @@ import math
 import os
 from dataclasses import dataclass
 
-from .pb import REPO_ROOT
+from .pb import PACKAGE_DIR, REPO_ROOT
 
-DEFAULT_DEVICE_FILE = os.path.join(REPO_ROOT, "simulator", "devices", "device-models.json")
+# Installed beside this module (python/CMakeLists.txt); in a source checkout, the one source.
+DEFAULT_DEVICE_FILE = next(
+    (path for path in (os.path.join(PACKAGE_DIR, "device-models.json"),
+                       os.path.join(REPO_ROOT, "simulator", "devices", "device-models.json"))
+     if os.path.isfile(path)),
+    os.path.join(REPO_ROOT, "simulator", "devices", "device-models.json"))
 DEFAULT_DEVICE_MODEL = "v100-pcie-16gb"
 
 # The device-model file does not carry compute capability; it follows from the GPU family.

@@ -187,6 +187,7 @@ FAKE_TORCH = textwrap.dedent("""
     optim = types.SimpleNamespace(
         optimizer=types.SimpleNamespace(register_optimizer_step_post_hook=hooks.append))
     __version__ = "2.99-fake"
+    version = types.SimpleNamespace(cuda="12.8")  # a CUDA build (deepum/_support.py)
 """)
 
 PROBE = textwrap.dedent("""

@@ -89,20 +89,11 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
         Opts.PlanPath, deepum::format::formatBytes(Plan->metadata().gpu_memory_bytes()),
         deepum::format::formatBytes(S.GpuMemoryBytes));
 
-  bool ExecutorReplay = false;
-  if (Opts.PlanReplay == "executor") {
-    if (!Opts.ExecutorReplay)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "--plan-replay executor: this build has no executor replay "
-                                     "(use --plan-replay native)");
-    ExecutorReplay = true;
-  } else if (Opts.PlanReplay == "auto") {
-    ExecutorReplay = static_cast<bool>(Opts.ExecutorReplay);
-  } else if (Opts.PlanReplay != "native") {
+  if (Plan && !Opts.PlanPolicy)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "--plan-replay must be executor or native, not '" +
-                                       Opts.PlanReplay + "'");
-  }
+                                   "--plan: this build has no plan replay (the executor's "
+                                   "simulator backend)");
+  S.PlanPolicy = Opts.PlanPolicy;
 
   std::vector<Policy> Policies;
   if (Opts.Compare) {
@@ -129,15 +120,8 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
   }
   for (Policy Pol : Policies) {
     S.Pol = Pol;
-    const bool ByExecutor = Pol == Policy::Plan && ExecutorReplay;
     // One timeline, of the first policy run (the selected one without --compare).
     const bool Traced = Trace && Results.empty();
-    if (Traced && ByExecutor)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "--perfetto: the executor replay records no timeline "
-                                     "(use --plan-replay native)");
-    // The native replay also supplies what the executor's does not measure
-    // (ideal, bound, footprint, capacity) and checks the plan against the profile.
     llvm::Expected<SimResult> R = simulate(*P, S, Traced ? &*Trace : nullptr);
     if (!R)
       return R.takeError();
@@ -150,9 +134,6 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
       Tuned = T->Best;
       *R = std::move(T->Result);
     }
-    if (ByExecutor)
-      if (llvm::Error E = Opts.ExecutorReplay(*P, *Plan, S, *R))
-        return E;
     if (Opts.Check && R->InvariantViolations)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      llvm::formatv("{0}: policy {1}: {2} invariant violations",

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzSupport.h"
 
+#include "deepum/executor/sim/SimBackend.h"
 #include "deepum/format/Format.h"
 #include "deepum/planner/Planner.h"
 #include "deepum/sim/Simulator.h"
@@ -85,6 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
       return 0;
     Plan = std::move(*R);
     O.Plan = &Plan->Plan;
+    O.PlanPolicy = executor::sim::executorPlanPolicy;
   }
 
   llvm::Expected<sim::SimResult> R = sim::simulate(*P, O);

@@ -17,11 +17,6 @@ static cl::opt<std::string> PolicyOpt("policy",
                                       cl::init("um"), cl::cat(Category));
 static cl::opt<std::string> PlanOpt("plan", cl::desc("Plan to replay (--policy plan)"),
                                     cl::value_desc("FILE"), cl::cat(Category));
-static cl::opt<std::string>
-    PlanReplay("plan-replay",
-               cl::desc("Who replays --policy plan: executor (libdeepum's own code driving the "
-                        "simulated GPU) or native (the simulator's replay)"),
-               cl::init("executor"), cl::cat(Category));
 static cl::opt<std::string> DeviceOpt("device", cl::desc("Device model name"),
                                       cl::init("v100-pcie-16gb"), cl::cat(Category));
 static cl::opt<std::string> DeviceFile("device-file",
@@ -81,8 +76,7 @@ int main(int argc, char **argv) {
   Opts.ProfilePath = Input;
   Opts.Policy = PolicyOpt;
   Opts.PlanPath = PlanOpt;
-  Opts.PlanReplay = PlanReplay;
-  Opts.ExecutorReplay = deepum::executor::sim::replayPlanInto;
+  Opts.PlanPolicy = deepum::executor::sim::executorPlanPolicy;
   Opts.Device = DeviceOpt;
   Opts.DeviceFile = DeviceFile;
   Opts.GpuMemory = GpuMemory;

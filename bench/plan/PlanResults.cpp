@@ -7,6 +7,7 @@
 // steady-state iteration touches x 2 MiB (deepum::sim::footprintBytes).
 //
 //===----------------------------------------------------------------------===//
+#include "deepum/executor/sim/SimBackend.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Perfetto.h"
 #include "deepum/format/Units.h"
@@ -146,6 +147,7 @@ Error run() {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - Begin).count();
           O.Pol = sim::Policy::Plan;
           O.Plan = &Plan->Plan;
+          O.PlanPolicy = executor::sim::executorPlanPolicy;
           auto R = sim::simulate(*P, O);
           O.Plan = nullptr;
           if (!R)

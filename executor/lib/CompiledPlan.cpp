@@ -106,13 +106,13 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
       break;
     case pf::kActionEvict:
       Act.Kind = PlanActionKind::Evict;
-      (Act.DuePosition < Act.Position ? Out.ReleaseBefore : Out.AfterLaunch)[A.Position].push_back(
-          std::move(Act));
+      (Act.DuePosition != Act.Position ? Out.ReleaseBefore : Out.AfterLaunch)[A.Position]
+          .push_back(std::move(Act));
       break;
     case pf::kActionDiscard:
       Act.Kind = PlanActionKind::Discard;
-      (Act.DuePosition < Act.Position ? Out.ReleaseBefore : Out.AfterLaunch)[A.Position].push_back(
-          std::move(Act));
+      (Act.DuePosition != Act.Position ? Out.ReleaseBefore : Out.AfterLaunch)[A.Position]
+          .push_back(std::move(Act));
       break;
     default: // kinds of a newer format
       break;

@@ -1,7 +1,8 @@
 //===- Policies.cpp - What each policy does beyond the driver --------------===//
 //
-// swap-layer and swap-opt compile the iteration into a Schedule of commands
-// (like a plan); deepum learns online; um issues nothing.
+// swap-layer and swap-opt compile the iteration into a Schedule of commands;
+// deepum learns online; um issues nothing; ideal needs no memory. Each is a
+// SimPolicy (deepum/sim/Policy.h) that simulate()'s one loop drives.
 //
 //===----------------------------------------------------------------------===//
 #include "Workload.h"
@@ -12,7 +13,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <unordered_map>
 
@@ -202,73 +205,6 @@ Schedule detail::swapOptSchedule(const Workload &W, uint64_t CapacityBytes, cons
   return makeSchedule(K, std::move(Items));
 }
 
-// --- plan ----------------------------------------------------------------------------
-
-llvm::Expected<Schedule> detail::planSchedule(const deepum::v1::Plan &Plan, Workload &W,
-                                              llvm::StringRef PlanName) {
-  std::unordered_map<uint64_t, uint32_t> Dense; // arena blocks from the plan: any uint64
-  for (uint32_t B = 0; B < W.UmBlocks.size(); ++B)
-    Dense[W.UmBlocks[B]] = B;
-  auto idOf = [&](uint64_t Block) {
-    auto [It, New] = Dense.try_emplace(Block, static_cast<uint32_t>(W.UmBlocks.size()));
-    if (New)
-      W.UmBlocks.push_back(Block);
-    return It->second;
-  };
-  const uint64_t BlockBytes = deepum::format::kUmBlockBytes,
-                 PageBytes = deepum::format::kUmPageBytes;
-  std::vector<std::pair<uint32_t, Command>> Items;
-  for (int I = 0; I < Plan.actions_size(); ++I) {
-    const deepum::v1::Action &A = Plan.actions(I);
-    if (A.position() >= W.Kernels)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          llvm::formatv("{0}: action {1} at position {2}, past the {3} launches", PlanName, I,
-                        A.position(), W.Kernels)
-              .str());
-    CmdKind Kind;
-    switch (A.kind()) {
-    case deepum::v1::ACTION_KIND_PREFETCH:
-      Kind = CmdKind::Prefetch;
-      break;
-    case deepum::v1::ACTION_KIND_EVICT:
-      Kind = CmdKind::Evict;
-      break;
-    case deepum::v1::ACTION_KIND_DISCARD:
-      Kind = CmdKind::Discard;
-      break;
-    case deepum::v1::ACTION_KIND_ADVISE:
-      Kind = CmdKind::Advise;
-      break;
-    default:
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          llvm::formatv("{0}: action {1} has no kind", PlanName, I).str());
-    }
-    // Prefetch and advice cover every page the range overlaps; evict and
-    // discard only pages wholly inside it (never a neighbour's data).
-    bool Whole = Kind == CmdKind::Evict || Kind == CmdKind::Discard;
-    for (const deepum::v1::ArenaRange &R : A.ranges()) {
-      if (!R.bytes())
-        continue;
-      uint64_t Begin = R.offset(), End = R.offset() + R.bytes();
-      uint64_t First = Whole ? (Begin + PageBytes - 1) / PageBytes : Begin / PageBytes;
-      uint64_t Last = Whole ? End / PageBytes : (End + PageBytes - 1) / PageBytes;
-      const uint64_t Per = BlockBytes / PageBytes;
-      for (uint64_t P = First; P < Last;) {
-        uint64_t Block = P / Per, Stop = std::min(Last, (Block + 1) * Per);
-        unsigned Lo = static_cast<unsigned>(P % Per), N = static_cast<unsigned>(Stop - P);
-        uint32_t Mask = (N == 32 ? AllPages : ((1u << N) - 1)) << Lo;
-        Items.push_back({A.position(), Command{Kind, idOf(Block), Mask, A.advice()}});
-        P = Stop;
-      }
-    }
-  }
-  Schedule S = makeSchedule(W.Kernels, std::move(Items));
-  S.Batched = true;
-  return S;
-}
-
 // --- deepum ----------------------------------------------------------------------------
 
 DeepUmPrefetcher::DeepUmPrefetcher(const Workload &Wl, unsigned L, double Wm)
@@ -334,6 +270,109 @@ void DeepUmPrefetcher::afterLaunch(Engine &E, uint32_t P) {
     else
       Chain[Cur][It->second].PageMask |= F.PageMask;
   }
+}
+
+// --- the policies as the loop sees them ---------------------------------------------
+
+deepum::sim::SimPolicy::~SimPolicy() = default;
+
+namespace {
+
+/// Ranges a run of block commands makes: runs of consecutive blocks.
+unsigned rangesOf(llvm::ArrayRef<Command> Cmds) {
+  unsigned Ranges = 0;
+  for (size_t I = 0; I < Cmds.size(); ++I)
+    Ranges += I == 0 || Cmds[I].Block != Cmds[I - 1].Block + 1;
+  return Ranges;
+}
+
+/// Infinite memory: nothing moves.
+class IdealPolicy final : public SimPolicy {
+public:
+  bool usesMemory() const override { return false; }
+};
+
+/// The driver alone: demand paging is the engine's own.
+class UmPolicy final : public SimPolicy {};
+
+/// What DeepUM and the swapping systems share: memory freed by the program is
+/// dropped from the GPU (never written back, repopulated without a copy).
+/// DeepUM invalidates it; the swapping systems' memory managers reuse it
+/// without copying. Plain UM cannot know it is dead; a plan says so with
+/// DISCARD actions.
+class InvalidatingPolicy : public SimPolicy {
+public:
+  void allocationsFreed(Engine &E, uint32_t, llvm::ArrayRef<uint32_t> Blocks) override {
+    for (uint32_t B : Blocks)
+      E.discardPages(B, ~0u);
+  }
+};
+
+/// swap-layer and swap-opt: a schedule compiled before the run, each range
+/// its own cudaMemPrefetchAsync / cudaMemDiscardAsync call.
+class SchedulePolicy final : public InvalidatingPolicy {
+public:
+  explicit SchedulePolicy(Schedule S) : Sched(std::move(S)) {}
+  void launchObserved(Engine &E, uint32_t P) override {
+    llvm::ArrayRef<Command> Cmds = Sched.at(P);
+    for (CmdKind Kind : {CmdKind::Evict, CmdKind::Discard, CmdKind::Prefetch}) {
+      llvm::SmallVector<Command, 16> Of;
+      for (const Command &C : Cmds)
+        if (C.Kind == Kind)
+          Of.push_back(C);
+      for (unsigned I = 0, N = rangesOf(Of); I < N; ++I)
+        E.hostCall(1);
+    }
+    for (const Command &C : Cmds) {
+      switch (C.Kind) {
+      case CmdKind::Prefetch:
+        E.prefetchPages(C.Block, C.Mask);
+        break;
+      case CmdKind::Evict:
+        E.evictPages(C.Block, C.Mask);
+        break;
+      case CmdKind::Discard:
+        E.discardPages(C.Block, C.Mask);
+        break;
+      }
+    }
+  }
+
+private:
+  Schedule Sched;
+};
+
+class DeepUmPolicy final : public InvalidatingPolicy {
+public:
+  DeepUmPolicy(const Workload &W, unsigned Lookahead, double Watermark)
+      : Prefetcher(W, Lookahead, Watermark) {}
+  void launchObserved(Engine &E, uint32_t P) override { Prefetcher.beforeLaunch(E, P); }
+  void kernelEnded(Engine &E, uint32_t P) override { Prefetcher.afterLaunch(E, P); }
+
+private:
+  DeepUmPrefetcher Prefetcher;
+};
+
+} // namespace
+
+std::unique_ptr<SimPolicy> detail::makePolicy(Policy P, const Workload &W, const SimOptions &O,
+                                              uint64_t CapacityBytes) {
+  switch (P) {
+  case Policy::Ideal:
+    return std::make_unique<IdealPolicy>();
+  case Policy::DeepUm:
+    return std::make_unique<DeepUmPolicy>(W, O.DeepUmLookahead ? O.DeepUmLookahead : O.Lookahead,
+                                          O.DeepUmWatermark);
+  case Policy::SwapLayer:
+    return std::make_unique<SchedulePolicy>(swapLayerSchedule(W, O.Lookahead));
+  case Policy::SwapOpt:
+    return std::make_unique<SchedulePolicy>(swapOptSchedule(W, CapacityBytes, O.Device));
+  case Policy::Um:
+  case Policy::Plan:
+    break;
+  }
+  assert(P == Policy::Um && "the plan policy comes from SimOptions::PlanPolicy");
+  return std::make_unique<UmPolicy>();
 }
 
 // --- DeepUM tuned per workload -------------------------------------------------------

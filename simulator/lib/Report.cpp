@@ -12,9 +12,8 @@ using deepum::format::formatMicros;
 static constexpr int kIterationTid = 7;
 
 void deepum::sim::nameTimelineLanes(deepum::format::TraceWriter &T, const SimResult &R) {
-  T.nameProcess(1, llvm::formatv("{0} ({1}{2}, {3}, {4})", R.Model, R.PolicyName,
-                                 R.PlanReplay.empty() ? "" : ", " + R.PlanReplay + " replay",
-                                 R.DeviceName, formatBytes(R.GpuMemoryBytes))
+  T.nameProcess(1, llvm::formatv("{0} ({1}, {2}, {3})", R.Model, R.PolicyName, R.DeviceName,
+                                 formatBytes(R.GpuMemoryBytes))
                        .str());
   T.nameThread(1, 1, "compute");
   T.nameThread(1, 2, "copy engine HtoD");
@@ -107,17 +106,13 @@ llvm::json::Value deepum::sim::toJson(const SimResult &R) {
       {"peak_resident_bytes", U(R.PeakResidentBytes)},
       {"invariant_violations", U(R.InvariantViolations)},
   };
-  if (!R.PlanReplay.empty())
-    O["plan_replay"] = R.PlanReplay;
   return O;
 }
 
 void deepum::sim::print(llvm::raw_ostream &OS, const SimResult &R) {
   auto B = [](double X) { return formatBytes(static_cast<uint64_t>(X)); };
-  OS << llvm::formatv("policy {0}{1} on {2}, {3} of GPU memory ({4:F2}x oversubscribed)\n",
-                      R.PolicyName,
-                      R.PlanReplay.empty() ? std::string() : " (" + R.PlanReplay + " replay)",
-                      R.DeviceName, formatBytes(R.GpuMemoryBytes),
+  OS << llvm::formatv("policy {0} on {1}, {2} of GPU memory ({3:F2}x oversubscribed)\n",
+                      R.PolicyName, R.DeviceName, formatBytes(R.GpuMemoryBytes),
                       R.GpuMemoryBytes ? static_cast<double>(R.FootprintBytes) /
                                              static_cast<double>(R.GpuMemoryBytes)
                                        : 0.0);
@@ -171,7 +166,7 @@ void deepum::sim::printComparison(llvm::raw_ostream &OS, const std::vector<SimRe
   for (const SimResult &R : Rs)
     OS << llvm::formatv("{0,-13} {1,14} {2,9:F2} {3,12} {4,10:F0} {5,12} {6,12} {7,10:F0} "
                         "{8,10:F0}\n",
-                        R.PlanReplay.empty() ? R.PolicyName : R.PolicyName + "/" + R.PlanReplay,
+                        R.PolicyName,
                         formatMicros(R.IterationUs), R.SlowdownOverIdeal, formatMicros(R.StallUs),
                         R.Faults, formatBytes(static_cast<uint64_t>(R.BytesHtoD)),
                         formatBytes(static_cast<uint64_t>(R.BytesDtoH)), R.Evictions,

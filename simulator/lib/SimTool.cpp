@@ -101,20 +101,11 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
         Opts.PlanPath, deepum::format::formatBytes(Plan->metadata().gpu_memory_bytes()),
         deepum::format::formatBytes(S.GpuMemoryBytes));
 
-  bool ExecutorReplay = false;
-  if (Opts.PlanReplay == "executor") {
-    if (!Opts.ExecutorReplay)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "--plan-replay executor: this build has no executor replay "
-                                     "(use --plan-replay native)");
-    ExecutorReplay = true;
-  } else if (Opts.PlanReplay == "auto") {
-    ExecutorReplay = static_cast<bool>(Opts.ExecutorReplay);
-  } else if (Opts.PlanReplay != "native") {
+  if (Plan && !Opts.PlanPolicy)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "--plan-replay must be executor or native, not '" +
-                                       Opts.PlanReplay + "'");
-  }
+                                   "--plan: this build has no plan replay (the executor's "
+                                   "simulator backend)");
+  S.PlanPolicy = Opts.PlanPolicy;
 
   std::vector<Policy> Policies;
   if (Opts.Compare) {
@@ -150,16 +141,12 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
   }
   for (Policy Pol : Policies) {
     S.Pol = Pol;
-    const bool ByExecutor = Pol == Policy::Plan && ExecutorReplay;
     // One timeline per policy run, written before the next run starts: only
     // one is ever held in memory.
     std::optional<deepum::format::TraceWriter> Trace;
     if (!Opts.PerfettoOut.empty())
       Trace.emplace();
-    // The native replay also supplies what the executor's does not measure
-    // (ideal, bound, footprint, capacity) and checks the plan against the
-    // profile; with the executor replay, the timeline is the executor's.
-    llvm::Expected<SimResult> R = simulate(*P, S, Trace && !ByExecutor ? &*Trace : nullptr);
+    llvm::Expected<SimResult> R = simulate(*P, S, Trace ? &*Trace : nullptr);
     if (!R)
       return R.takeError();
     if (Pol == Policy::DeepUm && Opts.DeepUmTune) {
@@ -170,12 +157,6 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
         return T.takeError();
       Tuned = T->Best;
       *R = std::move(T->Result);
-    }
-    if (ByExecutor) {
-      if (llvm::Error E = Opts.ExecutorReplay(*P, *Plan, S, *R, Trace ? &*Trace : nullptr))
-        return E;
-      if (Trace)
-        nameTimelineLanes(*Trace, *R);
     }
     if (Opts.Check && R->InvariantViolations)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),

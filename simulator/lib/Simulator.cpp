@@ -1,4 +1,9 @@
 //===- Simulator.cpp - Replaying the steady-state iteration under a policy -===//
+//
+// One loop for every policy (deepum/sim/Policy.h): the engine steps the
+// iteration's kernels, the policy acts on what the host sees.
+//
+//===----------------------------------------------------------------------===//
 #include "Workload.h"
 
 #include "deepum/format/Format.h"
@@ -6,12 +11,14 @@
 #include "deepum/format/Signature.h"
 #include "deepum/format/Units.h"
 #include "deepum/sim/Engine.h"
+#include "deepum/sim/Policy.h"
 #include "deepum/sim/Simulator.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 
 using namespace deepum::sim;
@@ -23,35 +30,6 @@ llvm::Error fail(const llvm::Twine &Msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), Msg.str());
 }
 
-/// Ranges a run of block commands makes: runs of consecutive blocks.
-unsigned rangesOf(llvm::ArrayRef<Command> Cmds) {
-  unsigned Ranges = 0;
-  for (size_t I = 0; I < Cmds.size(); ++I)
-    Ranges += I == 0 || Cmds[I].Block != Cmds[I - 1].Block + 1;
-  return Ranges;
-}
-
-/// Charges the host API calls of one position's commands. A plan's actions
-/// are one batch call per kind (the executor issues its releases and its
-/// prefetches as cudaMemPrefetchBatchAsync / cudaMemDiscardBatchAsync); the
-/// swapping systems call cudaMemPrefetchAsync once per range.
-/// cudaMemAdvise is set once per block and is not charged.
-void chargeCalls(Engine &E, llvm::ArrayRef<Command> Cmds, bool Batched) {
-  for (CmdKind Kind : {CmdKind::Evict, CmdKind::Discard, CmdKind::Prefetch}) {
-    llvm::SmallVector<Command, 16> Of;
-    for (const Command &C : Cmds)
-      if (C.Kind == Kind)
-        Of.push_back(C);
-    if (Of.empty())
-      continue;
-    unsigned Ranges = rangesOf(Of);
-    if (Batched) {
-      E.hostCall(Ranges);
-      continue;
-    }
-    for (unsigned I = 0; I < Ranges; ++I)
-      E.hostCall(1);
-  }
 }
 
 /// Recomputes durations with the device's roofline, exactly as the CPU
@@ -180,8 +158,6 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   W.DurationNs = std::move(*Durations);
   R.Durations = Roofline ? "roofline" : "profile";
   R.PolicyName = policyName(O.Pol).str();
-  if (O.Pol == Policy::Plan)
-    R.PlanReplay = "native";
   R.DeviceName = O.Device.Name;
   R.Model = P.workload().model();
   R.GpuMemoryBytes = O.GpuMemoryBytes;
@@ -217,7 +193,20 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   R.CutBoundUs = cutBoundNs(BW, R.GpuMemoryBytes, O.Device.LinkBytesPerSecond) / 1e3;
   R.LowerBoundUs = std::max(R.BoundOrIdealUs, R.CutBoundUs);
 
-  if (O.Pol == Policy::Ideal) {
+  std::unique_ptr<SimPolicy> Pol;
+  if (O.Pol == Policy::Plan) {
+    if (!O.PlanPolicy)
+      return fail("policy 'plan' is replayed by the executor: this build gives the simulator no "
+                  "plan policy (SimOptions::PlanPolicy, deepum_executor_sim)");
+    llvm::Expected<std::unique_ptr<SimPolicy>> PP = O.PlanPolicy(*O.Plan, O);
+    if (!PP)
+      return PP.takeError();
+    Pol = std::move(*PP);
+  } else {
+    Pol = makePolicy(O.Pol, W, O, R.GpuMemoryBytes);
+  }
+
+  if (!Pol->usesMemory()) {
     // Infinite memory: kernels back to back, nothing moves.
     R.IterationUs = R.IdealUs;
     R.SlowdownOverIdeal = 1;
@@ -234,34 +223,12 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
     return R;
   }
 
-  std::optional<Schedule> Sched;
-  std::optional<DeepUmPrefetcher> DeepUm;
-  switch (O.Pol) {
-  case Policy::SwapLayer:
-    Sched = swapLayerSchedule(W, O.Lookahead);
-    break;
-  case Policy::SwapOpt:
-    Sched = swapOptSchedule(W, R.GpuMemoryBytes, O.Device);
-    break;
-  case Policy::Plan: {
-    llvm::Expected<Schedule> S = planSchedule(*O.Plan, W, O.PlanName);
-    if (!S)
-      return S.takeError();
-    Sched = std::move(*S);
-    break;
-  }
-  case Policy::DeepUm:
-    DeepUm.emplace(W, O.DeepUmLookahead ? O.DeepUmLookahead : O.Lookahead, O.DeepUmWatermark);
-    break;
-  default:
-    break;
-  }
-
-  const bool Invalidate =
-      O.Pol == Policy::DeepUm || O.Pol == Policy::SwapLayer || O.Pol == Policy::SwapOpt;
   Engine E(O.Device, R.GpuMemoryBytes);
+  if (llvm::Error Err = Pol->attach(E, R.GpuMemoryBytes))
+    return llvm::Expected<SimResult>(std::move(Err));
+  const uint64_t FirstBlock = Pol->firstUmBlock();
   for (uint64_t B : W.UmBlocks)
-    (void)E.blockId(B); // dense ids equal the workload's
+    (void)E.blockId(FirstBlock + B); // dense ids equal the workload's
   E.setCheckInvariants(O.CheckInvariants);
   if (Timeline)
     nameTimelineLanes(*Timeline, R);
@@ -280,48 +247,24 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
     const uint64_t IterationBeginNs = E.computeEndNs();
     for (uint32_t K = 0; K < W.Kernels; ++K) {
       // Host-side events of this position, in time order: frees, then the
-      // data loader's writes. DeepUM invalidates freed blocks (dropped, never
-      // written back, repopulated without a copy); so do the swapping
-      // systems, whose memory managers reuse freed memory without copying it.
-      // Plain UM cannot know it is dead; a plan says so with DISCARD actions.
-      if (Invalidate)
-        for (uint32_t B : W.dead(K))
-          E.discardPages(B, ~0u);
+      // data loader's writes, then the launch the policy acts on.
+      if (!W.dead(K).empty())
+        Pol->allocationsFreed(E, K, W.dead(K));
       for (const BlockUse &H : W.hostWrites(K))
         E.hostWritePages(H.Block, H.PageMask);
-      if (Sched)
-        chargeCalls(E, Sched->at(K), Sched->Batched);
-      if (Sched)
-        for (const Command &C : Sched->at(K)) {
-          switch (C.Kind) {
-          case CmdKind::Prefetch:
-            E.prefetchPages(C.Block, C.Mask);
-            break;
-          case CmdKind::Evict:
-            E.evictPages(C.Block, C.Mask);
-            break;
-          case CmdKind::Discard:
-            E.discardPages(C.Block, C.Mask);
-            break;
-          case CmdKind::Advise:
-            E.advise(C.Advice, W.UmBlocks[C.Block] * deepum::format::kUmBlockBytes,
-                     deepum::format::kUmBlockBytes);
-            break;
-          }
-        }
-      if (DeepUm)
-        DeepUm->beforeLaunch(E, K);
+      Pol->launchObserved(E, K);
       llvm::StringRef Name =
           Record ? llvm::StringRef(P.kernels(static_cast<int>(W.FirstKernel + K)).name())
                  : llvm::StringRef("kernel");
       if (llvm::Error Err = E.launch(W.uses(K), W.DurationNs[K], Name))
         return fail(O.ProfileName + ": " + llvm::toString(std::move(Err)));
-      if (DeepUm)
-        DeepUm->afterLaunch(E, K);
+      Pol->kernelEnded(E, K);
     }
     if (Timeline)
       timelineIteration(*Timeline, It, O.WarmupIterations, IterationBeginNs, E.computeEndNs());
   }
+  if (llvm::Error Err = Pol->finish())
+    return llvm::Expected<SimResult>(std::move(Err));
 
   const EngineStats &S = E.stats();
   R.IterationUs = static_cast<double>(E.computeEndNs() - MeasureBeginNs) / O.Iterations / 1e3;

@@ -10,6 +10,7 @@
 #define DEEPUM_SIM_LIB_WORKLOAD_H
 
 #include "deepum/sim/Engine.h"
+#include "deepum/sim/Policy.h"
 #include "deepum/v1/plan.pb.h"
 #include "deepum/v1/profile.pb.h"
 
@@ -125,19 +126,15 @@ std::pair<uint64_t, uint64_t> transferBoundBytes(const Workload &W, uint64_t Cap
 double cutBoundNs(const Workload &W, uint64_t CapacityBytes, double LinkBytesPerSecond);
 
 /// Commands issued when launch p is observed, before it runs.
-enum class CmdKind : uint8_t { Prefetch, Evict, Discard, Advise };
+enum class CmdKind : uint8_t { Prefetch, Evict, Discard };
 struct Command {
   CmdKind Kind;
   uint32_t Block;
   uint32_t Mask;
-  deepum::v1::Advice Advice = deepum::v1::ADVICE_UNSPECIFIED;
 };
 struct Schedule {
   std::vector<uint32_t> Begin; // size Kernels + 1
   std::vector<Command> Cmds;
-  /// Whether a position's commands of one kind are one batch API call (a
-  /// plan) rather than one call per range (the swapping systems).
-  bool Batched = false;
   llvm::ArrayRef<Command> at(uint32_t P) const {
     return llvm::ArrayRef<Command>(Cmds).slice(Begin[P], Begin[P + 1] - Begin[P]);
   }
@@ -147,9 +144,6 @@ Schedule makeSchedule(uint32_t Kernels, std::vector<std::pair<uint32_t, Command>
 
 Schedule swapLayerSchedule(const Workload &W, unsigned Lookahead);
 Schedule swapOptSchedule(const Workload &W, uint64_t CapacityBytes, const DeviceModel &D);
-/// Adds the arena blocks that only actions name to W.UmBlocks.
-llvm::Expected<Schedule> planSchedule(const deepum::v1::Plan &Plan, Workload &W,
-                                      llvm::StringRef PlanName);
 
 /// DeepUM's online correlation prefetcher (Jung et al., ASPLOS'23).
 class DeepUmPrefetcher {
@@ -173,6 +167,11 @@ private:
   int32_t Prev = -1;
   std::vector<BlockUse> Window;
 };
+
+/// The policies of this library over `W` (every Policy but Plan, which
+/// SimOptions::PlanPolicy makes) at capacity `CapacityBytes`.
+std::unique_ptr<SimPolicy> makePolicy(Policy P, const Workload &W, const SimOptions &O,
+                                      uint64_t CapacityBytes);
 
 } // namespace deepum::sim::detail
 

@@ -11,6 +11,7 @@
 #include "SimTestSupport.h"
 #include "TestSupport.h"
 
+#include "deepum/executor/sim/SimBackend.h"
 #include "deepum/format/Format.h"
 #include "deepum/planner/Planner.h"
 #include "deepum/sim/Simulator.h"
@@ -194,6 +195,7 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
           O.Device = D;
           O.GpuMemoryBytes = Capacity;
           O.Pol = sim::Policy::Plan;
+          O.PlanPolicy = executor::sim::executorPlanPolicy;
           O.Plan = &Plan->Plan;
           O.Iterations = 3;
           auto R = sim::simulate(P, O);
@@ -248,6 +250,7 @@ TEST(SimBoundProperty, NoPolicyOrPlanBeatsABoundOnTheShippedProfiles) {
         O.Device = D;
         O.GpuMemoryBytes = Capacity;
         O.Pol = sim::Policy::Plan;
+        O.PlanPolicy = executor::sim::executorPlanPolicy;
         O.Plan = &Plan.Plan;
         O.Iterations = 2;
         O.WarmupIterations = 1;

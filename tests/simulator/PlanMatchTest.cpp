@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "TestSupport.h"
 
+#include "deepum/executor/sim/SimBackend.h"
 #include "deepum/format/Format.h"
 #include "deepum/planner/Planner.h"
 #include "deepum/sim/Simulator.h"
@@ -56,6 +57,7 @@ sim::SimOptions planOptions(const v1::Plan &Plan) {
   O.Device = takeOk(sim::loadDeviceModel("v100-pcie-16gb"));
   O.GpuMemoryBytes = 16 * MiB;
   O.Pol = sim::Policy::Plan;
+  O.PlanPolicy = executor::sim::executorPlanPolicy;
   O.Plan = &Plan;
   O.PlanName = "loop.plan.pb";
   O.ProfileName = "loop.profile.pb";

@@ -11,6 +11,7 @@
 #include "Synthetic.h"
 #include "TestSupport.h"
 
+#include "deepum/executor/sim/SimBackend.h"
 #include "deepum/format/DeviceModels.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Perfetto.h"
@@ -75,6 +76,7 @@ TEST(SimPlanProperties, PlansRespectTheModelOnNoisyProfiles) {
         O.Device = D;
         O.GpuMemoryBytes = PO.GpuMemoryBytes;
         O.Pol = sim::Policy::Plan;
+        O.PlanPolicy = executor::sim::executorPlanPolicy;
         O.Plan = &Plan.Plan;
         O.Iterations = 3;
         O.CheckInvariants = true;
@@ -175,6 +177,7 @@ TEST(SimPlanAdvice, ReadMostlyOnlyWhereTheSimulatorShowsItPays) {
   O.Device = takeOk(sim::loadDeviceModel("v100-copies-clean", File));
   O.GpuMemoryBytes = Capacity;
   O.Pol = sim::Policy::Plan;
+  O.PlanPolicy = executor::sim::executorPlanPolicy;
   O.Iterations = 3;
   O.CheckInvariants = true;
   O.Plan = &WithAdvice;

@@ -3,6 +3,8 @@
 #include "TestSupport.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/sim/Engine.h"
+#include "deepum/sim/Policy.h"
 #include "deepum/sim/SimTool.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -190,69 +192,60 @@ std::string runOk(const SimToolOptions &O) {
 }
 } // namespace
 
-TEST(SimTool, PlanReplayIsInjectedAndNamed) {
-  // The executor's replay reaches runSim only through ExecutorReplay (this
-  // library does not link the executor): a stand-in shows what it receives,
-  // what of its result is kept, and that the output says which replay ran.
-  std::string Dir = scratchDir("SimTool.PlanReplay");
+namespace {
+/// A stand-in for the executor's plan policy: counts what the loop tells it.
+struct CountingPolicy final : SimPolicy {
+  int *Observed, *Ended;
+  CountingPolicy(int *O, int *E) : Observed(O), Ended(E) {}
+  void launchObserved(Engine &, uint32_t) override { ++*Observed; }
+  void kernelEnded(Engine &, uint32_t) override { ++*Ended; }
+};
+} // namespace
+
+TEST(SimTool, PlanPolicyIsInjectedAndRunsInTheOneLoop) {
+  // The executor's replay reaches runSim only through PlanPolicy (this
+  // library does not link the executor); a stand-in shows what it receives
+  // and that the loop every policy runs in drives it launch by launch.
+  std::string Dir = scratchDir("SimTool.PlanPolicy");
   SimToolOptions O;
   O.ProfilePath = writeTinyProfile(Dir);
   O.PlanPath = writeTinyPlan(Dir);
   O.Policy = "plan";
   O.Json = true;
-  auto Obj = [](const std::string &Out) {
-    llvm::Expected<llvm::json::Value> V = llvm::json::parse(Out);
-    EXPECT_TRUE(bool(V)) << Out;
-    return V ? *V->getAsObject() : llvm::json::Object();
-  };
-  // No replay injected: "auto" is the native one.
-  llvm::json::Object Native = Obj(runOk(O));
-  EXPECT_EQ(Native.getString("plan_replay"), llvm::StringRef("native"));
-  const double IdealUs = Native.getNumber("ideal_us").getValueOr(0);
-  ASSERT_GT(IdealUs, 0);
+  O.Iterations = 3;
+  O.Warmup = 0;
+  std::string Out;
+  llvm::raw_string_ostream OS(Out);
+  EXPECT_NE(errorText(runSim(O, OS)).find("no plan replay"), std::string::npos);
 
-  int Calls = 0;
-  bool GotTimeline = false;
-  O.ExecutorReplay = [&](const v1::Profile &, const v1::Plan &Pl, const SimOptions &S, SimResult &R,
-                         format::TraceWriter *Timeline) {
-    ++Calls;
-    GotTimeline = Timeline != nullptr;
+  int Made = 0, Observed = 0, Ended = 0;
+  O.PlanPolicy = [&](const v1::Plan &Pl,
+                     const SimOptions &S) -> llvm::Expected<std::unique_ptr<SimPolicy>> {
+    ++Made;
     EXPECT_EQ(Pl.position_ids_size(), 3);
     EXPECT_EQ(S.Pol, Policy::Plan);
-    EXPECT_EQ(R.PlanReplay, "native"); // the native result comes in
-    R.IterationUs = 2 * R.IdealUs;
-    R.SlowdownOverIdeal = 2;
-    R.PlanReplay = "executor";
-    return llvm::Error::success();
+    return std::make_unique<CountingPolicy>(&Observed, &Ended);
   };
-  llvm::json::Object Exec = Obj(runOk(O));
-  EXPECT_EQ(Calls, 1);
-  EXPECT_EQ(Exec.getString("plan_replay"), llvm::StringRef("executor"));
-  EXPECT_EQ(Exec.getNumber("iteration_us").getValueOr(0), 2 * IdealUs);
-  EXPECT_EQ(Exec.getNumber("ideal_us").getValueOr(0), IdealUs); // kept from the native run
+  llvm::Expected<llvm::json::Value> V = llvm::json::parse(runOk(O));
+  ASSERT_TRUE(bool(V));
+  const llvm::json::Object &R = *V->getAsObject();
+  EXPECT_EQ(R.getString("policy"), llvm::StringRef("plan"));
+  EXPECT_EQ(R.get("plan_replay"), nullptr); // one replay: nothing to name
+  EXPECT_EQ(Made, 1);
+  EXPECT_EQ(Observed, 3 * 3); // 3 launches x 3 iterations
+  EXPECT_EQ(Ended, 3 * 3);
+  // Issuing nothing, the stand-in leaves everything to demand paging: the
+  // plan's 3 arena blocks fault in once (cold start, measured), then fit.
+  EXPECT_EQ(R.getNumber("faults").getValueOr(0), 3.0 * 32 / 3);
 
-  O.PlanReplay = "native";
-  EXPECT_EQ(Obj(runOk(O)).getString("plan_replay"), llvm::StringRef("native"));
-  EXPECT_EQ(Calls, 1);
-
-  O.PlanReplay = "executor";
+  // --compare runs the plan row through it too; the timeline records it.
+  O.Compare = true;
   O.Json = false;
-  EXPECT_NE(runOk(O).find("policy plan (executor replay)"), std::string::npos);
-  EXPECT_NE(runOk([&] {
-              SimToolOptions C = O;
-              C.Compare = true;
-              return C;
-            }())
-                .find("plan/executor"),
-            std::string::npos);
-  EXPECT_EQ(Calls, 3); // --compare replays only the plan row with it
-
-  // --perfetto hands the executor replay the timeline (the executor's events,
-  // not the native replay's, are what it shows).
-  EXPECT_FALSE(GotTimeline);
+  EXPECT_NE(runOk(O).find("plan "), std::string::npos);
+  EXPECT_EQ(Made, 2);
+  O.Compare = false;
   O.PerfettoOut = Dir + "/trace.json";
   runOk(O);
-  EXPECT_EQ(Calls, 4);
-  EXPECT_TRUE(GotTimeline);
+  EXPECT_EQ(Made, 3);
   EXPECT_TRUE(llvm::sys::fs::exists(O.PerfettoOut));
 }

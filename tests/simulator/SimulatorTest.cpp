@@ -3,6 +3,7 @@
 #include "TestSupport.h"
 #include "Workload.h"
 
+#include "deepum/executor/sim/SimBackend.h"
 #include "deepum/format/Format.h"
 #include "deepum/sim/Simulator.h"
 
@@ -27,6 +28,7 @@ SimOptions opts(Policy P, uint64_t Capacity, unsigned Iterations = 2, unsigned W
   O.Iterations = Iterations;
   O.WarmupIterations = Warmup;
   O.CheckInvariants = true;
+  O.PlanPolicy = executor::sim::executorPlanPolicy; // the plan's one replay
   return O;
 }
 
@@ -334,17 +336,35 @@ TEST(SimSwapOpt, ChoosesUntilThePeakFitsAndTimesSwapsToNeverStall) {
 }
 
 namespace {
-/// The three-cycle trace as a plan in arena space: block k for launch k;
+/// threeCycle with a kernel name per layer: the executor, which replays
+/// plans, tells launches apart by their execution IDs.
+v1::Profile threeLayers() {
+  ProfileBuilder B;
+  std::vector<uint64_t> T;
+  for (int I = 0; I < 3; ++I)
+    T.push_back(B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER));
+  for (int I = 0; I < 3; ++I)
+    B.kernel("gemm" + std::to_string(I), 5'000'000, {{T[I], ACCESS_MODE_READ}});
+  B.iteration(0, 3);
+  return B.build();
+}
+
+/// The three-layer trace as a plan in arena space: block k for launch k;
 /// at position k prefetch block k+1 and evict block k-1.
 v1::Plan cyclePlan(bool DiscardInsteadOfEvict = false) {
   v1::Plan Pl;
   Pl.set_format_version(format::kPlanFormatVersion);
   Pl.mutable_metadata()->set_gpu_memory_bytes(4 * MiB);
   Pl.mutable_metadata()->set_um_block_bytes(2 * MiB);
+  Pl.mutable_layout()->set_arena_bytes(3 * 2 * MiB);
   for (uint32_t K = 0; K < 3; ++K) {
-    Pl.add_position_ids(builderId("gemm")); // threeCycle's kernels
+    const uint64_t Id = builderId("gemm" + std::to_string(K)); // threeLayers' kernels
+    v1::ExecutionIdEntry *E = Pl.add_execution_ids(); // what the executor finds launches by
+    E->set_execution_id(Id);
+    E->add_positions(K);
+    Pl.add_position_ids(Id);
     v1::BlockChain *C = Pl.add_block_chains();
-    C->set_execution_id(builderId("gemm"));
+    C->set_execution_id(Id);
     C->set_position(K);
     C->add_blocks(K);
     C->add_modes(ACCESS_MODE_READ);
@@ -368,7 +388,7 @@ v1::Plan cyclePlan(bool DiscardInsteadOfEvict = false) {
 } // namespace
 
 TEST(SimPlan, ReplaysActionsInArenaSpace) {
-  v1::Profile P = threeCycle();
+  v1::Profile P = threeLayers();
   v1::Plan Pl = cyclePlan();
   SimOptions O = opts(Policy::Plan, 0); // capacity from the plan: 4 MiB
   O.Plan = &Pl;
@@ -384,13 +404,79 @@ TEST(SimPlan, ReplaysActionsInArenaSpace) {
 }
 
 TEST(SimPlan, DiscardingLiveDataIsReportedAsLostReads) {
-  v1::Profile P = threeCycle();
+  v1::Profile P = threeLayers();
   v1::Plan Pl = cyclePlan(/*DiscardInsteadOfEvict=*/true);
   SimOptions O = opts(Policy::Plan, 0);
   O.Plan = &Pl;
   SimResult R = run(P, O);
   EXPECT_GT(R.LostReads, 0);
   EXPECT_EQ(R.BytesHtoD, 0); // nothing valid left to copy
+}
+
+TEST(SimPlan, AReleaseOfThePreviousIterationGoesBeforeThePrefetchThatReusesItsBlock) {
+  // gemm2 overwrites block 2 every iteration. At position 0 the plan discards
+  // it (last used at position 2, of the previous iteration: due 2 > 0) and
+  // maps it again ahead of gemm2. Both go before launch 0, in plan order; a
+  // discard issued after launch 0 would drop the block just prefetched, and
+  // gemm2 would fault on it every iteration.
+  ProfileBuilder B;
+  std::vector<uint64_t> T;
+  for (int I = 0; I < 3; ++I)
+    T.push_back(B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER));
+  B.kernel("gemm0", 5'000'000, {{T[0], ACCESS_MODE_READ}});
+  B.kernel("gemm1", 5'000'000, {{T[1], ACCESS_MODE_READ}});
+  B.kernel("gemm2", 5'000'000, {{T[2], ACCESS_MODE_WRITE}});
+  B.iteration(0, 3);
+  v1::Profile P = B.build();
+  v1::Plan Pl = cyclePlan();
+  Pl.clear_actions();
+  Pl.mutable_block_chains(2)->set_modes(0, ACCESS_MODE_WRITE);
+  Pl.mutable_metadata()->set_gpu_memory_bytes(6 * MiB); // everything fits
+  for (v1::ActionKind Kind : {v1::ACTION_KIND_DISCARD, v1::ACTION_KIND_PREFETCH}) {
+    v1::Action *A = Pl.add_actions();
+    A->set_kind(Kind);
+    A->set_position(0);
+    A->set_due_position(2);
+    v1::ArenaRange *R = A->add_ranges();
+    R->set_offset(2 * 2 * MiB);
+    R->set_bytes(2 * MiB);
+  }
+  SimOptions O = opts(Policy::Plan, 0);
+  O.Plan = &Pl;
+  SimResult R = run(P, O);
+  EXPECT_EQ(R.Faults, 0);
+  EXPECT_EQ(R.BytesDiscarded, 2.0 * MiB); // once per iteration, before the prefetch
+  EXPECT_EQ(R.BytesHtoD, 0);              // dead contents are mapped, never copied
+  EXPECT_NEAR(R.IterationUs, 15000, 1e-6);
+}
+
+TEST(SimLoop, EveryPolicyRunsInTheOneLoopAndReportsOneType) {
+  // The same kernels under every policy, the plan's included: the loop's
+  // figures that do not depend on the policy agree, and each policy's time
+  // respects them.
+  v1::Profile P = threeLayers();
+  v1::Plan Pl = cyclePlan();
+  std::vector<SimResult> Rs;
+  for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt, Policy::Plan,
+                     Policy::Ideal}) {
+    SCOPED_TRACE(policyName(Pol).str());
+    SimOptions O = opts(Pol, 4 * MiB, 3, 2);
+    O.Plan = &Pl;
+    Rs.push_back(run(P, O));
+    const SimResult &R = Rs.back();
+    EXPECT_EQ(R.PolicyName, policyName(Pol).str());
+    EXPECT_EQ(R.KernelsPerIteration, 3u);
+    EXPECT_EQ(R.MeasuredIterations, 3u);
+    EXPECT_EQ(R.GpuMemoryBytes, 4 * MiB);
+    EXPECT_EQ(R.IdealUs, Rs.front().IdealUs);
+    EXPECT_EQ(R.BoundUs, Rs.front().BoundUs);
+    EXPECT_EQ(R.CutBoundUs, Rs.front().CutBoundUs);
+    EXPECT_GE(R.IterationUs, R.LowerBoundUs * (1 - 1e-9));
+    EXPECT_NEAR(R.SlowdownOverIdeal, R.IterationUs / R.IdealUs, 1e-12);
+  }
+  EXPECT_EQ(Rs.back().IterationUs, Rs.back().IdealUs); // ideal moves nothing
+  EXPECT_EQ(Rs.back().BytesHtoD, 0);
+  EXPECT_LT(Rs[4].IterationUs, Rs[0].IterationUs); // the plan beats the driver alone
 }
 
 TEST(SimPlan, PlanForOtherKernelsNamesBothFiles) {
@@ -463,25 +549,24 @@ TEST(SimHostile, AllocationIdsEqualToHashTableSentinels) {
 }
 
 TEST(SimHostile, PlanBlocksEqualToHashTableSentinels) {
-  // Block chains name arena blocks the actions never touch: 2^64-1 and
-  // 2^64-2 must behave like any other such blocks.
-  v1::Profile P = threeCycle();
+  // Block chains naming arena blocks 2^64-1 and 2^64-2 (DenseMap's reserved
+  // keys), far past the plan's arena: the executor, which replays plans,
+  // refuses them by name; nothing reaches a map keyed by block.
+  v1::Profile P = threeLayers();
   auto withBlocks = [](uint64_t Base) {
     v1::Plan Pl = cyclePlan();
     for (v1::BlockChain &C : *Pl.mutable_block_chains())
       C.set_blocks(0, Base - C.position());
     return Pl;
   };
-  v1::Plan X = withBlocks(1002), Y = withBlocks(UINT64_MAX);
-  SimOptions O = opts(Policy::Plan, 0);
-  O.Plan = &X;
-  SimResult RX = run(P, O);
-  O.Plan = &Y;
-  SimResult RY = run(P, O);
-  EXPECT_EQ(RX.IterationUs, RY.IterationUs);
-  EXPECT_EQ(RX.Faults, RY.Faults);
-  EXPECT_EQ(RX.BytesHtoD, RY.BytesHtoD);
-  EXPECT_EQ(RX.BytesPrefetched, RY.BytesPrefetched);
+  for (uint64_t Base : {uint64_t{1002}, UINT64_MAX}) {
+    v1::Plan X = withBlocks(Base);
+    SimOptions O = opts(Policy::Plan, 0);
+    O.Plan = &X;
+    std::string E = errorText(simulate(P, O));
+    EXPECT_NE(E.find("names block " + std::to_string(Base)), std::string::npos) << E;
+    EXPECT_EQ(E.find('\n'), std::string::npos) << E;
+  }
 }
 
 TEST(SimHostile, EngineAddressesOfSentinelBlocks) {

@@ -4,13 +4,16 @@
 #include "deepum/executor/CompiledPlan.h"
 #include "deepum/executor/Executor.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace deepum::executor::sim {
 
 namespace {
 constexpr uint64_t kBlockBytes = uint64_t{2} << 20;
+
+llvm::Error fail(const std::string &Message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), Message);
+}
 
 deepum::v1::Advice toProto(MemAdvice A) {
   switch (A) {
@@ -32,20 +35,6 @@ deepum::v1::Advice toProto(MemAdvice A) {
   return deepum::v1::ADVICE_UNSPECIFIED;
 }
 
-deepum::sim::Access accessOf(int Mode) {
-  switch (Mode) {
-  case deepum::v1::ACCESS_MODE_READ:
-    return deepum::sim::Access::Read;
-  case deepum::v1::ACCESS_MODE_WRITE:
-    return deepum::sim::Access::Write;
-  default:
-    return deepum::sim::Access::ReadWrite;
-  }
-}
-
-deepum::sim::Access merge(deepum::sim::Access A, deepum::sim::Access B) {
-  return A == B ? A : deepum::sim::Access::ReadWrite;
-}
 } // namespace
 
 BackendStatus SimBackend::allocateManaged(int, uint64_t Bytes, void **Out) {
@@ -97,149 +86,88 @@ bool SimBackend::startLaunchTracking(LaunchObserver *O, std::string &) {
   return true;
 }
 
-llvm::Error SimBackend::launch(uint64_t Id, llvm::ArrayRef<deepum::sim::Engine::AddressUse> Uses,
-                               uint64_t DurationNs) {
+void SimBackend::launchBegin(uint64_t Id) {
   if (Observer)
     Observer->launchBegin(0, 0, &Id, 1);
-  llvm::Error E = Eng.launchByAddress(Uses, DurationNs);
+}
+
+void SimBackend::launchEnd() {
   if (Observer)
     Observer->launchEnd(0, 0);
+}
+
+llvm::Error SimBackend::launch(uint64_t Id, llvm::ArrayRef<deepum::sim::Engine::AddressUse> Uses,
+                               uint64_t DurationNs) {
+  launchBegin(Id);
+  llvm::Error E = Eng.launchByAddress(Uses, DurationNs);
+  launchEnd();
   return E;
 }
 
-llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &P, const deepum::v1::Plan &Plan,
-                                        const deepum::sim::SimOptions &O,
-                                        deepum::format::TraceWriter *Timeline) {
-  auto fail = [](const std::string &M) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), M);
-  };
-  // The same kernels deepum-sim --policy plan replays.
-  auto Range = deepum::sim::planIteration(Plan, P, O.PlanName, O.ProfileName);
-  if (!Range)
-    return Range.takeError();
-  auto [First, Count] = *Range;
-  uint64_t Capacity = O.GpuMemoryBytes ? O.GpuMemoryBytes : Plan.metadata().gpu_memory_bytes();
-  if (!Capacity)
-    Capacity = O.Device.MemoryBytes;
+// --- the plan policy ------------------------------------------------------------
 
+ExecutorPolicy::ExecutorPolicy(const deepum::v1::Plan &P, std::string Name,
+                               deepum_stats_t *Out)
+    : Plan(P), PlanName(std::move(Name)), StatsOut(Out) {}
+
+ExecutorPolicy::~ExecutorPolicy() = default;
+
+llvm::Error ExecutorPolicy::attach(deepum::sim::Engine &E, uint64_t CapacityBytes) {
   CompiledPlan CP;
   std::string Error;
   if (!compilePlan(Plan, "plan", CP, Error))
-    return fail(Error);
-
-  // The durations deepum-sim uses: recorded, or its roofline for O.Device.
-  bool Roofline = false;
-  llvm::Expected<std::vector<uint64_t>> Durations =
-      deepum::sim::kernelDurations(P, O.Device, O.Durations, &Roofline, *Range);
-  if (!Durations)
-    return Durations.takeError();
-  if (Durations->size() != Count)
-    return fail(llvm::formatv("{0} kernel durations for a steady iteration of {1}",
-                              Durations->size(), Count)
-                    .str());
-
-  deepum::sim::Engine E(O.Device, Capacity);
-  SimBackend B(E);
+    return fail("executor replay of " + PlanName + ": " + Error);
+  Backend.emplace(E);
   ExecutorConfig Cfg;
-  Cfg.Cursor.ModelCheckLaunches = Count < 100 ? Count : 100;
-  Executor Ex(B, Cfg);
-  if (!Ex.setPlan(0, std::move(CP), Capacity))
-    return fail("the executor refused the plan");
-  const uint64_t Base = Ex.arenaBase(0);
-  const uint64_t BaseBlock = Base / kBlockBytes;
-
-  // The workload deepum-sim --policy plan builds: per position, the chain's
-  // blocks (all pages, modes merged), durations from the profile.
-  std::vector<std::vector<deepum::sim::Engine::AddressUse>> Uses(Count);
-  for (const auto &C : Plan.block_chains()) {
-    if (C.position() >= Count)
-      continue;
-    auto &U = Uses[C.position()];
-    for (int I = 0; I < C.blocks_size(); ++I) {
-      auto M = accessOf(C.modes_size() ? C.modes(I) : deepum::v1::ACCESS_MODE_READ_WRITE);
-      uint64_t Block = BaseBlock + C.blocks(I);
-      auto Same =
-          std::find_if(U.begin(), U.end(), [&](const auto &X) { return X.UmBlock == Block; });
-      if (Same != U.end())
-        Same->Mode = merge(Same->Mode, M);
-      else
-        U.push_back({Block, ~uint32_t{0}, M});
-    }
-  }
-  // Dense ids in the simulator's order: chains first, then action ranges.
-  for (const auto &U : Uses)
-    for (const auto &X : U)
-      (void)E.blockId(X.UmBlock);
-  E.setCheckInvariants(O.CheckInvariants);
-
-  const unsigned Total = O.WarmupIterations + O.Iterations;
-  deepum::sim::EngineStats Before;
-  uint64_t BeginNs = 0;
-  for (unsigned It = 0; It < Total; ++It) {
-    if (It == O.WarmupIterations) {
-      Before = E.stats();
-      BeginNs = E.computeEndNs();
-    }
-    if (Timeline && It + 1 == Total)
-      E.setTimeline(Timeline);
-    const uint64_t IterationBeginNs = E.computeEndNs();
-    for (uint32_t K = 0; K < Count; ++K)
-      if (llvm::Error Err =
-              B.launch(Plan.position_ids(static_cast<int>(K)), Uses[K], (*Durations)[K]))
-        return Err;
-    if (Timeline)
-      deepum::sim::timelineIteration(*Timeline, It, O.WarmupIterations, IterationBeginNs,
-                                     E.computeEndNs());
-  }
-  using deepum::sim::EngineStats;
-  const EngineStats &S = E.stats();
-  ReplayResult R;
-  R.IterationUs = static_cast<double>(E.computeEndNs() - BeginNs) / O.Iterations / 1e3;
-  deepum::sim::fillPerIteration(R, Before, S, O.Iterations);
-  R.InvariantViolations = S.InvariantViolations + (O.CheckInvariants ? E.verifyAccounting() : 0);
-  R.RooflineDurations = Roofline;
-  deepum_stats_t St{};
-  Ex.stats(0, St);
-  R.LaunchesMatched = St.launches_matched;
-  R.BackendErrors = St.backend_errors;
-  return R;
+  const uint64_t Launches = static_cast<uint64_t>(Plan.position_ids_size());
+  Cfg.Cursor.ModelCheckLaunches = Launches < 100 ? Launches : 100;
+  Ex = std::make_unique<Executor>(*Backend, Cfg);
+  if (!Ex->setPlan(0, std::move(CP), CapacityBytes))
+    return fail("executor replay of " + PlanName + ": the executor refused the plan");
+  FirstBlock = Ex->arenaBase(0) / kBlockBytes;
+  return llvm::Error::success();
 }
 
-llvm::Error replayPlanInto(const deepum::v1::Profile &P, const deepum::v1::Plan &Plan,
-                           const deepum::sim::SimOptions &O, deepum::sim::SimResult &Out,
-                           deepum::format::TraceWriter *Timeline) {
-  llvm::Expected<ReplayResult> R = replayPlan(P, Plan, O, Timeline);
-  if (!R)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "executor replay of " + O.PlanName + ": " +
-                                       llvm::toString(R.takeError()));
-  if (R->BackendErrors)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        llvm::formatv("executor replay of {0}: {1} backend errors", O.PlanName, R->BackendErrors)
-            .str());
-  Out.IterationUs = R->IterationUs;
-  Out.SlowdownOverIdeal = Out.IdealUs > 0 ? R->IterationUs / Out.IdealUs : 1;
-  Out.StallUs = R->StallUs;
-  Out.Faults = R->Faults;
-  Out.FaultBatches = R->FaultBatches;
-  Out.BytesHtoD = R->BytesHtoD;
-  Out.BytesDtoH = R->BytesDtoH;
-  Out.BytesPrefetched = R->BytesPrefetched;
-  Out.BytesDriverPrefetched = R->BytesDriverPrefetched;
-  Out.BytesDemand = R->BytesDemand;
-  Out.Evictions = R->Evictions;
-  Out.BytesDiscarded = R->BytesDiscarded;
-  Out.PrefetchHits = R->PrefetchHits;
-  Out.LatePrefetches = R->LatePrefetches;
-  Out.ThrashingEvents = R->ThrashingEvents;
-  Out.ThrottledBatches = R->ThrottledBatches;
-  Out.LostReads = R->LostReads;
-  Out.PeakResidentBytes = R->PeakResidentBytes;
-  Out.InvariantViolations = R->InvariantViolations;
-  Out.Durations = R->RooflineDurations ? "roofline" : "profile";
-  Out.PlanReplay = "executor";
+void ExecutorPolicy::launchObserved(deepum::sim::Engine &, uint32_t Position) {
+  Backend->launchBegin(Plan.position_ids(static_cast<int>(Position)));
+}
+
+void ExecutorPolicy::kernelEnded(deepum::sim::Engine &, uint32_t) { Backend->launchEnd(); }
+
+deepum_stats_t ExecutorPolicy::stats() const {
+  deepum_stats_t St{};
+  if (Ex)
+    Ex->stats(0, St);
+  return St;
+}
+
+llvm::Error ExecutorPolicy::finish() {
+  deepum_stats_t St = stats();
+  if (StatsOut)
+    *StatsOut = St;
+  if (St.backend_errors)
+    return fail(llvm::formatv("executor replay of {0}: {1} backend errors", PlanName,
+                              St.backend_errors)
+                    .str());
   return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<deepum::sim::SimPolicy>>
+executorPlanPolicy(const deepum::v1::Plan &Plan, const deepum::sim::SimOptions &O) {
+  return std::make_unique<ExecutorPolicy>(Plan, O.PlanName);
+}
+
+llvm::Expected<deepum::sim::SimResult> replayPlan(const deepum::v1::Profile &P,
+                                                  const deepum::v1::Plan &Plan,
+                                                  deepum::sim::SimOptions O,
+                                                  deepum_stats_t *Stats) {
+  O.Pol = deepum::sim::Policy::Plan;
+  O.Plan = &Plan;
+  O.PlanPolicy = [Stats](const deepum::v1::Plan &Pl, const deepum::sim::SimOptions &Opts)
+      -> llvm::Expected<std::unique_ptr<deepum::sim::SimPolicy>> {
+    return std::make_unique<ExecutorPolicy>(Pl, Opts.PlanName, Stats);
+  };
+  return deepum::sim::simulate(P, O);
 }
 
 } // namespace deepum::executor::sim

@@ -63,11 +63,13 @@ struct CompiledPlan {
   /// Prefetch and advise actions, issued before the launch at their position runs.
   std::vector<std::vector<PlanAction>> BeforeLaunch;
   /// Evictions and discards whose data was last used by an earlier launch
-  /// (due < position): issued before the launch at their position, as the
-  /// plan says, ordered with events after the kernels already enqueued.
+  /// (due < position, or due > position: a launch of the previous iteration,
+  /// the steady state wrapping): issued before the launch at their position,
+  /// as the plan says, ordered with events after the kernels already enqueued
+  /// (and so before that position's prefetches, which may reuse the room).
   std::vector<std::vector<PlanAction>> ReleaseBefore;
   /// Evictions and discards of data the launch at their position itself uses
-  /// (due >= position): issued once that launch is enqueued, ordered after it
+  /// (due == position): issued once that launch is enqueued, ordered after it
   /// with events (a discard never overtakes a kernel still using the data).
   std::vector<std::vector<PlanAction>> AfterLaunch;
   /// Arena blocks touched at each position (from the block chains).

@@ -88,12 +88,10 @@ struct EngineStats {
   uint64_t BytesPreEvicted = 0;   // resident bytes dropped by preEvictTo
 };
 
-/// Fills a result's steady-state figures (SimResult, the executor's
-/// ReplayResult: the same field names) with the per-iteration means of the
+/// Fills a result's steady-state figures with the per-iteration means of the
 /// engine's counters between two snapshots over `Iterations` iterations.
-template <typename Result>
-void fillPerIteration(Result &R, const EngineStats &Before, const EngineStats &After,
-                      unsigned Iterations) {
+inline void fillPerIteration(SimResult &R, const EngineStats &Before, const EngineStats &After,
+                             unsigned Iterations) {
   const double N = Iterations;
   auto Per = [&](uint64_t EngineStats::*F) {
     return static_cast<double>(After.*F - Before.*F) / N;

@@ -7,21 +7,9 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <functional>
 #include <string>
 
 namespace deepum::sim {
-
-/// A replay of a plan by code outside this library: the executor's own code
-/// driving the engine (deepum::executor::sim::replayPlanInto, in
-/// deepum_executor_sim, which links this library, so it is injected, never
-/// linked). It receives the native replay's result and writes over the fields
-/// it measures (iteration, faults, bytes, ...) and sets PlanReplay; the rest
-/// (ideal, bound, footprint, capacity) stay the native computation's. The
-/// timeline, when not null, receives the replay's events (simulate's).
-using PlanReplayFn =
-    std::function<llvm::Error(const deepum::v1::Profile &, const deepum::v1::Plan &,
-                              const SimOptions &, SimResult &, deepum::format::TraceWriter *)>;
 
 struct SimToolOptions {
   /// Profile to replay ("-" = standard input).
@@ -30,12 +18,10 @@ struct SimToolOptions {
   std::string Policy = "um";
   /// Plan file for --policy plan (and added to --compare when given).
   std::string PlanPath;
-  /// Who replays the plan: "executor" (ExecutorReplay; an error without it),
-  /// "native" (the simulator's own replay), or "auto" (executor when
-  /// ExecutorReplay is set, native otherwise). deepum-sim defaults to executor.
-  std::string PlanReplay = "auto";
-  /// Set by tools/deepum-sim.cpp: deepum::executor::sim::replayPlanInto.
-  PlanReplayFn ExecutorReplay;
+  /// Who replays a plan: the executor driving the simulated GPU
+  /// (deepum::executor::sim::executorPlanPolicy), set by tools/deepum-sim.cpp;
+  /// this library does not link the executor. Without it a plan is an error.
+  PlanPolicyFactory PlanPolicy;
   /// Device model name and an optional JSON file overriding its fields.
   std::string Device = "v100-pcie-16gb";
   std::string DeviceFile;

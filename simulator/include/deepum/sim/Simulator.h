@@ -25,6 +25,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -90,6 +92,14 @@ std::vector<std::string> deviceModelNames();
 
 enum class Policy { Um, DeepUm, SwapLayer, SwapOpt, Plan, Ideal };
 
+class SimPolicy; // deepum/sim/Policy.h
+struct SimOptions;
+/// Makes the `plan` policy for a plan: the executor driving the engine
+/// (deepum::executor::sim::executorPlanPolicy). The simulator does not link
+/// the executor, so whoever links both hands it in.
+using PlanPolicyFactory = std::function<llvm::Expected<std::unique_ptr<SimPolicy>>(
+    const deepum::v1::Plan &, const SimOptions &)>;
+
 /// "um", "deepum", "swap-layer", "swap-opt", "plan", "ideal".
 llvm::StringRef policyName(Policy P);
 llvm::Expected<Policy> parsePolicy(llvm::StringRef Name);
@@ -103,8 +113,10 @@ struct SimOptions {
   /// Measured iterations (steady state) and warm-up iterations before them.
   unsigned Iterations = 10;
   unsigned WarmupIterations = 2;
-  /// The plan to replay for Policy::Plan (arena space; see plan.proto).
+  /// The plan to replay for Policy::Plan (arena space; see plan.proto), and
+  /// who replays it: without PlanPolicy, Policy::Plan is an error.
   const deepum::v1::Plan *Plan = nullptr;
+  PlanPolicyFactory PlanPolicy;
   /// Used in error messages about the plan / profile.
   std::string PlanName = "plan";
   std::string ProfileName = "profile";
@@ -129,11 +141,11 @@ struct SimOptions {
   DurationSource Durations = DurationSource::Auto;
 };
 
-/// Results per steady-state iteration (means over the measured iterations).
+/// Results per steady-state iteration (means over the measured iterations),
+/// of every policy alike: the plan's executor replay fills the same struct.
 /// JSON keys (stable) in brackets.
 struct SimResult {
   std::string PolicyName;           // [policy]
-  std::string PlanReplay;           // [plan_replay] plan policy only: "native" or "executor"
   std::string DeviceName;           // [device]
   std::string Model;                // [model]
   uint64_t GpuMemoryBytes = 0;      // [gpu_memory_bytes]

@@ -5,21 +5,26 @@
 // models one GPU under UM. Lives in deepum_executor_sim, which links
 // deepum_sim; libdeepum.so never does.
 //
-// replayPlan runs a profile's steady-state iteration (durations) with a plan's
-// block chains (accesses) through executor + engine, the same workload
-// deepum-sim --policy plan builds, so the two can be compared (closed loop).
+// ExecutorPolicy is deepum-sim's `plan` policy: the executor, plugged into the
+// simulator's one loop (deepum/sim/Policy.h) through this backend, observes
+// each launch and issues the plan's commands to the engine. There is no other
+// plan replay.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DEEPUM_EXECUTOR_SIM_SIMBACKEND_H
 #define DEEPUM_EXECUTOR_SIM_SIMBACKEND_H
 
 #include "deepum/executor/Backend.h"
+#include "deepum/executor/Executor.h"
 #include "deepum/sim/Engine.h"
+#include "deepum/sim/Policy.h"
 #include "deepum/sim/Simulator.h"
 
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 
 namespace deepum::executor::sim {
 
@@ -56,6 +61,9 @@ public:
   /// the executor sees it enqueued (end).
   llvm::Error launch(uint64_t ExecutionId, llvm::ArrayRef<deepum::sim::Engine::AddressUse> Uses,
                      uint64_t DurationNs);
+  /// The two halves of launch() around a kernel the caller runs on the engine.
+  void launchBegin(uint64_t ExecutionId);
+  void launchEnd();
 
 private:
   deepum::sim::Engine &Eng;
@@ -64,49 +72,49 @@ private:
   uintptr_t NextHandle = 1;
 };
 
-/// Steady-state results of a closed-loop replay (means per measured iteration).
-struct ReplayResult {
-  double IterationUs = 0;
-  double StallUs = 0; ///< compute lane idle
-  double Faults = 0;  ///< 64 KiB pages demand-faulted
-  double FaultBatches = 0;
-  double BytesHtoD = 0;
-  double BytesDtoH = 0;
-  double BytesPrefetched = 0;
-  double BytesDriverPrefetched = 0;
-  double BytesDemand = 0;
-  double Evictions = 0; ///< 2 MiB chunks evicted
-  double BytesDiscarded = 0;
-  double PrefetchHits = 0;
-  double LatePrefetches = 0;
-  double ThrashingEvents = 0;
-  double ThrottledBatches = 0;
-  double LostReads = 0;
-  uint64_t PeakResidentBytes = 0;
-  uint64_t InvariantViolations = 0; ///< with SimOptions::CheckInvariants
-  bool RooflineDurations = false;   ///< kernel durations recomputed (SimOptions::Durations)
-  uint64_t LaunchesMatched = 0;
-  uint64_t BackendErrors = 0;
+/// The `plan` policy: libdeepum's executor (cursor, release-before-prefetch
+/// ordering, budget) replaying `Plan` on the engine through a SimBackend. At
+/// each observed launch the executor sees the plan's position ID; the
+/// workload's arena blocks are offsets into the arena it allocated.
+class ExecutorPolicy final : public deepum::sim::SimPolicy {
+public:
+  /// `Plan` must outlive the policy. The executor's counters at the end of
+  /// the run go to `*StatsOut` when given.
+  ExecutorPolicy(const deepum::v1::Plan &Plan, std::string PlanName,
+                 deepum_stats_t *StatsOut = nullptr);
+  ~ExecutorPolicy() override;
+
+  llvm::Error attach(deepum::sim::Engine &E, uint64_t CapacityBytes) override;
+  uint64_t firstUmBlock() const override { return FirstBlock; }
+  void launchObserved(deepum::sim::Engine &E, uint32_t Position) override;
+  void kernelEnded(deepum::sim::Engine &E, uint32_t Position) override;
+  /// Fails when the backend refused any command.
+  llvm::Error finish() override;
+
+  /// The executor's counters (launches matched, backend errors, ...).
+  deepum_stats_t stats() const;
+
+private:
+  const deepum::v1::Plan &Plan;
+  std::string PlanName;
+  std::optional<SimBackend> Backend;
+  std::unique_ptr<Executor> Ex;
+  deepum_stats_t *StatsOut;
+  uint64_t FirstBlock = 0;
 };
 
-/// Replays `Plan` against `Profile`'s steady-state iteration through the
-/// executor and the engine, with SimOptions' device, capacity, iteration
-/// counts and kernel durations (its policy is ignored: the executor is the
-/// policy). `Timeline`, when given, receives the engine's events of the last
-/// iteration and a slice per iteration (deepum::sim::timelineIteration).
-llvm::Expected<ReplayResult> replayPlan(const deepum::v1::Profile &Profile,
-                                        const deepum::v1::Plan &Plan,
-                                        const deepum::sim::SimOptions &Options,
-                                        deepum::format::TraceWriter *Timeline = nullptr);
+/// deepum-sim's plan policy (SimOptions::PlanPolicy, SimToolOptions::PlanPolicy).
+llvm::Expected<std::unique_ptr<deepum::sim::SimPolicy>>
+executorPlanPolicy(const deepum::v1::Plan &Plan, const deepum::sim::SimOptions &Options);
 
-/// deepum-sim's executor replay (SimToolOptions::ExecutorReplay): replayPlan,
-/// its measurements written over `Result`'s (iteration, stall, slowdown,
-/// faults, bytes, evictions, ...). The fields it does not measure (ideal,
-/// bound, footprint, capacity) keep the values `Result` came with, the
-/// simulator's own computation.
-llvm::Error replayPlanInto(const deepum::v1::Profile &Profile, const deepum::v1::Plan &Plan,
-                           const deepum::sim::SimOptions &Options, deepum::sim::SimResult &Result,
-                           deepum::format::TraceWriter *Timeline = nullptr);
+/// simulate() with Policy::Plan and the executor as its policy: `Plan`
+/// against `Profile`'s iteration with Options' device, capacity, iteration
+/// counts and durations (its Pol, Plan and PlanPolicy are ignored). The
+/// executor's own counters at the end go to `*Stats` when given.
+llvm::Expected<deepum::sim::SimResult> replayPlan(const deepum::v1::Profile &Profile,
+                                                  const deepum::v1::Plan &Plan,
+                                                  deepum::sim::SimOptions Options,
+                                                  deepum_stats_t *Stats = nullptr);
 
 } // namespace deepum::executor::sim
 

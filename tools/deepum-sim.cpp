@@ -21,10 +21,10 @@ static cl::opt<std::string>
                cl::desc("Who replays --policy plan: executor (libdeepum's own code driving the "
                         "simulated GPU) or native (the simulator's replay)"),
                cl::init("executor"), cl::cat(Category));
-static cl::opt<std::string> DeviceOpt("device", cl::desc("Device model name"),
-                                      cl::init("v100-pcie-16gb"), cl::cat(Category));
-static cl::opt<std::string> DeviceFile("device-file",
-                                       cl::desc("JSON file overriding device-model fields"),
+static cl::opt<std::string> DeviceOpt("device", cl::desc(deepum::tools::kDeviceHelp),
+                                      cl::value_desc("NAME"), cl::init("v100-pcie-16gb"),
+                                      cl::cat(Category));
+static cl::opt<std::string> DeviceFile("device-file", cl::desc(deepum::tools::kDeviceFileHelp),
                                        cl::value_desc("FILE"), cl::cat(Category));
 static cl::opt<std::string> GpuMemory("gpu-memory", cl::desc("GPU memory simulated, e.g. 16GiB"),
                                       cl::cat(Category));

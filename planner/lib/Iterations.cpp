@@ -1,6 +1,7 @@
 //===- Iterations.cpp - Execution IDs, iterations, the reference iteration ---===//
 #include "deepum/planner/Trace.h"
 
+#include "deepum/base/Error.h"
 #include "deepum/base/Hash.h"
 #include "deepum/format/Signature.h"
 
@@ -71,7 +72,7 @@ std::vector<uint32_t> periodStarts(ArrayRef<uint64_t> Ids) {
 Expected<IterationAnalysis> analyzeIterations(const Profile &P) {
   IterationAnalysis A;
   if (P.kernels_size() == 0)
-    return createStringError(inconvertibleErrorCode(), "profile has no kernels");
+    return base::makeError("profile has no kernels");
   A.Ids.reserve(P.kernels_size());
   for (const Kernel &K : P.kernels())
     A.Ids.push_back(format::executionId(K));

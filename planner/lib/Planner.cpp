@@ -1,6 +1,7 @@
 //===- Planner.cpp - Profile -> plan: tables, metadata, the tool -------------===//
 #include "deepum/planner/Planner.h"
 
+#include "deepum/base/Error.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Roofline.h"
 #include "deepum/format/Summary.h"
@@ -25,7 +26,7 @@ namespace deepum::planner {
 
 namespace {
 
-Error planError(const Twine &Msg) { return createStringError(inconvertibleErrorCode(), Msg); }
+Error planError(const Twine &Msg) { return base::makeError(Msg); }
 
 /// Progress lines for long runs: silent for the first second, then one line
 /// per stage with the elapsed time.

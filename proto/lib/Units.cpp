@@ -1,6 +1,8 @@
 //===- Units.cpp - Byte sizes and durations for people ----------------------===//
 #include "deepum/format/Units.h"
 
+#include "deepum/base/Error.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <optional>
@@ -13,8 +15,7 @@ Expected<uint64_t> parseByteSize(StringRef Text) {
   if (std::optional<uint64_t> Bytes =
           base::parseByteSize(std::string_view(Text.data(), Text.size())))
     return *Bytes;
-  return createStringError(inconvertibleErrorCode(), "invalid size '" + Text + "' (expected " +
-                                                         base::kByteSizeExamples + ")");
+  return base::makeError("invalid size '" + Text + "' (expected " + base::kByteSizeExamples + ")");
 }
 
 std::string formatMicros(double Micros) {

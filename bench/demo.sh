@@ -23,7 +23,7 @@ capacity=$("$build/tools/deepum-sim" "$profile" --device "$device" --policy idea
   python3 -c 'import json,sys; print(json.load(sys.stdin)["gpu_memory_bytes"])')
 echo
 echo "== deepum-plan: ${ratio}x oversubscription on $device ($capacity bytes of GPU memory)"
-"$build/tools/deepum-plan" "$profile" --gpu-memory "$capacity" --device-model "$device" \
+"$build/tools/deepum-plan" "$profile" --gpu-memory "$capacity" --device "$device" \
   -o "$out/$model.plan.pb"
 
 echo

@@ -21,6 +21,8 @@
 // The last lines are libFuzzer's -print_final_stats lines.
 //
 //===----------------------------------------------------------------------===//
+#include "deepum/base/Hash.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -65,18 +67,10 @@ struct Options {
 const Bytes *Current = nullptr;
 char CrashPath[4096];
 
-uint64_t fnv1a(const Bytes &B) {
-  uint64_t H = 0xcbf29ce484222325ULL;
-  for (uint8_t C : B) {
-    H ^= C;
-    H *= 0x100000001b3ULL;
-  }
-  return H;
-}
-
 std::string artifactName(const Options &O, const char *Kind, const Bytes &B) {
   char Hash[17];
-  std::snprintf(Hash, sizeof Hash, "%016llx", static_cast<unsigned long long>(fnv1a(B)));
+  std::snprintf(Hash, sizeof Hash, "%016llx",
+                static_cast<unsigned long long>(deepum::base::fnv1aBytes(B.data(), B.size())));
   return O.ArtifactPrefix + Kind + "-" + Hash;
 }
 

@@ -18,12 +18,13 @@ static cl::opt<std::string> Output("o",
 static cl::opt<std::string> GpuMemory("gpu-memory",
                                       cl::desc("GPU memory the plan may use, e.g. 8GiB"),
                                       cl::value_desc("SIZE"), cl::Required, cl::cat(Category));
-static cl::opt<std::string> DeviceModel("device-model",
-                                        cl::desc("Device model for the cost model (default: the "
-                                                 "profile's link bandwidth)"),
-                                        cl::value_desc("NAME"), cl::cat(Category));
-static cl::opt<std::string> DeviceFile("device-file",
-                                       cl::desc("device-models.json to read the model from"),
+// Without --device the cost model takes the link bandwidth the profile recorded.
+static cl::opt<std::string> DeviceOpt("device", cl::desc(deepum::tools::kDeviceHelp),
+                                      cl::value_desc("NAME"), cl::cat(Category));
+// The earlier spelling, kept for scripts.
+static cl::alias DeviceModelAlias("device-model", cl::desc("Deprecated: --device"),
+                                  cl::aliasopt(DeviceOpt), cl::Hidden);
+static cl::opt<std::string> DeviceFile("device-file", cl::desc(deepum::tools::kDeviceFileHelp),
                                        cl::value_desc("FILE"), cl::cat(Category));
 static cl::opt<std::string> Strategy("strategy", cl::desc("prefetch (default) or swap"),
                                      cl::value_desc("prefetch|swap"), cl::init("prefetch"),
@@ -39,7 +40,7 @@ int main(int argc, char **argv) {
   Opts.Input = Input;
   Opts.Output = Output;
   Opts.GpuMemory = GpuMemory;
-  Opts.DeviceModel = DeviceModel;
+  Opts.DeviceModel = DeviceOpt;
   Opts.DeviceFile = DeviceFile;
   Opts.Strategy = Strategy;
   Opts.PrintSummary = !Quiet;

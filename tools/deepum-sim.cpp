@@ -17,10 +17,10 @@ static cl::opt<std::string> PolicyOpt("policy",
                                       cl::init("um"), cl::cat(Category));
 static cl::opt<std::string> PlanOpt("plan", cl::desc("Plan to replay (--policy plan)"),
                                     cl::value_desc("FILE"), cl::cat(Category));
-static cl::opt<std::string> DeviceOpt("device", cl::desc("Device model name"),
-                                      cl::init("v100-pcie-16gb"), cl::cat(Category));
-static cl::opt<std::string> DeviceFile("device-file",
-                                       cl::desc("JSON file overriding device-model fields"),
+static cl::opt<std::string> DeviceOpt("device", cl::desc(deepum::tools::kDeviceHelp),
+                                      cl::value_desc("NAME"), cl::init("v100-pcie-16gb"),
+                                      cl::cat(Category));
+static cl::opt<std::string> DeviceFile("device-file", cl::desc(deepum::tools::kDeviceFileHelp),
                                        cl::value_desc("FILE"), cl::cat(Category));
 static cl::opt<std::string> GpuMemory("gpu-memory",
                                       cl::desc("Capacity: the GPU memory simulated, e.g. 16GiB"),

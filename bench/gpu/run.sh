@@ -98,7 +98,7 @@ plan_profile() {
     }
     echo "$budget" >"$work/$name.$which.budget"
     step "$name.plan-$which" 120 "$g/bin/deepum-plan" "$profile" --gpu-memory "$budget" \
-      --device-model "$device" -o "$work/$name.$which.plan.pb" || return 1
+      --device "$device" -o "$work/$name.$which.plan.pb" || return 1
   done
 }
 

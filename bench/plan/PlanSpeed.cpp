@@ -188,7 +188,7 @@ Error run() {
       for (const BlockAccess &B : R.kernels(static_cast<int>(K)).blocks())
         Blocks.insert(B.block());
     Capacity = std::max<uint64_t>(Capacity, Blocks.size() * deepum::format::kUmBlockBytes / 2);
-    Measured M = runTool({Tool, Path, "--gpu-memory", std::to_string(Capacity), "--device-model",
+    Measured M = runTool({Tool, Path, "--gpu-memory", std::to_string(Capacity), "--device",
                           "v100-pcie-16gb", "--quiet", "-o", Plan});
     if (M.Status != 0)
       return createStringError(inconvertibleErrorCode(), "deepum-plan failed on " + Path +

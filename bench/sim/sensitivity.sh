@@ -61,7 +61,7 @@ for model in "${models[@]}"; do
         key="$model@$device@$call@$link"
         dev="$work/$device@$call@$link.device.json"
         echo "sensitivity: $key" >&2
-        "$plan" "$profile" --gpu-memory "$capacity" --device-model "$device" --device-file "$dev" \
+        "$plan" "$profile" --gpu-memory "$capacity" --device "$device" --device-file "$dev" \
           --quiet -o "$work/$key.plan"
         "$sim" "$profile" --device "$device" --device-file "$dev" --gpu-memory "$capacity" \
           --plan "$work/$key.plan" --compare --json --iterations "$iterations" \

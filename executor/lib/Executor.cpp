@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "DeviceState.h"
 
+#include "deepum/base/ByteSize.h"
 #include "deepum/executor/Log.h"
 
 #include <algorithm>
@@ -25,57 +26,7 @@ namespace deepum::executor {
 using namespace detail;
 
 namespace {
-/// "8GiB", "1.5 GB", "512MiB", "4096", "2M": K/M/G/T binary with or without
-/// "iB"; "KB"/"MB"/"GB"/"TB" decimal (the format library's rules; libdeepum
-/// does not link that library, see PlanReader.cpp).
-bool parseBytes(const std::string &Text, uint64_t &Out) {
-  const char *S = Text.c_str();
-  char *End = nullptr;
-  double V = std::strtod(S, &End);
-  // NaN and infinity fail both comparisons; a size must be a finite number.
-  if (End == S || !(V >= 0) || !std::isfinite(V))
-    return false;
-  std::string Unit(End);
-  Unit.erase(std::remove(Unit.begin(), Unit.end(), ' '), Unit.end());
-  for (char &Ch : Unit)
-    Ch = static_cast<char>(std::toupper(static_cast<unsigned char>(Ch)));
-  double Mult = 1;
-  if (Unit.empty() || Unit == "B")
-    Mult = 1;
-  else if (Unit == "K" || Unit == "KIB")
-    Mult = 1024.0;
-  else if (Unit == "M" || Unit == "MIB")
-    Mult = 1024.0 * 1024;
-  else if (Unit == "G" || Unit == "GIB")
-    Mult = 1024.0 * 1024 * 1024;
-  else if (Unit == "T" || Unit == "TIB")
-    Mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (Unit == "KB")
-    Mult = 1e3;
-  else if (Unit == "MB")
-    Mult = 1e6;
-  else if (Unit == "GB")
-    Mult = 1e9;
-  else if (Unit == "TB")
-    Mult = 1e12;
-  else
-    return false;
-  // Converting a double at or beyond 2^64 to uint64_t is undefined: refuse it.
-  const double Bytes = V * Mult;
-  if (!(Bytes < 18446744073709551616.0))
-    return false;
-  Out = static_cast<uint64_t>(Bytes);
-  return true;
-}
-
-std::string formatBytes(uint64_t B) {
-  char Buf[32];
-  if (B >= (uint64_t{1} << 30))
-    std::snprintf(Buf, sizeof Buf, "%.2f GiB", static_cast<double>(B) / (1 << 30));
-  else
-    std::snprintf(Buf, sizeof Buf, "%.2f MiB", static_cast<double>(B) / (1 << 20));
-  return Buf;
-}
+using base::formatBytes;
 } // namespace
 
 // ---------------------------------------------------------------------------
@@ -146,12 +97,13 @@ ExecutorConfig ExecutorConfig::parse(const char *Plan, const char *GpuMemory,
       C.PlanPaths[Dev] = Path;
   if (GpuMemory)
     for (auto &[Dev, Text] : perDevice(GpuMemory, Warnings, "DEEPUM_GPU_MEMORY")) {
-      uint64_t Bytes = 0;
-      if (!parseBytes(Text, Bytes)) {
-        Warnings += "DEEPUM_GPU_MEMORY: cannot read \"" + Text + "\" as a size (e.g. 8GiB)\n";
+      std::optional<uint64_t> Bytes = base::parseByteSize(Text);
+      if (!Bytes) {
+        Warnings += "DEEPUM_GPU_MEMORY: cannot read \"" + Text + "\" as a size (" +
+                    base::kByteSizeExamples + ")\n";
         continue;
       }
-      C.BudgetBytes[Dev] = Bytes;
+      C.BudgetBytes[Dev] = *Bytes;
     }
   return C;
 }

@@ -1,6 +1,8 @@
 //===- PlanCursor.cpp - Where in the plan the program is -------------------===//
 #include "deepum/executor/PlanCursor.h"
 
+#include "deepum/base/Hash.h"
+
 #include <cstdio>
 #include <string>
 
@@ -178,9 +180,9 @@ uint32_t PlanCursor::contextMatch(uint64_t Id) {
   if (RecentCount < L)
     return kNoPosition;
   // The plan hashes position i's ID first, then i-1, ...: newest first.
-  uint64_t H = kFnvOffsetBasis;
+  uint64_t H = base::kFnvOffset;
   for (uint32_t K = 0; K < L; ++K)
-    H = fnvWords(H, Recent[(RecentCount - 1 - K) % L]);
+    H = base::fnv1aId(Recent[(RecentCount - 1 - K) % L], H);
   auto It = Plan.ContextPositions.find(H);
   if (It == Plan.ContextPositions.end() || It->second.size() != 1)
     return kNoPosition;

@@ -1,6 +1,8 @@
 //===- Iterations.cpp - Execution IDs, iterations, the reference iteration ---===//
 #include "deepum/planner/Trace.h"
 
+#include "deepum/base/Error.h"
+#include "deepum/base/Hash.h"
 #include "deepum/format/Signature.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -15,22 +17,17 @@ using namespace deepum::v1;
 namespace deepum::planner {
 
 uint64_t sequenceFingerprint(ArrayRef<uint64_t> Ids) {
-  uint64_t H = format::kFnvOffset;
-  for (uint64_t Id : Ids) {
-    H = format::fnv1aWord(static_cast<uint32_t>(Id), H);
-    H = format::fnv1aWord(static_cast<uint32_t>(Id >> 32), H);
-  }
+  uint64_t H = base::kFnvOffset;
+  for (uint64_t Id : Ids)
+    H = base::fnv1aId(Id, H);
   return H;
 }
 
 uint64_t contextId(ArrayRef<uint64_t> Ids, size_t P, unsigned Length) {
-  uint64_t H = format::kFnvOffset;
+  uint64_t H = base::kFnvOffset;
   size_t N = Ids.size();
-  for (unsigned K = 0; K < Length && K < N; ++K) {
-    uint64_t Id = Ids[(P + N - K) % N];
-    H = format::fnv1aWord(static_cast<uint32_t>(Id), H);
-    H = format::fnv1aWord(static_cast<uint32_t>(Id >> 32), H);
-  }
+  for (unsigned K = 0; K < Length && K < N; ++K)
+    H = base::fnv1aId(Ids[(P + N - K) % N], H);
   return H;
 }
 
@@ -75,7 +72,7 @@ std::vector<uint32_t> periodStarts(ArrayRef<uint64_t> Ids) {
 Expected<IterationAnalysis> analyzeIterations(const Profile &P) {
   IterationAnalysis A;
   if (P.kernels_size() == 0)
-    return createStringError(inconvertibleErrorCode(), "profile has no kernels");
+    return base::makeError("profile has no kernels");
   A.Ids.reserve(P.kernels_size());
   for (const Kernel &K : P.kernels())
     A.Ids.push_back(format::executionId(K));

@@ -1,6 +1,7 @@
 //===- Planner.cpp - Profile -> plan: tables, metadata, the tool -------------===//
 #include "deepum/planner/Planner.h"
 
+#include "deepum/base/Error.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Roofline.h"
 #include "deepum/format/Summary.h"
@@ -25,7 +26,7 @@ namespace deepum::planner {
 
 namespace {
 
-Error planError(const Twine &Msg) { return createStringError(inconvertibleErrorCode(), Msg); }
+Error planError(const Twine &Msg) { return base::makeError(Msg); }
 
 /// Progress lines for long runs: silent for the first DelaySeconds, then one
 /// line per stage with the elapsed time.
@@ -174,6 +175,9 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
                      " is smaller than one UM block");
   ProgressLine Progress(Opts.Progress, Opts.ProgressDelaySeconds);
   CostModel M;
+  if (Opts.DeviceModel.empty() && !Opts.DeviceFile.empty())
+    return planError("--device-file " + Opts.DeviceFile +
+                     ": name the model to use with --device NAME");
   if (Opts.DeviceModel.empty()) {
     M.DeviceName = "profile";
     if (P.device().link_bytes_per_second() > 0)
@@ -296,6 +300,14 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   auto Strat = parseStrategy(Opts.Strategy);
   if (!Strat)
     return Strat.takeError();
+  // The device's errors are about the device options, not the profile: said
+  // before reading it, as every tool that takes a device says them.
+  if (Opts.DeviceModel.empty() && !Opts.DeviceFile.empty())
+    return planError("--device-file " + Opts.DeviceFile +
+                     ": name the model to use with --device NAME");
+  if (!Opts.DeviceModel.empty())
+    if (Expected<CostModel> M = loadCostModel(Opts.DeviceModel, Opts.DeviceFile); !M)
+      return M.takeError();
   // Before any work: the plan must not replace the profile it is made from.
   if (Error E = format::checkNotAnInput(Opts.Output, {Opts.Input}))
     return E;

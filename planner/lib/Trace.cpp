@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "deepum/planner/Trace.h"
 
+#include "deepum/base/Error.h"
 #include "deepum/format/PlanWire.h"
 #include "deepum/format/Signature.h"
 
@@ -36,7 +37,7 @@ namespace deepum::planner {
 
 namespace {
 
-Error traceError(const Twine &Msg) { return createStringError(inconvertibleErrorCode(), Msg); }
+Error traceError(const Twine &Msg) { return base::makeError(Msg); }
 
 AccessMode mergeMode(AccessMode A, AccessMode B) {
   if (A == B)

@@ -2,10 +2,10 @@
 //
 // CUPTI allows one callback subscriber and one pair of activity-buffer
 // callbacks per process; the executor owns them
-// (deepum/executor/cuda/Cupti.h) so that profiler and executor can share a
+// (deepum/cupti/Subscriber.h) so that profiler and executor can share a
 // process. This thin class is the profiler's only door to them: it forwards
-// to the executor's CuptiSubscriber when the build has it
-// (ExecutorCuptiPort.cpp), and otherwise subscribes itself (OwnCuptiPort.cpp)
+// to the shared CuptiSubscriber (deepum/cupti/Subscriber.h) when the build has it
+// (SharedCuptiPort.cpp), and otherwise subscribes itself (OwnCuptiPort.cpp)
 // with the same semantics, so switching is one CMake decision.
 //
 //===----------------------------------------------------------------------===//

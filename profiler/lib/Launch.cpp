@@ -1,6 +1,7 @@
 //===- Launch.cpp - Run a command under the profiler ------------------------===//
 #include "deepum/profiler/Launch.h"
 
+#include "deepum/base/Error.h"
 #include "deepum/format/Format.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -25,7 +26,7 @@ namespace deepum::profiler {
 
 static constexpr const char *kInjectionLibraryName = "libdeepum_profiler_injection.so";
 
-static Error usage(const Twine &Msg) { return createStringError(inconvertibleErrorCode(), Msg); }
+static Error usage(const Twine &Msg) { return base::makeError(Msg); }
 
 Expected<std::string> findInjectionLibrary(const std::string &Explicit,
                                            const std::string &ToolPath) {

@@ -1,6 +1,7 @@
 //===- Session.cpp - Launcher <-> injected profiler -------------------------===//
 #include "deepum/profiler/Session.h"
 
+#include "deepum/base/Error.h"
 #include "deepum/format/Format.h"
 
 #include "llvm/ADT/Twine.h"
@@ -40,7 +41,7 @@ std::vector<std::pair<std::string, std::string>> SessionConfig::toEnvironment() 
 }
 
 static Error badEnv(const char *Name, const Twine &Why) {
-  return createStringError(inconvertibleErrorCode(), Twine(Name) + " " + Why);
+  return base::makeError(Twine(Name) + " " + Why);
 }
 
 Expected<SessionConfig>

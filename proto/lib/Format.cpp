@@ -1,5 +1,6 @@
 //===- Format.cpp - Read and write profiles and plans -----------------------===//
 #include "deepum/format/Format.h"
+#include "deepum/base/Error.h"
 #include "deepum/format/PlanWire.h"
 #include "deepum/format/Units.h"
 
@@ -33,8 +34,7 @@ namespace {
 /// message (which may quote names from the file) are escaped, so the error
 /// stays one line whatever the input holds.
 Error fileError(StringRef Name, const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(),
-                           escapeForMessage(Name) + ": " + escapeForMessage(Msg.str()));
+  return base::fileError(escapeForMessage(Name), escapeForMessage(Msg.str()));
 }
 
 /// "1 GiB", "256 KiB" for the round caps; formatBytes otherwise.

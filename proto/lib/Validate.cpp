@@ -5,6 +5,7 @@
 // record and one problem.
 //
 //===----------------------------------------------------------------------===//
+#include "deepum/base/Error.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/PlanWire.h"
 
@@ -25,7 +26,7 @@ using namespace deepum::v1;
 namespace deepum::format {
 namespace {
 
-Error invalid(const Twine &Msg) { return createStringError(inconvertibleErrorCode(), Msg); }
+Error invalid(const Twine &Msg) { return base::makeError(Msg); }
 
 bool isPowerOfTwo(uint64_t V) { return V != 0 && (V & (V - 1)) == 0; }
 

@@ -56,9 +56,13 @@ def parser():
     p.add_argument("--image-size", type=int, default=None,
                    help="image side for torchvision models (default 224; 299 for inception_v3)")
     p.add_argument("--iterations", type=int, default=3, help="iterations in the profile")
-    p.add_argument("--device-model", default=devices.DEFAULT_DEVICE_MODEL,
+    # --device and --device-file as deepum-plan and deepum-sim read them (--device-model: the
+    # earlier spelling).
+    p.add_argument("--device", "--device-model", dest="device_model",
+                   default=devices.DEFAULT_DEVICE_MODEL,
                    help="GPU model for the roofline and the Device record")
-    p.add_argument("--device-file", default=None, help="device-models JSON file")
+    p.add_argument("--device-file", default=None,
+                   help="device models file whose fields override or add to the built-in models")
     p.add_argument("--trace-batches", type=parse_batches, default=None,
                    help="two small batch sizes traced for real and extrapolated from "
                         "(default: 2,4 for torchvision models, 2,3 for transformers)")

@@ -50,20 +50,39 @@ class DeviceModel:
                    math.ceil(self.kernel_min_us * 1e3))
 
 
+def _models(path):
+    try:
+        with open(path) as f:
+            models = json.load(f)["models"]
+    except OSError as e:
+        raise ValueError(f"{path}: {e.strerror}") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: invalid JSON: {e}") from None
+    return {m["name"]: m for m in models if isinstance(m, dict) and "name" in m}
+
+
 def load_device_model(name=DEFAULT_DEVICE_MODEL, path=None):
-    path = path or DEFAULT_DEVICE_FILE
-    with open(path) as f:
-        models = json.load(f)["models"]
-    for m in models:
-        if m["name"] == name:
-            return DeviceModel(
-                name=m["name"], memory_bytes=int(m["memory_bytes"]), link=m["link"],
-                link_bytes_per_second=float(m["link_bytes_per_second"]),
-                matmul_flops_per_second=float(m["matmul_flops_per_second"]),
-                vector_flops_per_second=float(m["vector_flops_per_second"]),
-                dram_bytes_per_second=float(m["dram_bytes_per_second"]),
-                matmul_efficiency=float(m["matmul_efficiency"]),
-                memory_efficiency=float(m["memory_efficiency"]),
-                kernel_min_us=float(m["kernel_min_us"]))
-    known = ", ".join(m["name"] for m in models)
-    raise ValueError(f"unknown device model '{name}' in {path}; known: {known}")
+    """The device model `name`, as deepum-plan and deepum-sim load it (--device, --device-file):
+    the built-in model, with the fields of the model of that name in `path` over it; a model
+    only `path` has must set every field the roofline needs."""
+    builtin = _models(DEFAULT_DEVICE_FILE)
+    m = dict(builtin.get(name, {}))
+    if path:
+        over = _models(path)
+        if name not in over and name not in builtin:
+            raise ValueError(f"{path}: no device model named '{name}' here or built in")
+        m.update(over.get(name, {}))
+    elif not m:
+        raise ValueError(f"unknown device model '{name}' (known: {', '.join(builtin)})")
+    try:
+        return DeviceModel(
+            name=name, memory_bytes=int(m["memory_bytes"]), link=m["link"],
+            link_bytes_per_second=float(m["link_bytes_per_second"]),
+            matmul_flops_per_second=float(m["matmul_flops_per_second"]),
+            vector_flops_per_second=float(m["vector_flops_per_second"]),
+            dram_bytes_per_second=float(m["dram_bytes_per_second"]),
+            matmul_efficiency=float(m["matmul_efficiency"]),
+            memory_efficiency=float(m["memory_efficiency"]),
+            kernel_min_us=float(m["kernel_min_us"]))
+    except KeyError as e:
+        raise ValueError(f"{path}: model '{name}' does not set {e.args[0]}") from None

@@ -43,7 +43,7 @@ def main(argv=None):
                                 description="Regenerate the derived profiles in tests/data.")
     p.add_argument("--out", required=True, help="directory for <model>.profile.pb.gz")
     p.add_argument("--iterations", type=int, default=3)
-    p.add_argument("--device-model", default="v100-pcie-16gb")
+    p.add_argument("--device", "--device-model", dest="device_model", default="v100-pcie-16gb")
     p.add_argument("--only", nargs="*", choices=sorted(MODELS), help="regenerate only these")
     p.add_argument("--budget-mb", type=float, default=20.0, help="limit on the whole set")
     args = p.parse_args(argv)
@@ -53,7 +53,7 @@ def main(argv=None):
         path = os.path.join(args.out, f"{name}.profile.pb.gz")
         model = [] if "--model" in MODELS[name] else ["--model", name]
         cmd = [sys.executable, "-m", "deepum_trace", *model, *MODELS[name],
-               "--iterations", str(args.iterations), "--device-model", args.device_model,
+               "--iterations", str(args.iterations), "--device", args.device_model,
                "--out", path]
         print(f"$ {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
         if subprocess.run(cmd, cwd=here).returncode != 0:

@@ -1,3 +1,6 @@
+import json
+import os
+import tempfile
 import unittest
 
 import torch
@@ -79,6 +82,24 @@ class RooflineTest(unittest.TestCase):
     def test_unknown_device_model(self):
         with self.assertRaisesRegex(ValueError, "h100-pcie"):
             devices.load_device_model("no-such-gpu")
+
+    def test_device_file_overrides_builtin_fields(self):
+        # As deepum-plan and deepum-sim read --device-file: fields over the built-in model.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "lab.json")
+            with open(path, "w") as f:
+                json.dump({"models": [{"name": "h100-pcie", "kernel_min_us": 7.0},
+                                      {"name": "lab-gpu", "link": "pcie4x16",
+                                       "link_bytes_per_second": 1e9}]}, f)
+            h100 = devices.load_device_model("h100-pcie")
+            lab = devices.load_device_model("h100-pcie", path)
+            self.assertEqual(lab.kernel_min_us, 7.0)
+            self.assertNotEqual(h100.kernel_min_us, 7.0)
+            self.assertEqual(lab.dram_bytes_per_second, h100.dram_bytes_per_second)
+            with self.assertRaisesRegex(ValueError, "no device model named 'tpu' here or built in"):
+                devices.load_device_model("tpu", path)
+            with self.assertRaisesRegex(ValueError, "does not set memory_bytes"):
+                devices.load_device_model("lab-gpu", path)
 
 
 class AccessMergingTest(unittest.TestCase):

@@ -1,6 +1,7 @@
 //===- Workload.cpp - The steady-state iteration, flattened ----------------===//
 #include "Workload.h"
 
+#include "deepum/base/Hash.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Signature.h"
 
@@ -159,15 +160,14 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
     }
     if (Kr.tensors_size() == 0)
       for (const deepum::v1::BlockAccess &B : Kr.blocks())
-        Id = deepum::format::fnv1aWord(static_cast<uint32_t>(B.block()), Id);
+        Id = deepum::base::fnv1aWord(static_cast<uint32_t>(B.block()), Id);
     for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
       HaveTensors = true;
       auto It = Allocs.find(T.allocation_id());
       if (It == Allocs.end())
         continue; // validation rejects this; be robust anyway
       uint64_t Ptr = It->second->address() + T.offset();
-      Id = deepum::format::fnv1aWord(static_cast<uint32_t>(Ptr >> 32),
-                                     deepum::format::fnv1aWord(static_cast<uint32_t>(Ptr), Id));
+      Id = deepum::base::fnv1aId(Ptr, Id);
       ObjectOf.try_emplace(T.allocation_id(), 0);
     }
     W.LaunchIds.push_back(Id);

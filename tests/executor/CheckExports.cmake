@@ -1,5 +1,5 @@
 # Fails unless LIB exports exactly the C ABI of deepum/deepum.h plus the shared
-# CUPTI subscriber table (deepum_cupti_v1, see deepum/executor/cuda/Cupti.h).
+# CUPTI subscriber table (deepum_cupti_v1, see deepum/cupti/Subscriber.h).
 execute_process(COMMAND nm -D --defined-only ${LIB} OUTPUT_VARIABLE Out RESULT_VARIABLE Rc)
 if(NOT Rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${LIB}")

@@ -5,9 +5,9 @@
 // and launch tracking's subscriber (acquired, or the reason it is taken).
 //
 //===----------------------------------------------------------------------===//
+#include "deepum/cupti/Subscriber.h"
 #include "deepum/executor/Executor.h"
 #include "deepum/executor/cuda/CudaBackend.h"
-#include "deepum/executor/cuda/Cupti.h"
 
 #include <cuda_runtime_api.h>
 
@@ -81,7 +81,7 @@ TEST_F(GpuTest, LaunchTrackingAcquiresOrExplains) {
     EXPECT_FALSE(Why.empty());
     GTEST_SKIP() << "CUPTI subscriber unavailable: " << Why;
   }
-  EXPECT_TRUE(cuda::CuptiSubscriber::instance().available());
+  EXPECT_TRUE(deepum::cupti::CuptiSubscriber::instance().available());
   Back->stopLaunchTracking();
 }
 

@@ -1,5 +1,6 @@
 //===- PlanCursorTest.cpp - Following the program through the plan ---------===//
 #include "deepum/executor/PlanCursor.h"
+#include "deepum/base/Hash.h"
 
 #include "ExecutorTestSupport.h"
 
@@ -153,9 +154,9 @@ namespace {
 
 /// The planner's contextId: position P's ID, then P-1's, ..., wrapping.
 uint64_t contextOf(const std::vector<uint64_t> &Ids, size_t P, unsigned L) {
-  uint64_t H = kFnvOffsetBasis;
+  uint64_t H = deepum::base::kFnvOffset;
   for (unsigned K = 0; K < L && K < Ids.size(); ++K)
-    H = fnvWords(H, Ids[(P + Ids.size() - K) % Ids.size()]);
+    H = deepum::base::fnv1aId(Ids[(P + Ids.size() - K) % Ids.size()], H);
   return H;
 }
 

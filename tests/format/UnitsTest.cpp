@@ -32,7 +32,7 @@ TEST(Signature, ExecutionIdIsStableAndSensitiveToConfig) {
   // Pinned value: changing the hash breaks every plan on disk.
   format::LaunchConfig C{8, 4, 1, 256, 1, 1, 0};
   EXPECT_EQ(format::executionId("sgemm", C), format::executionId("sgemm", C));
-  static_assert(format::fnv1a("a", 1) == 0xaf63dc4c8601ec8cULL, "FNV-1a reference value");
+  static_assert(base::fnv1a("a", 1) == 0xaf63dc4c8601ec8cULL, "FNV-1a reference value");
   format::LaunchConfig D = C;
   D.SharedMemoryBytes = 1024;
   EXPECT_NE(format::executionId("sgemm", C), format::executionId("sgemm", D));

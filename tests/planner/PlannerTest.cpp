@@ -473,7 +473,16 @@ TEST(PlannerErrors, OneLineErrors) {
   O.GpuMemoryBytes = 8 * MiB;
   O.DeviceModel = "no-such-gpu";
   std::string E = errorText(compilePlan(P, O));
-  EXPECT_NE(E.find("no device model named 'no-such-gpu'"), std::string::npos) << E;
+  // The one device loader's message, as deepum-sim gives it.
+  EXPECT_NE(E.find("unknown device model 'no-such-gpu' (known: v100-pcie-16gb"), std::string::npos)
+      << E;
+  O.DeviceModel.clear();
+  O.DeviceFile = "lab.json";
+  E = errorText(compilePlan(P, O));
+  EXPECT_NE(E.find("--device-file lab.json: name the model to use with --device NAME"),
+            std::string::npos)
+      << E;
+  O.DeviceFile.clear();
   EXPECT_NE(errorText(parseStrategy("lru")).find("unknown strategy 'lru'"), std::string::npos);
   Profile Empty = P;
   Empty.clear_kernels();

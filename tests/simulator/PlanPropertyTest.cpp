@@ -11,8 +11,8 @@
 #include "Synthetic.h"
 #include "TestSupport.h"
 
+#include "deepum/base/DeviceModel.h"
 #include "deepum/executor/sim/SimBackend.h"
-#include "deepum/format/DeviceModels.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Perfetto.h"
 #include "deepum/planner/Planner.h"
@@ -106,7 +106,7 @@ namespace {
 /// The shipped v100-pcie-16gb model, but the driver copies clean pages back
 /// on eviction (one copy of each page, as without read duplication).
 std::string copiesCleanDeviceFile(const std::string &Dir) {
-  llvm::json::Value Root = takeOk(llvm::json::parse(format::builtinDeviceModelsJson()));
+  llvm::json::Value Root = takeOk(llvm::json::parse(base::builtinDeviceModelsJson()));
   llvm::json::Array Out;
   for (llvm::json::Value &M : *Root.getAsObject()->getArray("models"))
     if (M.getAsObject()->getString("name") == llvm::Optional<llvm::StringRef>("v100-pcie-16gb")) {

@@ -18,9 +18,9 @@
 // from the driver callback nested in it.
 //
 //===----------------------------------------------------------------------===//
+#include "deepum/cupti/Subscriber.h"
 #include "deepum/executor/Log.h"
 #include "deepum/executor/cuda/CudaBackend.h"
-#include "deepum/executor/cuda/Cupti.h"
 #include "deepum/executor/cuda/LaunchDecoding.h"
 #include "deepum/format/Signature.h"
 #include "deepum/standin/StandIn.h"
@@ -80,7 +80,7 @@ TEST(LaunchTracking, EveryTripleChevronLaunchOfTrainStepIsDecodedWithItsKernelNa
   Recorder R;
   std::string Why;
   ASSERT_TRUE(Back->startLaunchTracking(&R, Why)) << Why;
-  EXPECT_TRUE(cuda::CuptiSubscriber::instance().holdsSubscriber());
+  EXPECT_TRUE(deepum::cupti::CuptiSubscriber::instance().holdsSubscriber());
   const size_t Before = kernelRecords(0).size();
   const uint64_t UndecodedBefore = cuda::detail::undecodedLaunches();
 
@@ -276,7 +276,7 @@ TEST(LaunchTracking, AGraphInstantiatedBeforeTrackingIsCountedAndSaidOnce) {
   const void *Fn = reinterpret_cast<const void *>(&earlyHostSymbol);
   ASSERT_TRUE(registerAddOne(Fn));
 
-  if (cuda::CuptiSubscriber::instance().available())
+  if (deepum::cupti::CuptiSubscriber::instance().available())
     GTEST_SKIP() << "launch tracking already started in this process; ctest runs each test alone";
 
   float *P = nullptr;

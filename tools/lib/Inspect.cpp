@@ -1,6 +1,7 @@
 //===- Inspect.cpp - Summaries, timelines and conversions of deepum files ---===//
 #include "deepum/tools/Inspect.h"
 
+#include "deepum/base/Error.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Perfetto.h"
 #include "deepum/format/Summary.h"
@@ -13,7 +14,7 @@ namespace deepum::tools {
 
 /// Option values come from the command line: escaped like every name in an error.
 static Error usageError(const Twine &Msg) {
-  return createStringError(inconvertibleErrorCode(), format::escapeForMessage(Msg.str()));
+  return base::makeError(format::escapeForMessage(Msg.str()));
 }
 
 Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {

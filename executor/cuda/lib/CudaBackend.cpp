@@ -30,8 +30,9 @@
 //===----------------------------------------------------------------------===//
 #include "deepum/executor/cuda/CudaBackend.h"
 
+#include "deepum/base/Hash.h"
+#include "deepum/cupti/Subscriber.h"
 #include "deepum/executor/Log.h"
-#include "deepum/executor/cuda/Cupti.h"
 #include "deepum/executor/cuda/LaunchDecoding.h"
 #include "deepum/executor/cuda/Nvtx.h"
 #include "deepum/format/Signature.h"
@@ -55,6 +56,9 @@
 #include <vector>
 
 namespace deepum::executor::cuda {
+
+using cupti::CuptiHandlerId;
+using cupti::CuptiSubscriber;
 
 namespace {
 
@@ -221,7 +225,7 @@ uint64_t nameHash(const void *Function, const char *Name) {
       }
     }
   }
-  uint64_t H = format::fnv1a(N, std::strlen(N));
+  uint64_t H = base::fnv1a(N, std::strlen(N));
   if (Function && Cache.size() < 65536)
     Cache[Function] = Entry{N, N, H};
   return H;
@@ -229,7 +233,7 @@ uint64_t nameHash(const void *Function, const char *Name) {
 
 uint64_t finishId(uint64_t H, const format::LaunchConfig &C) {
   for (uint32_t W : {C.GridX, C.GridY, C.GridZ, C.BlockX, C.BlockY, C.BlockZ, C.SharedMemoryBytes})
-    H = format::fnv1aWord(W, H);
+    H = base::fnv1aWord(W, H);
   return H;
 }
 

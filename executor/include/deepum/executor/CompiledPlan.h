@@ -97,18 +97,6 @@ struct CompiledPlan {
 using format::RawPlan;
 using format::RawRange;
 
-/// FNV-1a 64 over execution IDs, each as two little-endian 32-bit words, low
-/// word first: the planner's sequenceFingerprint / contextId hash.
-inline uint64_t fnvWords(uint64_t Hash, uint64_t Id) {
-  for (uint64_t Word : {Id & 0xffffffffu, Id >> 32})
-    for (int I = 0; I < 4; ++I) {
-      Hash ^= (Word >> (8 * I)) & 0xff;
-      Hash *= 0x100000001b3ULL;
-    }
-  return Hash;
-}
-inline constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
-
 /// Checks the plan against the rules every plan must pass (format::checkRawPlan,
 /// the same as deepum-inspect's) and builds the index; false with `Error` when
 /// the plan cannot be used. Every table it builds is bounded by the plan's

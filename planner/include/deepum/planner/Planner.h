@@ -36,10 +36,10 @@ llvm::Expected<Strategy> parseStrategy(llvm::StringRef Name);
 struct PlanOptions {
   /// GPU memory the plan may use, bytes (> 0).
   uint64_t GpuMemoryBytes = 0;
-  /// Device model for the cost model; empty = derived from the profile's
-  /// device (its link bandwidth) under the name "profile".
+  /// Device model for the cost model (--device); empty = derived from the
+  /// profile's device (its link bandwidth) under the name "profile".
   std::string DeviceModel;
-  /// device-models.json to read; empty = the one in the source tree.
+  /// --device-file: models whose fields override or add to the built-in ones.
   std::string DeviceFile;
   Strategy Strat = Strategy::Prefetch;
   /// IDs hashed into each position's context ID (the ID and its predecessors).

@@ -53,8 +53,8 @@ struct CostModel {
   }
 };
 
-/// Reads the device model `Name` from a device-models.json file (schema
-/// deepum-device-models/1). An empty `File` means the one in the source tree.
+/// The cost model of device model `Name` (base::loadDeviceModel: the built-in
+/// models, with `File`'s fields over them when it is not empty).
 llvm::Expected<CostModel> loadCostModel(llvm::StringRef Name, llvm::StringRef File = "");
 
 struct ScheduleStats {

@@ -3,12 +3,14 @@
 // DeepUM names each launch by an execution ID: a hash of the kernel's name and
 // launch configuration. The planner, the executor's launch hook, the profiler
 // and the simulator's DeepUM policy must agree on it bit for bit, so it lives
-// here, once. FNV-1a 64: stable across runs, platforms and compilers.
+// here, once. FNV-1a 64 (deepum/base/Hash.h): stable across runs, platforms
+// and compilers.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DEEPUM_FORMAT_SIGNATURE_H
 #define DEEPUM_FORMAT_SIGNATURE_H
 
+#include "deepum/base/Hash.h"
 #include "deepum/v1/profile.pb.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -24,32 +26,13 @@ struct LaunchConfig {
   uint32_t SharedMemoryBytes = 0;
 };
 
-inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
-inline constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
-
-constexpr uint64_t fnv1a(const char *Data, size_t Size, uint64_t Hash = kFnvOffset) {
-  for (size_t I = 0; I < Size; ++I) {
-    Hash ^= static_cast<unsigned char>(Data[I]);
-    Hash *= kFnvPrime;
-  }
-  return Hash;
-}
-
-constexpr uint64_t fnv1aWord(uint32_t Word, uint64_t Hash) {
-  for (int I = 0; I < 4; ++I) {
-    Hash ^= (Word >> (8 * I)) & 0xff;
-    Hash *= kFnvPrime;
-  }
-  return Hash;
-}
-
 /// Execution ID of a launch: FNV-1a over the name, then the seven
 /// configuration words (grid xyz, block xyz, shared memory), little-endian.
 inline uint64_t executionId(llvm::StringRef Name, const LaunchConfig &C) {
-  uint64_t H = fnv1a(Name.data(), Name.size());
+  uint64_t H = base::fnv1a(Name.data(), Name.size());
   for (uint32_t W : {C.GridX, C.GridY, C.GridZ, C.BlockX, C.BlockY, C.BlockZ,
                      C.SharedMemoryBytes})
-    H = fnv1aWord(W, H);
+    H = base::fnv1aWord(W, H);
   return H;
 }
 

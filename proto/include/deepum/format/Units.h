@@ -2,6 +2,8 @@
 #ifndef DEEPUM_FORMAT_UNITS_H
 #define DEEPUM_FORMAT_UNITS_H
 
+#include "deepum/base/ByteSize.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -10,13 +12,12 @@
 
 namespace deepum::format {
 
-/// Parses "16GiB", "1.5 GB", "512MiB", "4096", "2M" (binary units for K/M/G/T
-/// with or without "iB"; "KB"/"MB"/"GB"/"TB" are decimal).
+/// base::parseByteSize ("16GiB", "1.5 GB", "512MiB", "4096", "2M"), with an
+/// error quoting the text when it is not a size.
 llvm::Expected<uint64_t> parseByteSize(llvm::StringRef Text);
 
-/// "1.50 GiB", "512.00 MiB", "12 B"; units up to EiB, so every uint64 prints
-/// right (UINT64_MAX is "16.00 EiB").
-std::string formatBytes(uint64_t Bytes);
+/// "1.50 GiB", "512.00 MiB", "12 B" (deepum/base/ByteSize.h).
+using base::formatBytes;
 
 /// Sums and running levels of byte counts. Sizes are uint64: a sum of up to
 /// 2^63 of them, or a level that also subtracts, is exact in 128 bits.

@@ -26,6 +26,16 @@ namespace deepum::tools {
 inline constexpr int kExitBadInput = 1;
 inline constexpr int kExitUsage = 2;
 
+/// Every tool that takes a device says it the same way (deepum/base/DeviceModel.h):
+/// --device NAME picks a built-in model, --device-file FILE overrides its
+/// fields (or adds one). The help texts, shared so they cannot drift.
+inline constexpr const char *kDeviceHelp =
+    "Device model: v100-pcie-16gb, v100-pcie-32gb, a100-40gb, h100-pcie, h100-sxm, h200, or "
+    "one --device-file adds";
+inline constexpr const char *kDeviceFileHelp =
+    "Device models file (device-models.json's format) whose fields override or add to the "
+    "built-in models";
+
 /// Parses argv into the tool's cl::opt globals; on a usage error prints the
 /// option library's message and exits 2.
 inline void parseCommandLine(int Argc, const char *const *Argv, llvm::StringRef Overview) {

@@ -1,14 +1,14 @@
-//===- ExecutorCuptiPort.cpp - CUPTI through the executor's subscriber ------===//
+//===- SharedCuptiPort.cpp - CUPTI through the shared subscriber ------------===//
 #include "CuptiPort.h"
 
-#include "deepum/executor/cuda/Cupti.h"
+#include "deepum/cupti/Subscriber.h"
 
 namespace deepum::profiler::cuda {
 namespace {
 
-using deepum::executor::cuda::CuptiSubscriber;
+using deepum::cupti::CuptiSubscriber;
 
-class ExecutorCuptiPort final : public CuptiPort {
+class SharedCuptiPort final : public CuptiPort {
 public:
   bool acquire() override { return CuptiSubscriber::instance().acquire(); }
   std::string unavailableReason() const override {
@@ -34,7 +34,7 @@ public:
 } // namespace
 
 CuptiPort &processCuptiPort() {
-  static ExecutorCuptiPort *Port = new ExecutorCuptiPort(); // never destroyed: callbacks at exit
+  static SharedCuptiPort *Port = new SharedCuptiPort(); // never destroyed: callbacks at exit
   return *Port;
 }
 

@@ -1,22 +1,42 @@
-//===- Device.cpp - Device models by name, overridable from a file ---------===//
-#include "deepum/format/Format.h"
-#include "deepum/format/DeviceModels.h"
-#include "deepum/sim/Simulator.h"
+//===- DeviceModel.cpp - Device models by name, overridable from a file ----===//
+#include "deepum/base/DeviceModel.h"
 
+#include "deepum/base/Error.h"
+
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
-using namespace deepum::sim;
+using namespace deepum::base;
 using llvm::json::Object;
-
-namespace deepum::sim::detail {
-} // namespace deepum::sim::detail
 
 namespace {
 
-llvm::Error fail(llvm::StringRef File, const llvm::Twine &Msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), (File + ": " + Msg).str());
+llvm::Error fail(llvm::StringRef File, const llvm::Twine &Msg) { return fileError(File, Msg); }
+
+/// The whole of a device file: a regular file of at most kMaxDeviceFileBytes
+/// (a device or a pipe could be endless), checked on the open file.
+llvm::Expected<std::string> readDeviceFile(llvm::StringRef Path) {
+  llvm::Expected<llvm::sys::fs::file_t> F = llvm::sys::fs::openNativeFileForRead(Path);
+  if (!F)
+    return fail(Path, llvm::errorToErrorCode(F.takeError()).message());
+  auto Close = llvm::make_scope_exit([&] { (void)llvm::sys::fs::closeFile(*F); });
+  llvm::sys::fs::file_status St;
+  if (std::error_code EC = llvm::sys::fs::status(*F, St))
+    return fail(Path, EC.message());
+  if (!llvm::sys::fs::is_regular_file(St))
+    return fail(Path, "not a regular file");
+  if (St.getSize() > kMaxDeviceFileBytes)
+    return fail(Path, "larger than " + std::to_string(kMaxDeviceFileBytes >> 20) +
+                          " MiB, the limit for a device file; refusing to read it");
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> B =
+      llvm::MemoryBuffer::getOpenFile(*F, Path, St.getSize(), /*RequiresNullTerminator=*/false);
+  if (!B)
+    return fail(Path, B.getError().message());
+  return (*B)->getBuffer().str();
 }
 
 llvm::Expected<llvm::json::Array> modelsOf(llvm::StringRef Text, llvm::StringRef File) {
@@ -122,10 +142,10 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
 
 } // namespace
 
-std::vector<std::string> deepum::sim::deviceModelNames() {
+std::vector<std::string> deepum::base::deviceModelNames() {
   std::vector<std::string> Names;
   llvm::Expected<llvm::json::Array> Models =
-      modelsOf(deepum::format::builtinDeviceModelsJson(), "device-models.json");
+      modelsOf(builtinDeviceModelsJson(), "device-models.json");
   if (!Models) {
     llvm::consumeError(Models.takeError());
     return Names;
@@ -137,10 +157,10 @@ std::vector<std::string> deepum::sim::deviceModelNames() {
   return Names;
 }
 
-llvm::Expected<DeviceModel> deepum::sim::loadDeviceModel(llvm::StringRef Name,
-                                                         llvm::StringRef OverrideFile) {
+llvm::Expected<DeviceModel> deepum::base::loadDeviceModel(llvm::StringRef Name,
+                                                          llvm::StringRef OverrideFile) {
   llvm::Expected<llvm::json::Array> Builtin =
-      modelsOf(deepum::format::builtinDeviceModelsJson(), "device-models.json");
+      modelsOf(builtinDeviceModelsJson(), "device-models.json");
   if (!Builtin)
     return Builtin.takeError();
   DeviceModel D;
@@ -150,7 +170,7 @@ llvm::Expected<DeviceModel> deepum::sim::loadDeviceModel(llvm::StringRef Name,
     if (llvm::Error E = apply(*Base, D, "device-models.json"))
       return E;
   if (!OverrideFile.empty()) {
-    llvm::Expected<std::string> Bytes = deepum::format::readFileBytes(OverrideFile);
+    llvm::Expected<std::string> Bytes = readDeviceFile(OverrideFile);
     if (!Bytes)
       return Bytes.takeError();
     llvm::Expected<llvm::json::Array> Models = modelsOf(*Bytes, OverrideFile);
@@ -172,9 +192,7 @@ llvm::Expected<DeviceModel> deepum::sim::loadDeviceModel(llvm::StringRef Name,
     return D;
   }
   if (!Base)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   llvm::formatv("unknown device model '{0}' (known: {1})", Name,
-                                                 llvm::join(deviceModelNames(), ", "))
-                                       .str());
+    return makeError(llvm::formatv("unknown device model '{0}' (known: {1})", Name,
+                                   llvm::join(deviceModelNames(), ", ")));
   return D;
 }

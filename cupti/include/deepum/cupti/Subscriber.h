@@ -1,4 +1,4 @@
-//===- deepum/executor/cuda/Cupti.h - The process's one CUPTI subscriber ---===//
+//===- deepum/cupti/Subscriber.h - The process's one CUPTI subscriber ------===//
 //
 // CUPTI allows one callback subscriber per process. The executor (launch
 // tracking) and the profiler (kernel, UM-counter and allocation recording)
@@ -11,6 +11,9 @@
 // compute-sanitizer) already holds the subscriber, acquire() fails, the
 // reason is kept, and the caller degrades (the executor keeps working as a
 // plain allocator; the profiler records nothing). Nothing here aborts.
+//
+// The subscriber is a component of its own (cupti/), below both the profiler
+// and the executor, so that neither depends on the other for it.
 //
 // One instance per process, even across shared objects: libdeepum.so and the
 // profiler's injection library each contain this code, with their symbols
@@ -34,15 +37,15 @@
 // reports; profiles must record that same string for execution IDs to match.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DEEPUM_EXECUTOR_CUDA_CUPTI_H
-#define DEEPUM_EXECUTOR_CUDA_CUPTI_H
+#ifndef DEEPUM_CUPTI_SUBSCRIBER_H
+#define DEEPUM_CUPTI_SUBSCRIBER_H
 
 #include <cupti.h>
 
 #include <cstdint>
 #include <string>
 
-namespace deepum::executor::cuda {
+namespace deepum::cupti {
 
 /// A callback handler: `Data` points to CUpti_CallbackData (API domains),
 /// CUpti_ResourceData (resource domain), CUpti_SynchronizeData, ... exactly as
@@ -125,11 +128,11 @@ struct CuptiTableV1 {
 inline constexpr const char *kCuptiPeerLibraries[] = {"libdeepum.so.0", "libdeepum.so",
                                                       "libdeepum_profiler_injection.so"};
 
-} // namespace deepum::executor::cuda
+} // namespace deepum::cupti
 
 extern "C" {
-/// This library's table (exported from shared libraries that contain Cupti.cpp).
-const deepum::executor::cuda::CuptiTableV1 *deepum_cupti_v1(void);
+/// This library's table (exported from shared libraries that contain Subscriber.cpp).
+const deepum::cupti::CuptiTableV1 *deepum_cupti_v1(void);
 }
 
-#endif // DEEPUM_EXECUTOR_CUDA_CUPTI_H
+#endif // DEEPUM_CUPTI_SUBSCRIBER_H

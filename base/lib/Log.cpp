@@ -1,11 +1,11 @@
-//===- Log.cpp - The executor's few log lines ------------------------------===//
-#include "deepum/executor/Log.h"
+//===- Log.cpp - deepum's few log lines inside someone else's process -----===//
+#include "deepum/base/Log.h"
 
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
 
-namespace deepum::executor {
+namespace deepum::base {
 
 namespace {
 std::atomic<int> Level{static_cast<int>(LogLevel::Warn)};
@@ -91,4 +91,4 @@ std::string LogCapture::stop() {
   return std::move(Captured);
 }
 
-} // namespace deepum::executor
+} // namespace deepum::base

@@ -1,7 +1,7 @@
-//===- Cupti.cpp - The process's one CUPTI subscriber ----------------------===//
-#include "deepum/executor/cuda/Cupti.h"
+//===- Subscriber.cpp - The process's one CUPTI subscriber -----------------===//
+#include "deepum/cupti/Subscriber.h"
 
-#include "deepum/executor/Log.h"
+#include "deepum/base/Log.h"
 
 #include <dlfcn.h>
 
@@ -11,7 +11,10 @@
 #include <shared_mutex>
 #include <vector>
 
-namespace deepum::executor::cuda {
+namespace deepum::cupti {
+
+using base::log;
+using base::LogLevel;
 
 namespace {
 struct Entry {
@@ -226,15 +229,15 @@ const CuptiTableV1 *CuptiSubscriber::peer() const {
   return S.Peer;
 }
 
-} // namespace deepum::executor::cuda
+} // namespace deepum::cupti
 
 // The table other copies forward to. It answers "available" only while this
 // copy holds the subscriber itself (a forwarding copy never re-exports).
-extern "C" __attribute__((visibility("default"))) const deepum::executor::cuda::CuptiTableV1 *
+extern "C" __attribute__((visibility("default"))) const deepum::cupti::CuptiTableV1 *
 deepum_cupti_v1(void) {
-  using deepum::executor::cuda::CuptiSubscriber;
-  static const deepum::executor::cuda::CuptiTableV1 Table = {
-      sizeof(deepum::executor::cuda::CuptiTableV1),
+  using deepum::cupti::CuptiSubscriber;
+  static const deepum::cupti::CuptiTableV1 Table = {
+      sizeof(deepum::cupti::CuptiTableV1),
       [] { return CuptiSubscriber::instance().acquire() ? 1 : 0; },
       [] { return CuptiSubscriber::instance().holdsSubscriber() ? 1 : 0; },
       [](char *Buf, size_t Len) {
@@ -244,7 +247,7 @@ deepum_cupti_v1(void) {
           Buf[Len - 1] = 0;
         }
       },
-      [](int Domain, uint32_t Cbid, deepum::executor::cuda::CuptiHandler H, void *U) -> uint64_t {
+      [](int Domain, uint32_t Cbid, deepum::cupti::CuptiHandler H, void *U) -> uint64_t {
         return CuptiSubscriber::instance().addHandler(static_cast<CUpti_CallbackDomain>(Domain),
                                                       Cbid, H, U);
       },

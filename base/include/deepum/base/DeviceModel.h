@@ -1,0 +1,88 @@
+//===- deepum/base/DeviceModel.h - One GPU and its host link ---------------===//
+//
+// The one device model of deepum: the simulator runs on it, the planner's
+// cost model reads it, and every tool selects it the same way: `--device
+// NAME` picks a built-in model, `--device-file FILE` overrides its fields
+// (or adds a model). The format is device-models.json's, schema
+// "deepum-device-models/1": {"models": [{"name": ..., field: value, ...}]};
+// simulator/devices/device-models.json holds the built-in models, each number
+// with its source, and is compiled in so the tools run from anywhere.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DEEPUM_BASE_DEVICEMODEL_H
+#define DEEPUM_BASE_DEVICEMODEL_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace deepum::base {
+
+/// One GPU and its host link. Every field is documented with its source in
+/// simulator/devices/device-models.json and docs/simulator.md.
+struct DeviceModel {
+  std::string Name;
+  /// Total device memory, bytes (informational: the capacity simulated is
+  /// SimOptions::GpuMemoryBytes).
+  uint64_t MemoryBytes = 0;
+  std::string Link;
+  /// Achieved host<->device bandwidth per direction, bytes per second.
+  double LinkBytesPerSecond = 12e9;
+  /// Fixed cost of servicing one fault batch (fetch, sort, replay), us.
+  double FaultBatchLatencyUs = 20;
+  /// Cost per 2 MiB VA block a batch touches (populate: host unmap, GPU
+  /// chunk, map), us: the driver services a batch block by block.
+  double FaultBlockServiceUs = 25;
+  /// Fault-buffer entries (one per faulting 4 KiB page) per batch.
+  unsigned FaultBatchSize = 256;
+  /// Copy engines per direction shared by prefetches, faults and evictions.
+  unsigned CopyEnginesPerDirection = 1;
+  /// Fixed copy-engine cost of one explicit transfer (per block), us.
+  double TransferSetupUs = 0;
+  /// Host time of one transfer API call (cudaMemPrefetchAsync, a batch call,
+  /// cudaMemDiscardAsync), us, and of each range after the first in a batch call.
+  double TransferCallUs = 20;
+  double TransferRangeUs = 1;
+  /// Density prefetcher: a region is fetched whole once more than this
+  /// fraction of it is resident or faulting (uvm_perf_prefetch_threshold).
+  double PrefetchThreshold = 0.51;
+  /// Two migrations of a block within this many us count as thrashing.
+  double ThrashingLapseUs = 500;
+  /// Thrashing events on a block before the driver throttles it.
+  unsigned ThrashingThreshold = 3;
+  /// Delay added to a fault batch touching a throttled block, us.
+  double ThrottleNapUs = 500;
+  /// Whether evicting a page whose host copy is still valid copies it anyway.
+  bool EvictionCopiesClean = true;
+  /// Roofline, as the CPU tracer uses it: derived profiles carry each
+  /// kernel's FLOPs and DRAM bytes, so their durations can be recomputed for
+  /// another device (see SimOptions::Durations).
+  double MatmulFlopsPerSecond = 0;
+  double VectorFlopsPerSecond = 0;
+  double DramBytesPerSecond = 0;
+  double MatmulEfficiency = 0.75;
+  double MemoryEfficiency = 0.8;
+  double KernelMinUs = 0;
+};
+
+/// A device file larger than this is refused before it is read (the
+/// built-in file is some 30 KiB).
+inline constexpr uint64_t kMaxDeviceFileBytes = uint64_t{1} << 20;
+
+/// The device model `Name` from the built-in models, with any fields of the
+/// model of the same name in `DeviceFile` (same schema) replacing the
+/// built-in ones. A model only present in the file is accepted when it sets
+/// link_bytes_per_second and fault_batch_latency_us. Unknown fields, values
+/// of the wrong type and unknown names are errors naming the file.
+llvm::Expected<DeviceModel> loadDeviceModel(llvm::StringRef Name, llvm::StringRef DeviceFile = "");
+/// Names of the built-in device models, in file order.
+std::vector<std::string> deviceModelNames();
+/// The text of device-models.json as built.
+llvm::StringRef builtinDeviceModelsJson();
+
+} // namespace deepum::base
+
+#endif // DEEPUM_BASE_DEVICEMODEL_H

@@ -1,0 +1,103 @@
+//===- BaseTest.cpp - The hash, byte sizes and errors every component shares ===//
+#include "TestSupport.h"
+
+#include "deepum/base/ByteSize.h"
+#include "deepum/base/DeviceModel.h"
+#include "deepum/base/Error.h"
+#include "deepum/base/Hash.h"
+
+#include "gtest/gtest.h"
+
+#include <fstream>
+
+using namespace deepum::base;
+
+TEST(Hash, Fnv1aReferenceValues) {
+  // Pinned: changing the hash breaks every plan on disk.
+  static_assert(fnv1a("", 0) == kFnvOffset, "empty input is the offset basis");
+  static_assert(fnv1a("a", 1) == 0xaf63dc4c8601ec8cULL, "FNV-1a reference value");
+  static_assert(fnv1a("foobar", 6) == 0x85944171f73967e8ULL, "FNV-1a reference value");
+  const uint8_t Bytes[] = {'f', 'o', 'o', 'b', 'a', 'r'};
+  EXPECT_EQ(fnv1aBytes(Bytes, sizeof Bytes), fnv1a("foobar", 6));
+  // Continuing a hash is hashing the concatenation.
+  EXPECT_EQ(fnv1a("bar", 3, fnv1a("foo", 3)), fnv1a("foobar", 6));
+}
+
+TEST(Hash, WordsAreLittleEndianAndIdsLowWordFirst) {
+  EXPECT_EQ(fnv1aWord(0x64636261u, kFnvOffset), fnv1a("abcd", 4));
+  const uint64_t Id = 0x0807060504030201ULL;
+  const char Le[] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(fnv1aId(Id, kFnvOffset), fnv1a(Le, 8));
+  EXPECT_NE(fnv1aId(Id, kFnvOffset), fnv1aId(0x0403020108070605ULL, kFnvOffset));
+}
+
+TEST(ByteSize, ParsesWhatPeopleWrite) {
+  EXPECT_EQ(parseByteSize("16GiB"), uint64_t{16} << 30);
+  EXPECT_EQ(parseByteSize("16G"), uint64_t{16} << 30);
+  EXPECT_EQ(parseByteSize("16gib"), uint64_t{16} << 30);
+  EXPECT_EQ(parseByteSize("1.5 GB"), uint64_t{1500000000});
+  EXPECT_EQ(parseByteSize("1.5GiB"), uint64_t{3} << 29);
+  EXPECT_EQ(parseByteSize("512MiB"), uint64_t{512} << 20);
+  EXPECT_EQ(parseByteSize(" 2 kib "), uint64_t{2048});
+  EXPECT_EQ(parseByteSize("4096"), uint64_t{4096});
+  EXPECT_EQ(parseByteSize("4096 B"), uint64_t{4096});
+  EXPECT_EQ(parseByteSize("2T"), uint64_t{2} << 40);
+  EXPECT_EQ(parseByteSize("3TB"), uint64_t{3000000000000});
+  // Rounded to the nearest byte.
+  EXPECT_EQ(parseByteSize("0.0009765625K"), uint64_t{1});
+  EXPECT_EQ(parseByteSize("1.4"), uint64_t{1});
+}
+
+TEST(ByteSize, RefusesWhatIsNotASize) {
+  // Signs, exponents, NaN, infinity, unknown units, and sizes of 2^63 bytes
+  // or more (a double beyond 2^64 converted to uint64 is undefined).
+  for (const char *Bad : {"", " ", "GiB", "12 parsecs", "1.2.3G", "-5G", "-0.5GiB", "+1G", "1e99",
+                          "nan", "inf", "-inf", "1e300GiB", "16EiB", "16383PiB",
+                          "18446744073709551616", "17179869184GiB", "8388608TiB", "1 G B"})
+    EXPECT_FALSE(parseByteSize(Bad).has_value()) << Bad;
+  EXPECT_EQ(parseByteSize("8388607TiB"), uint64_t{8388607} << 40);
+}
+
+TEST(ByteSize, Formats) {
+  EXPECT_EQ(formatBytes(0), "0 B");
+  EXPECT_EQ(formatBytes(1023), "1023 B");
+  EXPECT_EQ(formatBytes(1024), "1.00 KiB");
+  EXPECT_EQ(formatBytes(uint64_t{3} << 29), "1.50 GiB");
+  EXPECT_EQ(formatBytes(uint64_t{512} << 20), "512.00 MiB");
+  EXPECT_EQ(formatBytes(UINT64_MAX), "16.00 EiB");
+  // What formatBytes prints, parseByteSize reads back.
+  EXPECT_EQ(parseByteSize(formatBytes(uint64_t{3} << 29)), uint64_t{3} << 29);
+}
+
+TEST(Error, FileErrorNamesTheFileFirst) {
+  llvm::Error E = fileError("devices.json", "model 'x': unknown field 'y'");
+  EXPECT_EQ(llvm::toString(std::move(E)), "devices.json: model 'x': unknown field 'y'");
+  EXPECT_EQ(llvm::toString(makeError("plain")), "plain");
+}
+
+TEST(DeviceModel, DeviceFilesAreBoundedRegularFiles) {
+  const std::string Dir = deepum::test::scratchDir("DeviceFilesAreBoundedRegularFiles");
+  // /dev/zero never ends: refused before anything is read.
+  EXPECT_EQ(deepum::test::errorText(loadDeviceModel("h100-pcie", "/dev/zero")),
+            "/dev/zero: not a regular file");
+  const std::string Big = Dir + "/big.json";
+  {
+    std::ofstream F(Big);
+    F << "{\"models\": []}" << std::string(kMaxDeviceFileBytes, ' ');
+  }
+  EXPECT_EQ(deepum::test::errorText(loadDeviceModel("h100-pcie", Big)),
+            Big + ": larger than 1 MiB, the limit for a device file; refusing to read it");
+  const std::string Small = Dir + "/small.json";
+  {
+    std::ofstream F(Small);
+    F << "{\"models\": [{\"name\": \"h100-pcie\", \"kernel_min_us\": 7}]}";
+  }
+  llvm::Expected<DeviceModel> D = loadDeviceModel("h100-pcie", Small);
+  ASSERT_TRUE(static_cast<bool>(D)) << llvm::toString(D.takeError());
+  EXPECT_EQ(D->KernelMinUs, 7);
+  // The other fields stay the built-in model's.
+  llvm::Expected<DeviceModel> Builtin = loadDeviceModel("h100-pcie");
+  ASSERT_TRUE(static_cast<bool>(Builtin)) << llvm::toString(Builtin.takeError());
+  EXPECT_EQ(D->LinkBytesPerSecond, Builtin->LinkBytesPerSecond);
+  EXPECT_NE(Builtin->KernelMinUs, 7);
+}

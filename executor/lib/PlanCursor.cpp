@@ -34,9 +34,9 @@ PlanCursor::PlanCursor(const CompiledPlan &P, CursorOptions O) : Plan(P), Opts(O
 std::string profileFingerprintMismatch(const CompiledPlan &P) {
   if (P.ProfileFingerprint == 0)
     return {};
-  uint64_t Own = kFnvOffsetBasis;
+  uint64_t Own = base::kFnvOffset;
   for (uint64_t Id : P.PositionIds)
-    Own = fnvWords(Own, Id);
+    Own = base::fnv1aId(Id, Own);
   if (Own == P.ProfileFingerprint)
     return {};
   return "the plan's profile fingerprint " + hex16(P.ProfileFingerprint) +
@@ -50,7 +50,7 @@ void PlanCursor::checkFingerprint() {
   const bool Complete = Marked && LiveLaunches != 0; // a whole marked iteration
   const uint64_t Seen = LiveHash;
   Marked = true;
-  LiveHash = kFnvOffsetBasis;
+  LiveHash = base::kFnvOffset;
   LiveLaunches = 0;
   if (!Complete)
     return;
@@ -106,7 +106,7 @@ uint32_t PlanCursor::advance(uint64_t Id, uint32_t &Skipped) {
     return kNoPosition;
   Stats.Launches++;
   if (Fingerprint == FingerprintCheck::Pending && Marked) {
-    LiveHash = fnvWords(LiveHash, Id);
+    LiveHash = base::fnv1aId(Id, LiveHash);
     ++LiveLaunches;
   }
   if (!ModelChecked) {

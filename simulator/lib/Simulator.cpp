@@ -30,8 +30,6 @@ llvm::Error fail(const llvm::Twine &Msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), Msg.str());
 }
 
-}
-
 /// Recomputes durations with the device's roofline, exactly as the CPU
 /// tracer does (python/deepum_trace/devices.py kernel_ns). Returns false, and
 /// changes nothing, when a kernel lacks roofline inputs or the device model

@@ -2,6 +2,7 @@
 #ifndef DEEPUM_TESTS_EXECUTOR_SUPPORT_H
 #define DEEPUM_TESTS_EXECUTOR_SUPPORT_H
 
+#include "deepum/base/Hash.h"
 #include "deepum/executor/CompiledPlan.h"
 #include "deepum/executor/FakeBackend.h"
 #include "deepum/v1/plan.pb.h"
@@ -76,9 +77,9 @@ public:
   }
   /// The planner's sequenceFingerprint of `Ids` (FNV-1a, plan.proto).
   static uint64_t sequenceHash(const std::vector<uint64_t> &Ids) {
-    uint64_t H = executor::kFnvOffsetBasis;
+    uint64_t H = deepum::base::kFnvOffset;
     for (uint64_t Id : Ids)
-      H = executor::fnvWords(H, Id);
+      H = deepum::base::fnv1aId(Id, H);
     return H;
   }
   PlanBuilder &capacity(uint64_t Bytes) {

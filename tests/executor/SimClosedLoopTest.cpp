@@ -21,6 +21,7 @@
 #endif
 
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "gtest/gtest.h"
 
 #include <cmath>

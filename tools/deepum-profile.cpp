@@ -1,6 +1,7 @@
 //===- deepum-profile.cpp - Record a training command's kernels and UM faults ===//
 #include "deepum/profiler/Launch.h"
 #include "deepum/tools/Cli.h"
+#include "deepum/tools/Progress.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -46,6 +47,8 @@ static cl::opt<std::string> Injection("injection-library",
                                       cl::desc("The profiler's injection library (default: "
                                                "next to deepum-profile or in ../lib)"),
                                       cl::value_desc("LIB"), cl::cat(Category));
+static cl::opt<bool> Quiet("quiet", cl::desc("No progress lines on standard error"),
+                           cl::cat(Category));
 static cl::list<std::string> Command(cl::Positional, cl::desc("-- COMMAND ARGS..."),
                                      cl::cat(Category));
 
@@ -97,6 +100,7 @@ int main(int argc, char **argv) {
                 : NoPython ? deepum::profiler::PythonMode::Off
                            : deepum::profiler::PythonMode::Auto;
   Opts.PythonPackage = PythonPackage;
+  Opts.Progress = deepum::tools::progressSettings(errs(), Quiet).Stream != nullptr;
   Opts.ToolPath = sys::fs::getMainExecutable(argv[0], reinterpret_cast<void *>(&anchor));
   ExitOnError ExitOnErr("deepum-profile: ");
   return ExitOnErr(deepum::profiler::runProfile(Opts, errs()));

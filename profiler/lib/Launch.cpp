@@ -187,6 +187,7 @@ Expected<SessionConfig> makeSessionConfig(const ProfileOptions &Opts,
   C.Skip = Opts.Skip;
   C.Mode = *Mode;
   C.StepRange = Opts.StepRange;
+  C.Progress = Opts.Progress;
   return C;
 }
 

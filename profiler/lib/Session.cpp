@@ -6,6 +6,7 @@
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -37,6 +38,8 @@ std::vector<std::pair<std::string, std::string>> SessionConfig::toEnvironment() 
   };
   if (!StepRange.empty())
     Env.emplace_back(kEnvStepRange, StepRange);
+  if (Progress)
+    Env.emplace_back(kEnvProgress, "1");
   return Env;
 }
 
@@ -77,6 +80,8 @@ SessionConfig::fromEnvironment(function_ref<const char *(const char *)> GetEnv) 
   }
   if (const char *R = GetEnv(kEnvStepRange))
     C.StepRange = R;
+  if (const char *P = GetEnv(kEnvProgress))
+    C.Progress = StringRef(P) == "1";
   return C;
 }
 
@@ -144,6 +149,7 @@ void Session::started() {
 bool Session::afterMark(const MarkEffect &E) {
   if (Finished)
     return true;
+  progress(E);
   if (E.RecordingStarted)
     Log << "deepum-profile: recording from iteration " << Config.Skip << "\n";
   if (E.RecordingFinished) {
@@ -161,6 +167,22 @@ bool Session::afterMark(const MarkEffect &E) {
       Log << "deepum-profile: checkpoint: " << toString(std::move(Err)) << "\n";
   }
   return false;
+}
+
+void Session::progress(const MarkEffect &E) {
+  ++Marks;
+  Recorded += E.IterationRecorded;
+  if (!Config.Progress)
+    return;
+  const double Seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();
+  if (E.IterationRecorded)
+    Log << formatv("deepum-profile: iteration {0} of {1} recorded ({2:f1} s)\n", Recorded,
+                   Config.Iterations, Seconds);
+  else if (Marks <= Config.Skip)
+    Log << formatv("deepum-profile: iteration {0} of {1} skipped ({2:f1} s)\n", Marks,
+                   Config.Skip, Seconds);
+  Log.flush();
 }
 
 void Session::finish() {

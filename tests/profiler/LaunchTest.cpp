@@ -92,6 +92,7 @@ TEST(Launch, ChildEnvironmentCarriesTheSession) {
   O.Skip = 2;
   O.Mode = "access-set";
   O.StepRange = "train_step";
+  O.Progress = true;
   O.Output = "/tmp/x.pb";
   O.Command = {"true"};
   O.CuptiLibrary = "/opt/cuda/lib/libcupti.so";
@@ -110,6 +111,7 @@ TEST(Launch, ChildEnvironmentCarriesTheSession) {
   EXPECT_THAT(Env, Contains("DEEPUM_PROFILE_SKIP=2"));
   EXPECT_THAT(Env, Contains("DEEPUM_PROFILE_MODE=access-set"));
   EXPECT_THAT(Env, Contains("DEEPUM_PROFILE_STEP_RANGE=train_step"));
+  EXPECT_THAT(Env, Contains("DEEPUM_PROFILE_PROGRESS=1"));
   EXPECT_THAT(Env, Not(Contains("DEEPUM_PROFILE_STEP_RANGE=stale")));
   EXPECT_THAT(Env, Contains("NVTX_INJECTION64_PATH=/opt/cuda/lib/libcupti.so"));
   EXPECT_THAT(Env,
@@ -127,6 +129,7 @@ TEST(Launch, ChildEnvironmentCarriesTheSession) {
   EXPECT_EQ(Back.Skip, 2u);
   EXPECT_EQ(Back.Mode, ProfileMode::AccessSet);
   EXPECT_EQ(Back.StepRange, "train_step");
+  EXPECT_TRUE(Back.Progress);
   EXPECT_TRUE(Back.recorderOptions().AccessSetMode);
 }
 

@@ -53,6 +53,9 @@ struct ProfileOptions {
   /// The folder holding deepum's Python package (deepum/_autoload inside);
   /// empty: found next to the tool (see findPythonPackage).
   std::string PythonPackage;
+  /// The program prints a line per iteration skipped and recorded on its
+  /// standard error (deepum-profile: when that is a terminal; docs/tools.md).
+  bool Progress = false;
 };
 
 /// Whether `Command` runs Python: its program is named python, python3 or

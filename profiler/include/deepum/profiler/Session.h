@@ -24,6 +24,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,9 @@ inline constexpr const char *kEnvIterations = "DEEPUM_PROFILE_ITERATIONS";
 inline constexpr const char *kEnvSkip = "DEEPUM_PROFILE_SKIP";
 inline constexpr const char *kEnvMode = "DEEPUM_PROFILE_MODE";
 inline constexpr const char *kEnvStepRange = "DEEPUM_PROFILE_STEP_RANGE";
+/// "1": a progress line per iteration skipped and recorded (deepum-profile's
+/// standard error is a terminal, or DEEPUM_PROGRESS=always).
+inline constexpr const char *kEnvProgress = "DEEPUM_PROFILE_PROGRESS";
 /// The injection library's own path, so the allocator can find its recording hooks.
 inline constexpr const char *kEnvLibrary = "DEEPUM_PROFILER_LIBRARY";
 
@@ -53,6 +57,8 @@ struct SessionConfig {
   ProfileMode Mode = ProfileMode::Natural;
   /// When not empty, iterations are the NVTX ranges of this name (and only they).
   std::string StepRange;
+  /// A progress line per iteration skipped and recorded.
+  bool Progress = false;
 
   /// The variables that carry this config (the library path is added by the launcher).
   std::vector<std::pair<std::string, std::string>> toEnvironment() const;
@@ -97,11 +103,16 @@ public:
 
 private:
   void writeFinal();
+  void progress(const MarkEffect &E);
 
   SessionConfig Config;
   Recorder &R;
   llvm::raw_ostream &Log;
   bool Finished = false;
+  /// Iterations seen since the session started, and recorded (progress lines).
+  uint32_t Marks = 0;
+  uint32_t Recorded = 0;
+  std::chrono::steady_clock::time_point Start = std::chrono::steady_clock::now();
 };
 
 } // namespace deepum::profiler

@@ -24,8 +24,6 @@ using namespace deepum::sim::detail;
 
 namespace {
 
-constexpr uint32_t AllPages = 0xffffffffu;
-
 /// Whether object O is allocated (occupies memory) at position P.
 bool liveAt(const SwapObject &O, uint32_t P) {
   bool AfterAlloc = O.AllocPos < 0 || P >= O.AllocPos;

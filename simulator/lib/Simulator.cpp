@@ -124,29 +124,38 @@ uint64_t deepum::sim::footprintBytes(const deepum::v1::Profile &P) {
          deepum::format::kUmBlockBytes;
 }
 
-llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, const SimOptions &O,
-                                                deepum::format::TraceWriter *Timeline) {
-  if (O.Iterations == 0)
-    return fail("--iterations must be at least 1");
-  if (O.Pol == Policy::Plan && !O.Plan)
-    return fail("policy 'plan' needs a plan (--plan FILE)");
+namespace {
 
-  std::optional<std::pair<uint32_t, uint32_t>> Range;
-  if (O.Pol == Policy::Plan) {
-    auto PlanRange = planIteration(*O.Plan, P, O.PlanName, O.ProfileName);
-    if (!PlanRange)
-      return PlanRange.takeError();
-    Range = *PlanRange;
-  }
+using KernelRange = std::pair<uint32_t, uint32_t>;
+
+/// The kernels of the profile the plan policy replays (the plan's launches);
+/// none for the other policies, which replay the steady-state iteration.
+llvm::Expected<std::optional<KernelRange>> replayedRange(const deepum::v1::Profile &P,
+                                                         const SimOptions &O) {
+  if (O.Pol != Policy::Plan)
+    return std::nullopt;
+  llvm::Expected<KernelRange> PlanRange = planIteration(*O.Plan, P, O.PlanName, O.ProfileName);
+  if (!PlanRange)
+    return PlanRange.takeError();
+  return std::optional<KernelRange>(*PlanRange);
+}
+
+/// The workload the policy replays: the plan's own for the plan policy, the
+/// profile's steady-state iteration for the others.
+llvm::Expected<Workload> replayedWorkload(const deepum::v1::Profile &P, const SimOptions &O) {
   llvm::Expected<Workload> WOr = O.Pol == Policy::Plan
                                      ? workloadFromPlan(*O.Plan, P, O.PlanName, O.ProfileName)
                                      : workloadFromProfile(P);
   if (!WOr) // plan errors name both files already
     return O.Pol == Policy::Plan ? WOr.takeError()
                                  : fail(O.ProfileName + ": " + llvm::toString(WOr.takeError()));
-  Workload &W = *WOr;
+  return WOr;
+}
 
-  SimResult R;
+/// Sets the workload's kernel durations and what the result says of the run
+/// before it runs: policy, device, model, capacity, footprint, iterations.
+llvm::Error describeRun(SimResult &R, Workload &W, const deepum::v1::Profile &P,
+                        const SimOptions &O, std::optional<KernelRange> Range) {
   R.ProfileDevice = P.device().name();
   bool Roofline = false;
   llvm::Expected<std::vector<uint64_t>> Durations =
@@ -169,8 +178,13 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   R.MeasuredIterations = O.Iterations;
   R.WarmupIterations = O.WarmupIterations;
   R.KernelsPerIteration = W.Kernels;
-  const double IdealNs = static_cast<double>(W.idealNs());
-  R.IdealUs = IdealNs / 1e3;
+  return llvm::Error::success();
+}
+
+/// The ideal time and the lower bounds on the iteration at R's capacity.
+llvm::Error setBounds(SimResult &R, const Workload &W, const deepum::v1::Profile &P,
+                      const SimOptions &O, std::optional<KernelRange> Range) {
+  R.IdealUs = static_cast<double>(W.idealNs()) / 1e3;
   // The bounds come from the profile's own accesses and allocation
   // lifetimes, whatever the policy: a plan is judged against the same bounds
   // as every baseline (its arena workload knows no lifetimes).
@@ -190,41 +204,47 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   // lower bound known is the larger of it and the total-bytes bound.
   R.CutBoundUs = cutBoundNs(BW, R.GpuMemoryBytes, O.Device.LinkBytesPerSecond) / 1e3;
   R.LowerBoundUs = std::max(R.BoundOrIdealUs, R.CutBoundUs);
+  return llvm::Error::success();
+}
 
-  std::unique_ptr<SimPolicy> Pol;
-  if (O.Pol == Policy::Plan) {
-    if (!O.PlanPolicy)
-      return fail("policy 'plan' is replayed by the executor: this build gives the simulator no "
-                  "plan policy (SimOptions::PlanPolicy, deepum_executor_sim)");
-    llvm::Expected<std::unique_ptr<SimPolicy>> PP = O.PlanPolicy(*O.Plan, O);
-    if (!PP)
-      return PP.takeError();
-    Pol = std::move(*PP);
-  } else {
-    Pol = makePolicy(O.Pol, W, O, R.GpuMemoryBytes);
+/// The policy acting on `W`: the one SimOptions::PlanPolicy makes for the
+/// plan policy, this library's for the others.
+llvm::Expected<std::unique_ptr<SimPolicy>> makeSimPolicy(const Workload &W, const SimOptions &O,
+                                                         uint64_t CapacityBytes) {
+  if (O.Pol != Policy::Plan)
+    return makePolicy(O.Pol, W, O, CapacityBytes);
+  if (!O.PlanPolicy)
+    return fail("policy 'plan' is replayed by the executor: this build gives the simulator no "
+                "plan policy (SimOptions::PlanPolicy, deepum_executor_sim)");
+  return O.PlanPolicy(*O.Plan, O);
+}
+
+/// Infinite memory: kernels back to back, nothing moves.
+void replayWithoutMemory(SimResult &R, const Workload &W, const deepum::v1::Profile &P,
+                         deepum::format::TraceWriter *Timeline) {
+  R.IterationUs = R.IdealUs;
+  R.SlowdownOverIdeal = 1;
+  if (!Timeline)
+    return;
+  nameTimelineLanes(*Timeline, R);
+  uint64_t T = 0;
+  for (uint32_t K = 0; K < W.Kernels; ++K) {
+    Timeline->span(1, 1, P.kernels(static_cast<int>(W.FirstKernel + K)).name(), "compute", T,
+                   W.DurationNs[K]);
+    T += W.DurationNs[K];
   }
+  timelineIteration(*Timeline, 0, 0, 0, T);
+}
 
-  if (!Pol->usesMemory()) {
-    // Infinite memory: kernels back to back, nothing moves.
-    R.IterationUs = R.IdealUs;
-    R.SlowdownOverIdeal = 1;
-    if (Timeline) {
-      nameTimelineLanes(*Timeline, R);
-      uint64_t T = 0;
-      for (uint32_t K = 0; K < W.Kernels; ++K) {
-        Timeline->span(1, 1, P.kernels(static_cast<int>(W.FirstKernel + K)).name(), "compute", T,
-                       W.DurationNs[K]);
-        T += W.DurationNs[K];
-      }
-      timelineIteration(*Timeline, 0, 0, 0, T);
-    }
-    return R;
-  }
-
+/// Warm-up and measured iterations on the engine, the policy acting on what
+/// the host sees; fills R's iteration time and per-iteration statistics.
+llvm::Error replayOnEngine(SimResult &R, const Workload &W, const deepum::v1::Profile &P,
+                           const SimOptions &O, SimPolicy &Pol,
+                           deepum::format::TraceWriter *Timeline) {
   Engine E(O.Device, R.GpuMemoryBytes);
-  if (llvm::Error Err = Pol->attach(E, R.GpuMemoryBytes))
-    return llvm::Expected<SimResult>(std::move(Err));
-  const uint64_t FirstBlock = Pol->firstUmBlock();
+  if (llvm::Error Err = Pol.attach(E, R.GpuMemoryBytes))
+    return Err;
+  const uint64_t FirstBlock = Pol.firstUmBlock();
   for (uint64_t B : W.UmBlocks)
     (void)E.blockId(FirstBlock + B); // dense ids equal the workload's
   E.setCheckInvariants(O.CheckInvariants);
@@ -247,27 +267,62 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
       // Host-side events of this position, in time order: frees, then the
       // data loader's writes, then the launch the policy acts on.
       if (!W.dead(K).empty())
-        Pol->allocationsFreed(E, K, W.dead(K));
+        Pol.allocationsFreed(E, K, W.dead(K));
       for (const BlockUse &H : W.hostWrites(K))
         E.hostWritePages(H.Block, H.PageMask);
-      Pol->launchObserved(E, K);
+      Pol.launchObserved(E, K);
       llvm::StringRef Name =
           Record ? llvm::StringRef(P.kernels(static_cast<int>(W.FirstKernel + K)).name())
                  : llvm::StringRef("kernel");
       if (llvm::Error Err = E.launch(W.uses(K), W.DurationNs[K], Name))
         return fail(O.ProfileName + ": " + llvm::toString(std::move(Err)));
-      Pol->kernelEnded(E, K);
+      Pol.kernelEnded(E, K);
     }
     if (Timeline)
       timelineIteration(*Timeline, It, O.WarmupIterations, IterationBeginNs, E.computeEndNs());
   }
-  if (llvm::Error Err = Pol->finish())
-    return llvm::Expected<SimResult>(std::move(Err));
+  if (llvm::Error Err = Pol.finish())
+    return Err;
 
   const EngineStats &S = E.stats();
+  const double IdealNs = static_cast<double>(W.idealNs());
   R.IterationUs = static_cast<double>(E.computeEndNs() - MeasureBeginNs) / O.Iterations / 1e3;
   R.SlowdownOverIdeal = IdealNs > 0 ? R.IterationUs * 1e3 / IdealNs : 1;
   fillPerIteration(R, Before, S, O.Iterations);
   R.InvariantViolations = S.InvariantViolations + (O.CheckInvariants ? E.verifyAccounting() : 0);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, const SimOptions &O,
+                                                deepum::format::TraceWriter *Timeline) {
+  if (O.Iterations == 0)
+    return fail("--iterations must be at least 1");
+  if (O.Pol == Policy::Plan && !O.Plan)
+    return fail("policy 'plan' needs a plan (--plan FILE)");
+
+  llvm::Expected<std::optional<KernelRange>> Range = replayedRange(P, O);
+  if (!Range)
+    return Range.takeError();
+  llvm::Expected<Workload> W = replayedWorkload(P, O);
+  if (!W)
+    return W.takeError();
+  SimResult R;
+  if (llvm::Error Err = describeRun(R, *W, P, O, *Range))
+    return llvm::Expected<SimResult>(std::move(Err));
+  if (llvm::Error Err = setBounds(R, *W, P, O, *Range))
+    return llvm::Expected<SimResult>(std::move(Err));
+
+  // The policy may keep a reference to the workload: W outlives it.
+  llvm::Expected<std::unique_ptr<SimPolicy>> Pol = makeSimPolicy(*W, O, R.GpuMemoryBytes);
+  if (!Pol)
+    return Pol.takeError();
+  if (!(*Pol)->usesMemory()) {
+    replayWithoutMemory(R, *W, P, Timeline);
+    return R;
+  }
+  if (llvm::Error Err = replayOnEngine(R, *W, P, O, **Pol, Timeline))
+    return llvm::Expected<SimResult>(std::move(Err));
   return R;
 }

@@ -454,8 +454,7 @@ void Engine::hostWritePages(uint32_t B, uint32_t Mask) {
   HostValid[B] |= Mask;
 }
 
-llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
-                           llvm::StringRef Name) {
+llvm::Error Engine::pinKernelBlocks(llvm::ArrayRef<BlockUse> Uses) {
   // Pinned == KernelSeq from here until the next launch: the kernel's blocks
   // are never victims of its own faults, nor of prefetches issued while it runs.
   ++KernelSeq;
@@ -471,12 +470,10 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
                       Stats.Kernels, deepum::format::formatBytes(Need * PageBytes),
                       deepum::format::formatBytes(CapacityPages * PageBytes))
             .str());
+  return llvm::Error::success();
+}
 
-  // The kernel runs after the previous one, and after the host has launched
-  // it: API calls issued before this launch may hold the host past the
-  // previous kernel's end.
-  const uint64_t ReadyNs = std::max(ComputeEndNs, IssueNs);
-  uint64_t StartNs = ReadyNs;
+void Engine::collectFaults(llvm::ArrayRef<BlockUse> Uses) {
   LastFaults.clear();
   PresentScratch.clear();
   for (const BlockUse &U : Uses) {
@@ -496,97 +493,114 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
     if (U.Mode == Access::Read)
       Stats.LostReads += pages(U.PageMask & ~Valid[B]);
   }
+}
 
-  // Demand faults: the kernel starts, faults, and the driver services the
-  // faults in batches. The GPU writes one fault-buffer entry per faulting
-  // 4 KiB page; the driver fetches up to FaultBatchSize (256) entries per
-  // batch (uvm_perf_fault_batch_count), groups them by 2 MiB VA block and
-  // services block by block, growing each fault to its 64 KiB big page
-  // (uvm_perf_prefetch.c grow_fault_granularity) before the density
-  // prefetcher. A dense 64 KiB page raises 16 entries, so a batch of dense
-  // faults covers 16 pages (1 MiB); a 64 KiB-strided pattern, 256 pages.
-  // Each batch costs the fixed latency plus the per-block service, then its
-  // migrations, then the GPU replays. A page whose entries straddle the
-  // batch's end is serviced in it whole (its first entry was fetched).
-  uint64_t T = ReadyNs;
+// Demand faults: the kernel starts, faults, and the driver services the
+// faults in batches. The GPU writes one fault-buffer entry per faulting
+// 4 KiB page; the driver fetches up to FaultBatchSize (256) entries per
+// batch (uvm_perf_fault_batch_count), groups them by 2 MiB VA block and
+// services block by block, growing each fault to its 64 KiB big page
+// (uvm_perf_prefetch.c grow_fault_granularity) before the density
+// prefetcher. A dense 64 KiB page raises 16 entries, so a batch of dense
+// faults covers 16 pages (1 MiB); a 64 KiB-strided pattern, 256 pages.
+// Each batch costs the fixed latency plus the per-block service, then its
+// migrations, then the GPU replays. A page whose entries straddle the
+// batch's end is serviced in it whole (its first entry was fetched).
+
+Engine::FaultBatch Engine::takeFaultBatch(size_t &I, uint32_t &Split) {
+  FaultBatch Batch;
+  FaultScratch.clear();
+  while (I < LastFaults.size() && Batch.Entries < Device.FaultBatchSize) {
+    const BlockUse &F = LastFaults[I];
+    const unsigned Entries = std::clamp<unsigned>(F.FaultEntriesPerPage, 1, kDenseFaultEntries);
+    uint32_t Left = F.PageMask & ~Split;
+    uint32_t Take = 0;
+    for (uint32_t M = Left; M && Batch.Entries < Device.FaultBatchSize; M &= M - 1) {
+      Take |= M & -M;
+      Batch.Entries += Entries;
+    }
+    FaultScratch.push_back({F.Block, Take, F.Mode, F.FaultEntriesPerPage});
+    ++Batch.Blocks;
+    Batch.Throttled |= (Flags[F.Block] & FlThrottled) != 0;
+    if ((Split | Take) == F.PageMask) {
+      ++I;
+      Split = 0;
+    } else {
+      Split |= Take;
+    }
+  }
+  return Batch;
+}
+
+llvm::Expected<uint64_t> Engine::migrateFaultBatch(uint64_t BatchStart, uint64_t T) {
+  uint64_t BatchDone = T;
+  for (const BlockUse &F : FaultScratch) {
+    uint32_t Faulted = F.PageMask & ~Resident[F.Block]; // may have come with an earlier batch
+    // CUPTI reports a fault group per faulting page: every page of the
+    // batch, absent when the kernel started. Pages an earlier batch brought
+    // (the density prefetch) were raised all the same: the driver fetches
+    // and replays their entries in this batch, but nothing moves.
+    if (Events)
+      for (uint32_t M = F.PageMask; M; M &= M - 1)
+        logEvent(UmEvent::Kind::GpuPageFault, UmEvent::Cause::None, F.Block, M & -M, PageBytes,
+                 BatchStart, 0, F.Mode);
+    if (!Faulted)
+      continue;
+    Stats.Faults += pages(Faulted);
+    uint32_t All = densityExpand(F.Block, Faulted);
+    uint64_t RoomNs = makeRoom(pages(All), T, /*ProtectUpTo=*/-1);
+    if (RoomNs == Never) { // no room for the density prefetch: the faulted pages alone
+      All = Faulted;
+      RoomNs = makeRoom(pages(All), T, -1);
+    }
+    if (RoomNs == Never) // the kernel's own blocks hold pages it does not touch
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("kernel {0}: no room for its pages in {1} of GPU memory", Stats.Kernels,
+                        deepum::format::formatBytes(CapacityPages * PageBytes))
+              .str());
+    uint64_t Done = fetch(F.Block, Faulted, T, RoomNs, Cause::Demand);
+    if (uint32_t Extra = All & ~Faulted)
+      Done = std::max(Done, fetch(F.Block, Extra, T, RoomNs, Cause::DriverPrefetch));
+    BatchDone = std::max(BatchDone, Done);
+  }
+  return BatchDone;
+}
+
+llvm::Expected<uint64_t> Engine::serviceFaults(uint64_t AtNs) {
+  uint64_t T = AtNs;
   size_t I = 0;
   uint32_t Split = 0; // pages of LastFaults[I] already serviced
   while (I < LastFaults.size()) {
     uint64_t BatchStart = T;
-    unsigned InBatch = 0, Blocks = 0;
-    bool Throttled = false;
-    FaultScratch.clear();
-    while (I < LastFaults.size() && InBatch < Device.FaultBatchSize) {
-      const BlockUse &F = LastFaults[I];
-      const unsigned Entries =
-          std::clamp<unsigned>(F.FaultEntriesPerPage, 1, kDenseFaultEntries);
-      uint32_t Left = F.PageMask & ~Split;
-      uint32_t Take = 0;
-      for (uint32_t M = Left; M && InBatch < Device.FaultBatchSize; M &= M - 1) {
-        Take |= M & -M;
-        InBatch += Entries;
-      }
-      FaultScratch.push_back({F.Block, Take, F.Mode, F.FaultEntriesPerPage});
-      ++Blocks;
-      Throttled |= (Flags[F.Block] & FlThrottled) != 0;
-      if ((Split | Take) == F.PageMask) {
-        ++I;
-        Split = 0;
-      } else {
-        Split |= Take;
-      }
-    }
-    Stats.FaultEntries += InBatch;
-    T += static_cast<uint64_t>(
-        std::llround((Device.FaultBatchLatencyUs + Blocks * Device.FaultBlockServiceUs) * 1e3));
-    if (Throttled) {
+    const FaultBatch Batch = takeFaultBatch(I, Split);
+    Stats.FaultEntries += Batch.Entries;
+    T += static_cast<uint64_t>(std::llround(
+        (Device.FaultBatchLatencyUs + Batch.Blocks * Device.FaultBlockServiceUs) * 1e3));
+    if (Batch.Throttled) {
       T += static_cast<uint64_t>(std::llround(Device.ThrottleNapUs * 1e3));
       ++Stats.ThrottledBatches;
     }
-    uint64_t BatchDone = T;
     const size_t FirstEvent = Events ? Events->size() : 0;
-    for (const BlockUse &F : FaultScratch) {
-      uint32_t Faulted = F.PageMask & ~Resident[F.Block]; // may have come with an earlier batch
-      // CUPTI reports a fault group per faulting page: every page of the
-      // batch, absent when the kernel started. Pages an earlier batch brought
-      // (the density prefetch) were raised all the same: the driver fetches
-      // and replays their entries in this batch, but nothing moves.
-      if (Events)
-        for (uint32_t M = F.PageMask; M; M &= M - 1)
-          logEvent(UmEvent::Kind::GpuPageFault, UmEvent::Cause::None, F.Block, M & -M, PageBytes,
-                   BatchStart, 0, F.Mode);
-      if (!Faulted)
-        continue;
-      Stats.Faults += pages(Faulted);
-      uint32_t All = densityExpand(F.Block, Faulted);
-      uint64_t RoomNs = makeRoom(pages(All), T, /*ProtectUpTo=*/-1);
-      if (RoomNs == Never) { // no room for the density prefetch: the faulted pages alone
-        All = Faulted;
-        RoomNs = makeRoom(pages(All), T, -1);
-      }
-      if (RoomNs == Never) // the kernel's own blocks hold pages it does not touch
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            llvm::formatv("kernel {0}: no room for its pages in {1} of GPU memory", Stats.Kernels,
-                          deepum::format::formatBytes(CapacityPages * PageBytes))
-                .str());
-      uint64_t Done = fetch(F.Block, Faulted, T, RoomNs, Cause::Demand);
-      if (uint32_t Extra = All & ~Faulted)
-        Done = std::max(Done, fetch(F.Block, Extra, T, RoomNs, Cause::DriverPrefetch));
-      BatchDone = std::max(BatchDone, Done);
-    }
+    llvm::Expected<uint64_t> BatchDone = migrateFaultBatch(BatchStart, T);
+    if (!BatchDone)
+      return BatchDone.takeError();
     ++Stats.FaultBatches;
     if (Events)
       for (size_t Ev = FirstEvent; Ev < Events->size(); ++Ev)
         if ((*Events)[Ev].Type == UmEvent::Kind::GpuPageFault)
-          (*Events)[Ev].EndNs = BatchDone;
+          (*Events)[Ev].EndNs = *BatchDone;
     if (Timeline)
-      Timeline->span(Pid, TidFaults, "fault batch", "fault", BatchStart, BatchDone - BatchStart,
-                     llvm::json::Object{{"entries", static_cast<int64_t>(InBatch)},
-                                        {"blocks", static_cast<int64_t>(Blocks)}});
-    T = BatchDone;
+      Timeline->span(Pid, TidFaults, "fault batch", "fault", BatchStart, *BatchDone - BatchStart,
+                     llvm::json::Object{{"entries", static_cast<int64_t>(Batch.Entries)},
+                                        {"blocks", static_cast<int64_t>(Batch.Blocks)}});
+    T = *BatchDone;
   }
-  StartNs = std::max(StartNs, T);
+  return T;
+}
+
+uint64_t Engine::awaitPresentPages(llvm::ArrayRef<BlockUse> Uses, uint64_t ReadyNs,
+                                   uint64_t StartNs) {
   // Pages present at the launch may still be in flight (a prefetch, pushed
   // back by the faults above if it had not started). The kernel waits only
   // for the pages it touches (the block's latest arrival bounds them: the
@@ -600,7 +614,11 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
       StartNs = std::max(StartNs, Late);
     }
   }
+  return StartNs;
+}
 
+void Engine::runKernel(llvm::ArrayRef<BlockUse> Uses, uint64_t StartNs, uint64_t DurationNs,
+                       llvm::StringRef Name) {
   const uint64_t EndNs = StartNs + DurationNs;
   for (const BlockUse &U : Uses) {
     uint32_t B = U.Block;
@@ -622,6 +640,22 @@ llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
   ++Stats.Kernels;
   IssueNs = StartNs; // the host observes the next launch while this kernel runs
   ComputeEndNs = EndNs;
+}
+
+llvm::Error Engine::launch(llvm::ArrayRef<BlockUse> Uses, uint64_t DurationNs,
+                           llvm::StringRef Name) {
+  if (llvm::Error E = pinKernelBlocks(Uses))
+    return E;
+  // The kernel runs after the previous one, and after the host has launched
+  // it: API calls issued before this launch may hold the host past the
+  // previous kernel's end.
+  const uint64_t ReadyNs = std::max(ComputeEndNs, IssueNs);
+  collectFaults(Uses);
+  llvm::Expected<uint64_t> FaultsDoneNs = serviceFaults(ReadyNs);
+  if (!FaultsDoneNs)
+    return FaultsDoneNs.takeError();
+  const uint64_t StartNs = awaitPresentPages(Uses, ReadyNs, std::max(ReadyNs, *FaultsDoneNs));
+  runKernel(Uses, StartNs, DurationNs, Name);
   return llvm::Error::success();
 }
 

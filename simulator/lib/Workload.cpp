@@ -88,104 +88,179 @@ std::pair<uint32_t, uint32_t> detail::steadyIteration(const deepum::v1::Profile 
   return {It.first_kernel(), It.kernel_count()};
 }
 
-llvm::Expected<Workload>
-detail::workloadFromProfile(const deepum::v1::Profile &P,
-                            std::optional<std::pair<uint32_t, uint32_t>> Range) {
-  auto [First, Count] = Range ? *Range : steadyIteration(P);
-  if (Count == 0 || First + Count > static_cast<uint64_t>(P.kernels_size()))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the profile has no kernels to simulate");
-  const uint64_t UmBlockBytes = P.um_block_bytes() ? P.um_block_bytes() : kUmBlockBytes;
-  if (UmBlockBytes != kUmBlockBytes)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "um_block_bytes is not 2 MiB; the simulator models 2 MiB blocks");
-  Workload W;
-  W.Kernels = Count;
-  W.FirstKernel = First;
-  // Keys from the file (UM blocks, allocation ids) are any uint64: not
-  // DenseMaps, which reserve 2^64-1 and 2^64-2 for themselves.
-  std::unordered_map<uint64_t, uint32_t> Dense;
-  auto idOf = [&](uint64_t Block) {
+namespace {
+
+/// An allocation or a free, at the launch position that observes it.
+struct AllocationEvent {
+  uint32_t Pos;
+  int Delta; // +1 allocated, -1 freed
+  const deepum::v1::Allocation *A;
+};
+
+/// A use at `Pos` whose page's previous use was at `Q` (cyclically; Q = Pos
+/// for a page used once) is fresh when the page died at a boundary in
+/// (Q, Pos]. `Deaths`: the page's death positions, ascending.
+bool diedBetween(const std::vector<uint32_t> &Deaths, uint32_t Q, uint32_t Pos) {
+  if (Deaths.empty())
+    return false;
+  auto After = std::upper_bound(Deaths.begin(), Deaths.end(), Q); // first death > Q
+  if (Q < Pos)
+    return After != Deaths.end() && *After <= Pos;
+  return After != Deaths.end() || Deaths.front() <= Pos; // wraps: (Q, K-1] or [0, Pos]
+}
+
+/// Flattens kernels [First, First+Count) of a profile into a Workload; the
+/// members are what the steps share.
+class ProfileFlattener {
+public:
+  ProfileFlattener(const deepum::v1::Profile &Profile, uint32_t FirstKernel, uint32_t Kernels)
+      : P(Profile), First(FirstKernel), Count(Kernels) {}
+
+  Workload flatten() {
+    W.Kernels = Count;
+    W.FirstKernel = First;
+    for (const deepum::v1::Allocation &A : P.allocations())
+      Allocs[A.id()] = &A;
+    flattenKernels();
+    // Every block the iteration uses, ascending, with its dense id.
+    Used = sortedIndex(BlockIndex(Dense.begin(), Dense.end()));
+    IterBegin = Starts.front();
+    IterEnd = kernel(Count - 1).end_ns();
+    if (HaveTensors)
+      buildTensorObjects();
+    else
+      buildBlockObjects();
+    collectHostWrites();
+    collectUseSpans();
+    if (HaveTensors)
+      clampObjectLifetimes();
+    collectAllocationEvents();
+    std::vector<std::vector<uint32_t>> DeadAt = deadBlocksAt();
+    computeFreshMasks(pageDeaths());
+    W.DeadBegin.push_back(0);
+    for (auto &L : DeadAt) {
+      std::sort(L.begin(), L.end());
+      L.erase(std::unique(L.begin(), L.end()), L.end());
+      W.Dead.insert(W.Dead.end(), L.begin(), L.end());
+      W.DeadBegin.push_back(static_cast<uint32_t>(W.Dead.size()));
+    }
+    return std::move(W);
+  }
+
+private:
+  const deepum::v1::Kernel &kernel(uint32_t K) const {
+    return P.kernels(static_cast<int>(First + K));
+  }
+
+  uint32_t idOf(uint64_t Block) {
     auto [It, New] = Dense.try_emplace(Block, static_cast<uint32_t>(W.UmBlocks.size()));
     if (New)
       W.UmBlocks.push_back(Block);
     return It->second;
-  };
-  std::unordered_map<uint64_t, const deepum::v1::Allocation *> Allocs;
-  for (const deepum::v1::Allocation &A : P.allocations())
-    Allocs[A.id()] = &A;
+  }
 
-  std::map<uint64_t, size_t> ObjectOf; // allocation id -> object (sorted: deterministic)
-  bool HaveTensors = false;
-  W.UseBegin.push_back(0);
-  std::vector<uint64_t> Starts;
-  BlockIndex KernelBlocks; // UM block -> index in W.Uses, ascending
-  for (uint32_t K = 0; K < Count; ++K) {
-    const deepum::v1::Kernel &Kr = P.kernels(static_cast<int>(First + K));
-    W.DurationNs.push_back(deepum::format::computeNs(Kr));
-    Starts.push_back(Kr.start_ns());
-    uint64_t Id = deepum::format::executionId(Kr);
-    const size_t UsesBegin = W.Uses.size();
-    for (const deepum::v1::BlockAccess &B : Kr.blocks()) {
-      W.Uses.push_back(
-          {idOf(B.block()), B.page_mask() ? B.page_mask() : AllPages, accessOf(B.mode())});
-      bool Reads = Kr.tensors_size() == 0 && W.Uses.back().Mode != Access::Write;
-      W.ReadMasks.push_back(Reads ? W.Uses.back().PageMask : 0);
-      bool Writes = Kr.tensors_size() == 0 && W.Uses.back().Mode == Access::Write;
-      W.WriteMasks.push_back(Writes ? W.Uses.back().PageMask : 0);
-    }
-    if (Kr.tensors_size() != 0) {
-      // Pages read by the kernel's READ / READ_WRITE / unspecified tensors.
-      KernelBlocks.clear();
-      for (size_t U = UsesBegin; U < W.Uses.size(); ++U)
-        KernelBlocks.push_back({W.UmBlocks[W.Uses[U].Block], static_cast<uint32_t>(U)});
-      std::sort(KernelBlocks.begin(), KernelBlocks.end());
-      for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
-        auto It = Allocs.find(T.allocation_id());
-        if (It == Allocs.end())
-          continue;
-        bool Reads = T.mode() != deepum::v1::ACCESS_MODE_WRITE;
-        bool Writes = T.mode() == deepum::v1::ACCESS_MODE_WRITE ||
-                      T.mode() == deepum::v1::ACCESS_MODE_READ_WRITE;
-        uint64_t Begin = It->second->address() + T.offset();
-        pagesOfUsed(KernelBlocks, Begin, Begin + T.bytes(), false,
-                    [&](uint64_t, uint32_t U, uint32_t M) {
-                      if (Reads)
-                        W.ReadMasks[U] |= M & W.Uses[U].PageMask;
-                      if (Writes)
-                        W.WriteMasks[U] |= M & W.Uses[U].PageMask;
-                    });
+  /// Position of a host-side event at time T: launches observed by then.
+  uint32_t positionOf(uint64_t T) const {
+    return static_cast<uint32_t>(std::upper_bound(Starts.begin(), Starts.end(), T) -
+                                 Starts.begin());
+  }
+
+  /// Allocated before the iteration and not freed before it starts.
+  bool liveAtBegin(const deepum::v1::Allocation &A) const {
+    return A.alloc_time_ns() < IterBegin && (!A.freed() || A.free_time_ns() >= IterBegin);
+  }
+
+  /// Calls F(dense block) for every used block `A` has pages in.
+  template <typename Fn> void forBlocks(const deepum::v1::Allocation &A, Fn F) const {
+    pagesOfUsed(Used, A.address(), A.address() + A.size_bytes(), false,
+                [&](uint64_t, uint32_t D, uint32_t) { F(D); });
+  }
+
+  /// Calls F(dense block * PagesPerBlock + page) for every used page `A` has bytes in.
+  template <typename Fn> void forPages(const deepum::v1::Allocation &A, Fn F) const {
+    pagesOfUsed(Used, A.address(), A.address() + A.size_bytes(), false,
+                [&](uint64_t, uint32_t D, uint32_t M) {
+                  for (; M; M &= M - 1)
+                    F(static_cast<size_t>(D) * Engine::PagesPerBlock +
+                      static_cast<unsigned>(std::countr_zero(M)));
+                });
+  }
+
+  /// Durations, start times, block uses with their read / write masks, and
+  /// launch IDs, kernel by kernel; notes the allocations the kernels use.
+  void flattenKernels() {
+    W.UseBegin.push_back(0);
+    BlockIndex KernelBlocks; // UM block -> index in W.Uses, ascending
+    for (uint32_t K = 0; K < Count; ++K) {
+      const deepum::v1::Kernel &Kr = kernel(K);
+      W.DurationNs.push_back(deepum::format::computeNs(Kr));
+      Starts.push_back(Kr.start_ns());
+      const size_t UsesBegin = W.Uses.size();
+      for (const deepum::v1::BlockAccess &B : Kr.blocks()) {
+        W.Uses.push_back(
+            {idOf(B.block()), B.page_mask() ? B.page_mask() : AllPages, accessOf(B.mode())});
+        bool Reads = Kr.tensors_size() == 0 && W.Uses.back().Mode != Access::Write;
+        W.ReadMasks.push_back(Reads ? W.Uses.back().PageMask : 0);
+        bool Writes = Kr.tensors_size() == 0 && W.Uses.back().Mode == Access::Write;
+        W.WriteMasks.push_back(Writes ? W.Uses.back().PageMask : 0);
       }
+      if (Kr.tensors_size() != 0)
+        maskByTensors(Kr, UsesBegin, KernelBlocks);
+      W.LaunchIds.push_back(launchIdOf(Kr));
+      for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
+        HaveTensors = true;
+        if (Allocs.count(T.allocation_id())) // validation rejects others; be robust anyway
+          ObjectOf.try_emplace(T.allocation_id(), 0);
+      }
+      W.UseBegin.push_back(static_cast<uint32_t>(W.Uses.size()));
     }
+  }
+
+  /// Read / write masks of the uses from `UsesBegin` on (kernel `Kr`'s) from
+  /// its tensors: pages read by its READ / READ_WRITE / unspecified tensors,
+  /// pages written by its WRITE / READ_WRITE ones.
+  void maskByTensors(const deepum::v1::Kernel &Kr, size_t UsesBegin, BlockIndex &KernelBlocks) {
+    KernelBlocks.clear();
+    for (size_t U = UsesBegin; U < W.Uses.size(); ++U)
+      KernelBlocks.push_back({W.UmBlocks[W.Uses[U].Block], static_cast<uint32_t>(U)});
+    std::sort(KernelBlocks.begin(), KernelBlocks.end());
+    for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
+      auto It = Allocs.find(T.allocation_id());
+      if (It == Allocs.end())
+        continue;
+      bool Reads = T.mode() != deepum::v1::ACCESS_MODE_WRITE;
+      bool Writes = T.mode() == deepum::v1::ACCESS_MODE_WRITE ||
+                    T.mode() == deepum::v1::ACCESS_MODE_READ_WRITE;
+      uint64_t Begin = It->second->address() + T.offset();
+      pagesOfUsed(KernelBlocks, Begin, Begin + T.bytes(), false,
+                  [&](uint64_t, uint32_t U, uint32_t M) {
+                    if (Reads)
+                      W.ReadMasks[U] |= M & W.Uses[U].PageMask;
+                    if (Writes)
+                      W.WriteMasks[U] |= M & W.Uses[U].PageMask;
+                  });
+    }
+  }
+
+  /// The kernel's execution ID folded with its tensors' addresses (its
+  /// blocks' numbers without tensor data).
+  uint64_t launchIdOf(const deepum::v1::Kernel &Kr) const {
+    uint64_t Id = deepum::format::executionId(Kr);
     if (Kr.tensors_size() == 0)
       for (const deepum::v1::BlockAccess &B : Kr.blocks())
         Id = deepum::base::fnv1aWord(static_cast<uint32_t>(B.block()), Id);
     for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
-      HaveTensors = true;
       auto It = Allocs.find(T.allocation_id());
       if (It == Allocs.end())
-        continue; // validation rejects this; be robust anyway
-      uint64_t Ptr = It->second->address() + T.offset();
-      Id = deepum::base::fnv1aId(Ptr, Id);
-      ObjectOf.try_emplace(T.allocation_id(), 0);
+        continue;
+      Id = deepum::base::fnv1aId(It->second->address() + T.offset(), Id);
     }
-    W.LaunchIds.push_back(Id);
-    W.UseBegin.push_back(static_cast<uint32_t>(W.Uses.size()));
+    return Id;
   }
 
-  // Position of a host-side event at time T: launches observed by then.
-  auto positionOf = [&](uint64_t T) {
-    return static_cast<uint32_t>(std::upper_bound(Starts.begin(), Starts.end(), T) -
-                                 Starts.begin());
-  };
-  // Every block the iteration uses, ascending, with its dense id.
-  const BlockIndex Used = sortedIndex(BlockIndex(Dense.begin(), Dense.end()));
-  const uint64_t IterBegin = Starts.front();
-  const uint64_t IterEnd = P.kernels(static_cast<int>(First + Count - 1)).end_ns();
-
-  // Swap objects: allocations used in the iteration (or blocks without tensor data).
-  if (HaveTensors) {
+  /// Swap objects: the allocations used in the iteration, with their pages,
+  /// lifetimes and uses.
+  void buildTensorObjects() {
     size_t N = 0;
     for (auto &[Id, Slot] : ObjectOf)
       Slot = N++;
@@ -208,8 +283,7 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
         O.FreePos = positionOf(A.free_time_ns());
     }
     for (uint32_t K = 0; K < Count; ++K) {
-      const deepum::v1::Kernel &Kr = P.kernels(static_cast<int>(First + K));
-      for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
+      for (const deepum::v1::TensorAccess &T : kernel(K).tensors()) {
         auto It = ObjectOf.find(T.allocation_id());
         if (It == ObjectOf.end())
           continue;
@@ -220,7 +294,10 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
           Uses.push_back({K, accessOf(T.mode())});
       }
     }
-  } else {
+  }
+
+  /// Swap objects without tensor data: one per UM block.
+  void buildBlockObjects() {
     W.Objects.resize(W.UmBlocks.size());
     for (uint32_t B = 0; B < W.UmBlocks.size(); ++B) {
       W.Objects[B].Bytes = kUmBlockBytes;
@@ -232,8 +309,8 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
         W.Objects[U.Block].Uses.push_back({K, U.Mode});
   }
 
-  // Input batches: the host writes them when they are allocated.
-  {
+  /// Input batches: the host writes them when they are allocated.
+  void collectHostWrites() {
     std::vector<std::vector<BlockUse>> At(Count);
     for (const deepum::v1::Allocation &A : P.allocations()) {
       if (A.role() != deepum::v1::ALLOCATION_ROLE_INPUT)
@@ -268,15 +345,19 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
   // inside the operator that first writes it, and a free before the launch of
   // its last reader: an allocation is never later than its first use, a free
   // never earlier than after its last use.
-  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> UseSpan; // id -> first, last
-  for (uint32_t K = 0; K < Count; ++K)
-    for (const deepum::v1::TensorAccess &T : P.kernels(static_cast<int>(First + K)).tensors()) {
-      auto [It, New] = UseSpan.try_emplace(T.allocation_id(), K, K);
-      if (!New)
-        It->second.second = K;
-    }
-  // The swap objects' lifetimes follow the same rule.
-  if (HaveTensors)
+
+  /// The first and last position using each allocation.
+  void collectUseSpans() {
+    for (uint32_t K = 0; K < Count; ++K)
+      for (const deepum::v1::TensorAccess &T : kernel(K).tensors()) {
+        auto [It, New] = UseSpan.try_emplace(T.allocation_id(), K, K);
+        if (!New)
+          It->second.second = K;
+      }
+  }
+
+  /// The swap objects' lifetimes follow the same rule.
+  void clampObjectLifetimes() {
     for (auto &[Id, Slot] : ObjectOf) {
       SwapObject &O = W.Objects[Slot];
       auto Span = UseSpan.find(Id);
@@ -289,108 +370,103 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
       if (O.FreePos >= Count) // freed after the last launch: lives to the end
         O.FreePos = -1;
     }
-  // Frees after the last kernel (the end of the step: the optimizer's and the
-  // loss's temporaries) belong to the iteration too: up to the next launch
-  // (the next iteration's first), or to the iteration's end mark when it is
-  // the profile's last; never the teardown after the last marked iteration.
-  // They are observed with the next iteration's first launch (position
-  // Count, which wraps to 0).
-  uint64_t TailEnd = IterEnd;
-  if (First + Count < static_cast<uint64_t>(P.kernels_size()))
-    TailEnd = std::max(TailEnd, P.kernels(static_cast<int>(First + Count)).start_ns());
-  else
-    for (const deepum::v1::Iteration &It : P.iterations())
-      if (It.first_kernel() == First && It.kernel_count() == Count)
-        TailEnd = std::max(TailEnd, It.end_ns());
-  std::vector<int32_t> Live(W.UmBlocks.size(), 0);
-  struct Event {
-    uint32_t Pos;
-    int Delta;
-    const deepum::v1::Allocation *A;
-  };
-  std::vector<Event> Events;
-  auto forBlocks = [&](const deepum::v1::Allocation &A, auto F) {
-    pagesOfUsed(Used, A.address(), A.address() + A.size_bytes(), false,
-                [&](uint64_t, uint32_t D, uint32_t) { F(D); });
-  };
-  for (const deepum::v1::Allocation &A : P.allocations()) {
-    bool LiveAtBegin =
-        A.alloc_time_ns() < IterBegin && (!A.freed() || A.free_time_ns() >= IterBegin);
-    if (LiveAtBegin)
-      forBlocks(A, [&](uint32_t B) { ++Live[B]; });
-    auto Span = UseSpan.find(A.id());
-    if (A.alloc_time_ns() >= IterBegin && A.alloc_time_ns() <= IterEnd) {
-      uint32_t Pos = static_cast<uint32_t>(
-          std::lower_bound(Starts.begin(), Starts.end(), A.alloc_time_ns()) - Starts.begin());
-      if (Span != UseSpan.end())
-        Pos = std::min(Pos, Span->second.first);
-      Events.push_back({Pos, +1, &A});
-    }
-    // (A tail free counts only for an allocation counted above: one made in
-    // the gap itself is the next iteration's.)
-    if (A.freed() && A.free_time_ns() >= IterBegin && A.free_time_ns() <= TailEnd &&
-        A.alloc_time_ns() <= IterEnd) {
-      uint32_t Pos = positionOf(A.free_time_ns());
-      if (Span != UseSpan.end())
-        Pos = std::max(Pos, Span->second.second + 1);
-      // Made and freed between the same two launches: never live at a launch
-      // boundary. Its events would run free-before-allocation and take the
-      // live count of memory another allocation holds through zero.
-      if (!Events.empty() && Events.back().A == &A && Events.back().Pos == Pos)
-        Events.pop_back();
-      else
-        Events.push_back({Pos, -1, &A});
-    }
   }
-  std::stable_sort(Events.begin(), Events.end(), [](const Event &X, const Event &Y) {
-    return X.Pos != Y.Pos ? X.Pos < Y.Pos : X.Delta < Y.Delta;
-  });
-  std::vector<std::vector<uint32_t>> DeadAt(Count);
-  for (const Event &E : Events)
-    forBlocks(*E.A, [&](uint32_t B) {
-      Live[B] += E.Delta;
-      if (E.Delta < 0 && Live[B] == 0)
-        DeadAt[E.Pos % DeadAt.size()].push_back(B);
-    });
+
+  /// Frees after the last kernel (the end of the step: the optimizer's and the
+  /// loss's temporaries) belong to the iteration too: up to the next launch
+  /// (the next iteration's first), or to the iteration's end mark when it is
+  /// the profile's last; never the teardown after the last marked iteration.
+  /// They are observed with the next iteration's first launch (position
+  /// Count, which wraps to 0).
+  uint64_t tailEnd() const {
+    uint64_t TailEnd = IterEnd;
+    if (First + Count < static_cast<uint64_t>(P.kernels_size()))
+      TailEnd = std::max(TailEnd, kernel(Count).start_ns());
+    else
+      for (const deepum::v1::Iteration &It : P.iterations())
+        if (It.first_kernel() == First && It.kernel_count() == Count)
+          TailEnd = std::max(TailEnd, It.end_ns());
+    return TailEnd;
+  }
+
+  /// The iteration's allocations and frees, by position, frees first on ties.
+  void collectAllocationEvents() {
+    const uint64_t TailEnd = tailEnd();
+    for (const deepum::v1::Allocation &A : P.allocations()) {
+      auto Span = UseSpan.find(A.id());
+      if (A.alloc_time_ns() >= IterBegin && A.alloc_time_ns() <= IterEnd) {
+        uint32_t Pos = static_cast<uint32_t>(
+            std::lower_bound(Starts.begin(), Starts.end(), A.alloc_time_ns()) - Starts.begin());
+        if (Span != UseSpan.end())
+          Pos = std::min(Pos, Span->second.first);
+        Events.push_back({Pos, +1, &A});
+      }
+      // (A tail free counts only for an allocation counted above: one made in
+      // the gap itself is the next iteration's.)
+      if (A.freed() && A.free_time_ns() >= IterBegin && A.free_time_ns() <= TailEnd &&
+          A.alloc_time_ns() <= IterEnd) {
+        uint32_t Pos = positionOf(A.free_time_ns());
+        if (Span != UseSpan.end())
+          Pos = std::max(Pos, Span->second.second + 1);
+        // Made and freed between the same two launches: never live at a launch
+        // boundary. Its events would run free-before-allocation and take the
+        // live count of memory another allocation holds through zero.
+        if (!Events.empty() && Events.back().A == &A && Events.back().Pos == Pos)
+          Events.pop_back();
+        else
+          Events.push_back({Pos, -1, &A});
+      }
+    }
+    std::stable_sort(Events.begin(), Events.end(),
+                     [](const AllocationEvent &X, const AllocationEvent &Y) {
+                       return X.Pos != Y.Pos ? X.Pos < Y.Pos : X.Delta < Y.Delta;
+                     });
+  }
+
+  /// Per position, the blocks whose last live allocation is freed there.
+  std::vector<std::vector<uint32_t>> deadBlocksAt() const {
+    std::vector<int32_t> Live(W.UmBlocks.size(), 0);
+    for (const deepum::v1::Allocation &A : P.allocations())
+      if (liveAtBegin(A))
+        forBlocks(A, [&](uint32_t B) { ++Live[B]; });
+    std::vector<std::vector<uint32_t>> DeadAt(Count);
+    for (const AllocationEvent &E : Events)
+      forBlocks(*E.A, [&](uint32_t B) {
+        Live[B] += E.Delta;
+        if (E.Delta < 0 && Live[B] == 0)
+          DeadAt[E.Pos % DeadAt.size()].push_back(B);
+      });
+    return DeadAt;
+  }
 
   // The same at page granularity, for the lower bounds: where each page's
   // contents die (the last allocation over it freed), so that a use after
   // that point, a use of memory allocated anew, reads nothing that had to
   // be kept. Only frees kill contents: a page no allocation covers never dies.
-  {
-    constexpr unsigned PerBlock = Engine::PagesPerBlock;
-    const uint32_t Positions = Count; // a structured binding: lambdas take a copy
-    std::vector<int32_t> LivePages(W.UmBlocks.size() * PerBlock, 0);
-    std::vector<std::vector<uint32_t>> DeathsOf(LivePages.size()); // positions, ascending
-    auto forPages = [&](const deepum::v1::Allocation &A, auto F) {
-      pagesOfUsed(Used, A.address(), A.address() + A.size_bytes(), false,
-                  [&](uint64_t, uint32_t D, uint32_t M) {
-                    for (; M; M &= M - 1)
-                      F(static_cast<size_t>(D) * PerBlock +
-                        static_cast<unsigned>(std::countr_zero(M)));
-                  });
-    };
+
+  /// Per page (dense block * PagesPerBlock + page), the positions where its
+  /// contents die, ascending.
+  std::vector<std::vector<uint32_t>> pageDeaths() const {
+    std::vector<int32_t> LivePages(W.UmBlocks.size() * Engine::PagesPerBlock, 0);
+    std::vector<std::vector<uint32_t>> DeathsOf(LivePages.size());
     for (const deepum::v1::Allocation &A : P.allocations())
-      if (A.alloc_time_ns() < IterBegin && (!A.freed() || A.free_time_ns() >= IterBegin))
+      if (liveAtBegin(A))
         forPages(A, [&](size_t Pg) { ++LivePages[Pg]; });
-    for (const Event &E : Events)
+    for (const AllocationEvent &E : Events)
       forPages(*E.A, [&](size_t Pg) {
         LivePages[Pg] += E.Delta;
         if (E.Delta < 0 && LivePages[Pg] == 0)
-          DeathsOf[Pg].push_back(E.Pos % Positions);
+          DeathsOf[Pg].push_back(E.Pos % Count);
       });
     for (auto &D : DeathsOf)
       std::sort(D.begin(), D.end());
-    // A use at p whose page's previous use was at q (cyclically; q = p for
-    // a page used once) is fresh when the page died at a boundary in (q, p].
-    auto diedBetween = [&](const std::vector<uint32_t> &D, uint32_t Q, uint32_t Pos) {
-      if (D.empty())
-        return false;
-      auto After = std::upper_bound(D.begin(), D.end(), Q); // first death > Q
-      if (Q < Pos)
-        return After != D.end() && *After <= Pos;
-      return After != D.end() || D.front() <= Pos; // wraps: (Q, K-1] or [0, Pos]
-    };
+    return DeathsOf;
+  }
+
+  /// W.FreshMasks: the pages of each use that died since the page's
+  /// previous use, cyclically.
+  void computeFreshMasks(const std::vector<std::vector<uint32_t>> &DeathsOf) {
+    constexpr unsigned PerBlock = Engine::PagesPerBlock;
     W.FreshMasks.assign(W.Uses.size(), 0);
     std::vector<std::vector<uint32_t>> UsesOf(W.UmBlocks.size()); // use indices in order
     for (uint32_t K = 0; K < Count; ++K)
@@ -422,14 +498,38 @@ detail::workloadFromProfile(const deepum::v1::Profile &P,
       }
     }
   }
-  W.DeadBegin.push_back(0);
-  for (auto &L : DeadAt) {
-    std::sort(L.begin(), L.end());
-    L.erase(std::unique(L.begin(), L.end()), L.end());
-    W.Dead.insert(W.Dead.end(), L.begin(), L.end());
-    W.DeadBegin.push_back(static_cast<uint32_t>(W.Dead.size()));
-  }
-  return W;
+
+  const deepum::v1::Profile &P;
+  const uint32_t First, Count;
+  Workload W;
+  // Keys from the file (UM blocks, allocation ids) are any uint64: not
+  // DenseMaps, which reserve 2^64-1 and 2^64-2 for themselves.
+  std::unordered_map<uint64_t, uint32_t> Dense; // UM block -> dense id
+  std::unordered_map<uint64_t, const deepum::v1::Allocation *> Allocs;
+  std::map<uint64_t, size_t> ObjectOf; // allocation id -> object (sorted: deterministic)
+  bool HaveTensors = false;
+  std::vector<uint64_t> Starts; // kernel start times
+  BlockIndex Used;
+  uint64_t IterBegin = 0, IterEnd = 0;
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> UseSpan; // id -> first, last
+  std::vector<AllocationEvent> Events;
+};
+
+} // namespace
+
+llvm::Expected<Workload>
+detail::workloadFromProfile(const deepum::v1::Profile &P,
+                            std::optional<std::pair<uint32_t, uint32_t>> Range) {
+  auto [First, Count] = Range ? *Range : steadyIteration(P);
+  if (Count == 0 || First + Count > static_cast<uint64_t>(P.kernels_size()))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the profile has no kernels to simulate");
+  const uint64_t UmBlockBytes = P.um_block_bytes() ? P.um_block_bytes() : kUmBlockBytes;
+  if (UmBlockBytes != kUmBlockBytes)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "um_block_bytes is not 2 MiB; the simulator models 2 MiB blocks");
+  return ProfileFlattener(P, First, Count).flatten();
 }
 
 llvm::Expected<Workload> detail::workloadFromPlan(const deepum::v1::Plan &Plan,

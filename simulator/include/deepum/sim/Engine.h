@@ -289,6 +289,31 @@ private:
   void notePeak();
   void counterEvent(uint64_t AtNs);
 
+  // The steps of launch(), in order.
+  /// Pins the kernel's blocks; fails when they exceed the GPU memory.
+  llvm::Error pinKernelBlocks(llvm::ArrayRef<BlockUse> Uses);
+  /// Splits the kernel's pages into present ones (PresentScratch, per use)
+  /// and faulting ones (LastFaults); counts prefetch hits and lost reads.
+  void collectFaults(llvm::ArrayRef<BlockUse> Uses);
+  /// Services LastFaults in driver batches from `AtNs`; returns when the
+  /// last batch's migrations are done.
+  llvm::Expected<uint64_t> serviceFaults(uint64_t AtNs);
+  struct FaultBatch {
+    unsigned Entries = 0, Blocks = 0; // fault-buffer entries, VA blocks
+    bool Throttled = false;
+  };
+  /// The next batch from LastFaults[I] (pages `Split` already serviced)
+  /// into FaultScratch; advances I and Split.
+  FaultBatch takeFaultBatch(size_t &I, uint32_t &Split);
+  /// Migrates FaultScratch's pages once the batch is serviced at `T`;
+  /// returns when they have arrived.
+  llvm::Expected<uint64_t> migrateFaultBatch(uint64_t BatchStart, uint64_t T);
+  /// `StartNs`, or later while pages present at `ReadyNs` are still in flight.
+  uint64_t awaitPresentPages(llvm::ArrayRef<BlockUse> Uses, uint64_t ReadyNs, uint64_t StartNs);
+  /// Runs the kernel from `StartNs`: its blocks' state, stall and timeline.
+  void runKernel(llvm::ArrayRef<BlockUse> Uses, uint64_t StartNs, uint64_t DurationNs,
+                 llvm::StringRef Name);
+
   DeviceModel Device;
   uint64_t CapacityPages;
   double NsPerByte;

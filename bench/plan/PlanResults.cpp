@@ -74,111 +74,92 @@ double geomean(const std::vector<double> &V) {
   return std::exp(S / static_cast<double>(V.size()));
 }
 
-Error run() {
-  std::vector<std::string> ModelList(Models.begin(), Models.end());
-  if (ModelList.empty())
-    ModelList = {"resnet50", "vgg16", "vit_b_16", "bert-large", "gpt2-medium"};
-  const std::vector<std::string> Devices = {"v100-pcie-16gb", "h100-pcie"};
-  const std::vector<double> Ratios = {1.25, 1.5, 2.0, 3.0};
+/// One (device, model, ratio) row: every baseline, the tuned DeepUM, both
+/// plan strategies replayed by the executor; an error when any figure beats
+/// the lower bound (a bound, or the simulator, would be wrong).
+Expected<Row> simulateRow(const std::string &Model, const std::string &Path, const v1::Profile &P,
+                          uint64_t Footprint, const std::string &Dev, const sim::DeviceModel &D,
+                          double Ratio) {
   const std::vector<sim::Policy> Baselines = {sim::Policy::Um, sim::Policy::DeepUm,
                                               sim::Policy::SwapLayer, sim::Policy::SwapOpt};
-  std::vector<Row> Rows;
-  std::vector<std::string> Missing;
-  for (const std::string &Model : ModelList) {
-    std::string Path = DataDir + "/" + Model + ".profile.pb.gz";
-    if (!sys::fs::exists(Path)) {
-      Missing.push_back(Model);
-      continue;
-    }
-    auto P = format::readProfile(Path);
-    if (!P)
-      return P.takeError();
-    uint64_t Footprint = sim::footprintBytes(*P);
-    for (const std::string &Dev : Devices) {
-      auto D = sim::loadDeviceModel(Dev);
-      if (!D)
-        return D.takeError();
-      for (double Ratio : Ratios) {
-        Row Rw;
-        Rw.Device = Dev;
-        Rw.Model = Model;
-        Rw.Ratio = Ratio;
-        Rw.Footprint = Footprint;
-        Rw.Capacity = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio) /
-                      format::kUmBlockBytes * format::kUmBlockBytes;
-        errs() << formatv("{0} {1} {2:f2}x ...\n", Dev, Model, Ratio);
-        sim::SimOptions O;
-        O.Device = *D;
-        O.GpuMemoryBytes = Rw.Capacity;
-        O.Iterations = Iterations;
-        O.WarmupIterations = 2;
-        O.ProfileName = Path;
-        for (sim::Policy Pol : Baselines) {
-          O.Pol = Pol;
-          auto R = sim::simulate(*P, O);
-          if (!R)
-            return R.takeError();
-          Rw.R[sim::policyName(Pol).str()] = *R;
-        }
-        // The plan is judged against the best DeepUM for this model and
-        // capacity, not only against the paper's default lookahead of 8.
-        {
-          auto Begin = std::chrono::steady_clock::now();
-          auto T = sim::tuneDeepUm(*P, O);
-          if (!T)
-            return T.takeError();
-          Rw.TuneSeconds =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - Begin).count();
-          Rw.TuneRuns = T->Tried.size();
-          Rw.Tuned = T->Best;
-          Rw.R["deepum-tuned"] = T->Result;
-        }
-        for (planner::Strategy S : {planner::Strategy::Prefetch, planner::Strategy::Swap}) {
-          planner::PlanOptions PO;
-          PO.GpuMemoryBytes = Rw.Capacity;
-          PO.DeviceModel = Dev;
-          PO.Strat = S;
-          auto Begin = std::chrono::steady_clock::now();
-          auto Plan = planner::compilePlan(*P, PO);
-          if (!Plan)
-            return createStringError(inconvertibleErrorCode(),
-                                     Path + ": " + toString(Plan.takeError()));
-          double Seconds =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - Begin).count();
-          O.Pol = sim::Policy::Plan;
-          O.Plan = &Plan->Plan;
-          O.PlanPolicy = executor::sim::executorPlanPolicy;
-          auto R = sim::simulate(*P, O);
-          O.Plan = nullptr;
-          if (!R)
-            return R.takeError();
-          if (S == planner::Strategy::Prefetch) {
-            Rw.R["plan"] = *R;
-            Rw.PlanSeconds = Seconds;
-            planner::ReplayReport Rep = planner::replayPlan(Plan->Plan, 2);
-            Rw.WorkingSetFits = Rep.CapacityBlocks >= Rep.MaxWorkingSetBlocks;
-            Rw.Plan = std::move(*Plan);
-          } else {
-            Rw.R["plan-swap"] = *R;
-          }
-        }
-        // Every figure must respect the lower bounds; a violation means a
-        // bound (or the simulator) is wrong, and no table is written.
-        const double Lower = Rw.R.at("um").LowerBoundUs;
-        for (const auto &[Pol, R] : Rw.R)
-          if (R.IterationUs < Lower * (1 - 1e-9))
-            return createStringError(
-                inconvertibleErrorCode(),
-                formatv("{0}: {1} on {2} at {3:f2}x runs in {4:f1} us, below the lower bound "
-                        "{5:f1} us",
-                        Path, Pol, Dev, Ratio, R.IterationUs, Lower)
-                    .str());
-        Rows.push_back(std::move(Rw));
-      }
+  Row Rw;
+  Rw.Device = Dev;
+  Rw.Model = Model;
+  Rw.Ratio = Ratio;
+  Rw.Footprint = Footprint;
+  Rw.Capacity = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio) /
+                format::kUmBlockBytes * format::kUmBlockBytes;
+  errs() << formatv("{0} {1} {2:f2}x ...\n", Dev, Model, Ratio);
+  sim::SimOptions O;
+  O.Device = D;
+  O.GpuMemoryBytes = Rw.Capacity;
+  O.Iterations = Iterations;
+  O.WarmupIterations = 2;
+  O.ProfileName = Path;
+  for (sim::Policy Pol : Baselines) {
+    O.Pol = Pol;
+    auto R = sim::simulate(P, O);
+    if (!R)
+      return R.takeError();
+    Rw.R[sim::policyName(Pol).str()] = *R;
+  }
+  // The plan is judged against the best DeepUM for this model and
+  // capacity, not only against the paper's default lookahead of 8.
+  {
+    auto Begin = std::chrono::steady_clock::now();
+    auto T = sim::tuneDeepUm(P, O);
+    if (!T)
+      return T.takeError();
+    Rw.TuneSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - Begin).count();
+    Rw.TuneRuns = T->Tried.size();
+    Rw.Tuned = T->Best;
+    Rw.R["deepum-tuned"] = T->Result;
+  }
+  for (planner::Strategy S : {planner::Strategy::Prefetch, planner::Strategy::Swap}) {
+    planner::PlanOptions PO;
+    PO.GpuMemoryBytes = Rw.Capacity;
+    PO.DeviceModel = Dev;
+    PO.Strat = S;
+    auto Begin = std::chrono::steady_clock::now();
+    auto Plan = planner::compilePlan(P, PO);
+    if (!Plan)
+      return createStringError(inconvertibleErrorCode(), Path + ": " + toString(Plan.takeError()));
+    double Seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - Begin).count();
+    O.Pol = sim::Policy::Plan;
+    O.Plan = &Plan->Plan;
+    O.PlanPolicy = executor::sim::executorPlanPolicy;
+    auto R = sim::simulate(P, O);
+    O.Plan = nullptr;
+    if (!R)
+      return R.takeError();
+    if (S == planner::Strategy::Prefetch) {
+      Rw.R["plan"] = *R;
+      Rw.PlanSeconds = Seconds;
+      planner::ReplayReport Rep = planner::replayPlan(Plan->Plan, 2);
+      Rw.WorkingSetFits = Rep.CapacityBlocks >= Rep.MaxWorkingSetBlocks;
+      Rw.Plan = std::move(*Plan);
+    } else {
+      Rw.R["plan-swap"] = *R;
     }
   }
+  // Every figure must respect the lower bounds; a violation means a
+  // bound (or the simulator) is wrong, and no table is written.
+  const double Lower = Rw.R.at("um").LowerBoundUs;
+  for (const auto &[Pol, R] : Rw.R)
+    if (R.IterationUs < Lower * (1 - 1e-9))
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("{0}: {1} on {2} at {3:f2}x runs in {4:f1} us, below the lower bound "
+                  "{5:f1} us",
+                  Path, Pol, Dev, Ratio, R.IterationUs, Lower)
+              .str());
+  return Rw;
+}
 
-  // CSV: one line per (device, model, ratio, policy).
+/// plan.csv: one line per (device, model, ratio, policy).
+Error writeCsv(const std::vector<Row> &Rows) {
   std::string Csv = "device,model,ratio,capacity_bytes,footprint_bytes,policy,iteration_us,"
                     "ideal_us,bound_us,faults,bytes_htod,bytes_dtoh,cut_bound_us\n";
   for (const Row &Rw : Rows)
@@ -189,31 +170,12 @@ Error run() {
                   Rw.R.at("um").IdealUs, Rw.R.at("um").BoundUs, R.Faults, R.BytesHtoD, R.BytesDtoH,
                   Rw.R.at("um").CutBoundUs)
               .str();
-  if (Error E = format::writeFileAtomically(OutCsv, Csv))
-    return E;
+  return format::writeFileAtomically(OutCsv, Csv);
+}
 
-  std::string Md;
-  raw_string_ostream OS(Md);
-  OS << "# deepum-plan: simulated steady-state iteration time beside the baselines\n\n"
-        "Regenerate with `bash bench/plan/results.sh` (builds, runs `deepum-plan-results`, "
-        "plots). Numbers are deepum-sim's (`simulate()`, "
-     << Iterations
-     << " measured iterations after 2 warm-up ones) on the shipped profiles in "
-        "`tests/data`. Capacity = footprint / ratio, footprint = distinct 2 MiB UM blocks the "
-        "steady-state iteration touches. `ideal` = compute alone; `bound` = the transfer lower "
-        "bound of the profile's UM blocks at that capacity; `plan` = `deepum-plan --strategy "
-        "prefetch` replayed by `deepum-sim --policy plan`; `plan-swap` = `deepum-plan "
-        "--strategy swap`. `cut` = the cut lower bound (write-backs before a launch boundary and "
-        "fetches after it cannot overlap; it includes compute; see docs/simulator.md). Times in "
-        "ms; `x best` = plan / max(ideal, bound), the issue's yardstick; `x lower` = plan / "
-        "max(ideal, bound, cut), the best lower bound known; `vs deepum` = deepum / plan. The "
-        "generator refuses to write this file if any policy beats a lower bound.\n\n";
-  if (!Missing.empty()) {
-    OS << "Missing profiles (not in the tables): ";
-    for (const std::string &M : Missing)
-      OS << M << " ";
-    OS << "\n\n";
-  }
+/// One table per device: every policy's time, the bounds, the plan's leads.
+void writeTables(raw_ostream &OS, const std::vector<std::string> &Devices,
+                 const std::vector<Row> &Rows) {
   for (const std::string &Dev : Devices) {
     OS << "## " << Dev << "\n\n";
     OS << "| model | ratio | capacity | ideal | bound | cut | um | deepum L8 | deepum tuned | "
@@ -226,20 +188,24 @@ Error run() {
       const sim::SimResult &Um = Rw.R.at("um"), &Plan = Rw.R.at("plan");
       auto Ms = [&](const std::string &Pol) { return Rw.R.at(Pol).IterationUs / 1e3; };
       double Best = std::max(Um.IdealUs, Um.BoundUs);
-      OS << formatv("| {0} | {1:f2} | {2} | {3:f1} | {4:f1} | {5:f1} | {6:f1} | {7:f1} | {8:f1} | "
-                    "{9} | {10:f1} | {11:f1} | {12:f1} | **{13:f1}** | {14:f3} | {15:f3} | {16:f2} | "
-                    "{17:f2} | {18:f0} |\n",
-                    Rw.Model, Rw.Ratio, format::formatBytes(Rw.Capacity), Um.IdealUs / 1e3,
-                    Um.BoundUs / 1e3, Um.CutBoundUs / 1e3, Ms("um"), Ms("deepum"),
-                    Ms("deepum-tuned"), settingText(Rw.Tuned), Ms("swap-layer"), Ms("swap-opt"),
-                    Ms("plan-swap"), Ms("plan"), Plan.IterationUs / Best,
-                    Plan.IterationUs / Um.LowerBoundUs,
-                    Rw.R.at("deepum-tuned").IterationUs / Plan.IterationUs,
-                    Rw.R.at("deepum").IterationUs / Plan.IterationUs, Plan.Faults);
+      OS << formatv(
+          "| {0} | {1:f2} | {2} | {3:f1} | {4:f1} | {5:f1} | {6:f1} | {7:f1} | {8:f1} | "
+          "{9} | {10:f1} | {11:f1} | {12:f1} | **{13:f1}** | {14:f3} | {15:f3} | {16:f2} | "
+          "{17:f2} | {18:f0} |\n",
+          Rw.Model, Rw.Ratio, format::formatBytes(Rw.Capacity), Um.IdealUs / 1e3, Um.BoundUs / 1e3,
+          Um.CutBoundUs / 1e3, Ms("um"), Ms("deepum"), Ms("deepum-tuned"), settingText(Rw.Tuned),
+          Ms("swap-layer"), Ms("swap-opt"), Ms("plan-swap"), Ms("plan"), Plan.IterationUs / Best,
+          Plan.IterationUs / Um.LowerBoundUs,
+          Rw.R.at("deepum-tuned").IterationUs / Plan.IterationUs,
+          Rw.R.at("deepum").IterationUs / Plan.IterationUs, Plan.Faults);
     }
     OS << "\n";
   }
+}
 
+/// The targets table; whether every target is met.
+bool writeTargets(raw_ostream &OS, const std::vector<std::string> &Devices,
+                  const std::vector<Row> &Rows) {
   OS << "## Targets\n\n";
   OS << "| target | device | achieved | met |\n|---|---|---|---|\n";
   bool AllMet = true;
@@ -282,15 +248,24 @@ Error run() {
     OS << formatv("| (for reference) geomean speedup over deepum at lookahead 8 | {0} | {1:f3} | - "
                   "|\n",
                   Dev, geomean(VsDeepUmL8));
-    OS << formatv("| (for reference) geomean speedup over deepum at 2x: tuned / lookahead 8 | {0} | "
-                  "{1:f3} / {2:f3} | - |\n",
-                  Dev, geomean(VsDeepUmAtTwo), geomean(VsDeepUmL8AtTwo));
+    OS << formatv(
+        "| (for reference) geomean speedup over deepum at 2x: tuned / lookahead 8 | {0} | "
+        "{1:f3} / {2:f3} | - |\n",
+        Dev, geomean(VsDeepUmAtTwo), geomean(VsDeepUmL8AtTwo));
     OS << formatv("| never slower than um | {0} | slower in {1} of {2} rows | {3} |\n", Dev,
                   SlowerThanUm, Total, M3 ? "yes" : "**no**");
     OS << formatv("| zero steady-state demand faults when capacity >= largest kernel working set "
                   "| {0} | faults in {1} of {2} such rows | {3} |\n",
                   Dev, FaultyRows, FitRows, M4 ? "yes" : "**no**");
   }
+  return AllMet;
+}
+
+/// The pool layout per model (from the first device's 2x row); whether every
+/// layout is within 2% of peak live bytes and no larger than online best-fit.
+bool writePoolLayout(raw_ostream &OS, const std::vector<std::string> &ModelList,
+                     const std::vector<std::string> &Devices, const std::vector<Row> &Rows) {
+  bool AllMet = true;
   OS << "\n## Pool layout (Zhang et al. lifetime-aware) per model\n\n";
   OS << "| model | peak live | layout | layout / live | online best-fit | layout <= best-fit | "
         "planner time (s) |\n|---|---|---|---|---|---|---|\n";
@@ -310,6 +285,68 @@ Error run() {
                   format::formatBytes(S.BestFitPeakBytes),
                   S.LayoutBytes <= S.BestFitPeakBytes ? "yes" : "**no**", It->second->PlanSeconds);
   }
+  return AllMet;
+}
+
+Error run() {
+  std::vector<std::string> ModelList(Models.begin(), Models.end());
+  if (ModelList.empty())
+    ModelList = {"resnet50", "vgg16", "vit_b_16", "bert-large", "gpt2-medium"};
+  const std::vector<std::string> Devices = {"v100-pcie-16gb", "h100-pcie"};
+  const std::vector<double> Ratios = {1.25, 1.5, 2.0, 3.0};
+  std::vector<Row> Rows;
+  std::vector<std::string> Missing;
+  for (const std::string &Model : ModelList) {
+    std::string Path = DataDir + "/" + Model + ".profile.pb.gz";
+    if (!sys::fs::exists(Path)) {
+      Missing.push_back(Model);
+      continue;
+    }
+    auto P = format::readProfile(Path);
+    if (!P)
+      return P.takeError();
+    uint64_t Footprint = sim::footprintBytes(*P);
+    for (const std::string &Dev : Devices) {
+      auto D = sim::loadDeviceModel(Dev);
+      if (!D)
+        return D.takeError();
+      for (double Ratio : Ratios) {
+        Expected<Row> Rw = simulateRow(Model, Path, *P, Footprint, Dev, *D, Ratio);
+        if (!Rw)
+          return Rw.takeError();
+        Rows.push_back(std::move(*Rw));
+      }
+    }
+  }
+
+  if (Error E = writeCsv(Rows))
+    return E;
+
+  std::string Md;
+  raw_string_ostream OS(Md);
+  OS << "# deepum-plan: simulated steady-state iteration time beside the baselines\n\n"
+        "Regenerate with `bash bench/plan/results.sh` (builds, runs `deepum-plan-results`, "
+        "plots). Numbers are deepum-sim's (`simulate()`, "
+     << Iterations
+     << " measured iterations after 2 warm-up ones) on the shipped profiles in "
+        "`tests/data`. Capacity = footprint / ratio, footprint = distinct 2 MiB UM blocks the "
+        "steady-state iteration touches. `ideal` = compute alone; `bound` = the transfer lower "
+        "bound of the profile's UM blocks at that capacity; `plan` = `deepum-plan --strategy "
+        "prefetch` replayed by `deepum-sim --policy plan`; `plan-swap` = `deepum-plan "
+        "--strategy swap`. `cut` = the cut lower bound (write-backs before a launch boundary and "
+        "fetches after it cannot overlap; it includes compute; see docs/simulator.md). Times in "
+        "ms; `x best` = plan / max(ideal, bound), the issue's yardstick; `x lower` = plan / "
+        "max(ideal, bound, cut), the best lower bound known; `vs deepum` = deepum / plan. The "
+        "generator refuses to write this file if any policy beats a lower bound.\n\n";
+  if (!Missing.empty()) {
+    OS << "Missing profiles (not in the tables): ";
+    for (const std::string &M : Missing)
+      OS << M << " ";
+    OS << "\n\n";
+  }
+  writeTables(OS, Devices, Rows);
+  bool AllMet = writeTargets(OS, Devices, Rows);
+  AllMet &= writePoolLayout(OS, ModelList, Devices, Rows);
   OS << "\nAll targets met: " << (AllMet ? "yes" : "**no** (see the rows marked no above)")
      << "\n\n![plan beside the baselines](plan.png)\n";
   OS.flush();

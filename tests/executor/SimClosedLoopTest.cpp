@@ -33,6 +33,22 @@ namespace v1 = deepum::v1;
 
 namespace {
 
+#ifdef DEEPUM_HAVE_PLANNER
+/// Half the profile's footprint, in whole UM blocks: the capacity these tests plan for.
+uint64_t halfFootprint(const v1::Profile &P) {
+  return deepum::sim::footprintBytes(P) / 2 / kBlock * kBlock;
+}
+
+/// deepum-plan's library on `P` for `Device` at half its footprint.
+llvm::Expected<deepum::planner::PlanResult> planAtHalf(const v1::Profile &P,
+                                                       const std::string &Device) {
+  deepum::planner::PlanOptions PO;
+  PO.DeviceModel = Device;
+  PO.GpuMemoryBytes = halfFootprint(P);
+  return deepum::planner::compilePlan(P, PO);
+}
+#endif
+
 /// A profile whose steady iteration has `K` kernels of `DurNs` each.
 v1::Profile timingProfile(uint32_t K, uint64_t DurNs) {
   deepum::test::ProfileBuilder PB("v100-pcie-16gb");
@@ -74,8 +90,7 @@ v1::Plan layeredPlan(uint32_t K, bool PrefetchActivations = false) {
 /// The executor replays `Plan` on `Profile`; checks what holds for any sound
 /// plan and returns the result.
 deepum::sim::SimResult replayChecked(const v1::Profile &Profile, const v1::Plan &Plan,
-                                     const char *What,
-                                     const char *DeviceName = "v100-pcie-16gb") {
+                                     const char *What, const char *DeviceName = "v100-pcie-16gb") {
   SCOPED_TRACE(What);
   auto Device = deepum::sim::loadDeviceModel(DeviceName);
   EXPECT_TRUE(static_cast<bool>(Device)) << llvm::toString(Device.takeError());
@@ -142,10 +157,7 @@ TEST(SimClosedLoopTest, RooflineDurationsOnAnotherDevice) {
   ASSERT_TRUE(static_cast<bool>(deepum::sim::kernelDurations(
       *Profile, *H100, deepum::sim::SimOptions::DurationSource::Auto, &Roofline)));
   ASSERT_TRUE(Roofline) << "test premise: the profile's durations are recomputed on an H100";
-  deepum::planner::PlanOptions PO;
-  PO.DeviceModel = "h100-sxm";
-  PO.GpuMemoryBytes = deepum::sim::footprintBytes(*Profile) / 2 / kBlock * kBlock;
-  auto Planned = deepum::planner::compilePlan(*Profile, PO);
+  auto Planned = planAtHalf(*Profile, "h100-sxm");
   ASSERT_TRUE(static_cast<bool>(Planned)) << llvm::toString(Planned.takeError());
   deepum::sim::SimResult R =
       replayChecked(*Profile, Planned->Plan, "resnet50 on h100-sxm", "h100-sxm");
@@ -167,10 +179,7 @@ TEST(SimClosedLoopTest, ShippedModels) {
       continue;
     auto Profile = deepum::format::readProfile(ProfilePath);
     ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
-    deepum::planner::PlanOptions PO;
-    PO.DeviceModel = "v100-pcie-16gb";
-    PO.GpuMemoryBytes = deepum::sim::footprintBytes(*Profile) / 2 / kBlock * kBlock;
-    auto Planned = deepum::planner::compilePlan(*Profile, PO);
+    auto Planned = planAtHalf(*Profile, "v100-pcie-16gb");
     ASSERT_TRUE(static_cast<bool>(Planned)) << Model << ": " << llvm::toString(Planned.takeError());
     EXPECT_EQ(replayChecked(*Profile, Planned->Plan, Model.c_str()).Faults, 0) << Model;
     // libdeepum's own wire decoder reads the real plan as protobuf does.
@@ -244,16 +253,14 @@ TEST(SimClosedLoopTest, DeepumSimToolRunsTheExecutor) {
     FAIL() << ProfilePath << " is missing (regenerate with `make profiles`)";
   auto Profile = deepum::format::readProfile(ProfilePath);
   ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
-  deepum::planner::PlanOptions PO;
-  PO.DeviceModel = "v100-pcie-16gb";
-  PO.GpuMemoryBytes = deepum::sim::footprintBytes(*Profile) / 2 / kBlock * kBlock;
-  auto Planned = deepum::planner::compilePlan(*Profile, PO);
+  auto Planned = planAtHalf(*Profile, "v100-pcie-16gb");
   ASSERT_TRUE(static_cast<bool>(Planned)) << llvm::toString(Planned.takeError());
   std::string PlanPath = deepum::test::scratchDir("sim-tool-executor-replay") + "/resnet50.plan.pb";
   ASSERT_FALSE(static_cast<bool>(deepum::format::writePlan(Planned->Plan, PlanPath)));
+  const uint64_t Capacity = halfFootprint(*Profile);
 
-  llvm::json::Array One = runSimJson(ProfilePath, PlanPath, PO.GpuMemoryBytes, /*Compare=*/false);
-  llvm::json::Array All = runSimJson(ProfilePath, PlanPath, PO.GpuMemoryBytes, /*Compare=*/true);
+  llvm::json::Array One = runSimJson(ProfilePath, PlanPath, Capacity, /*Compare=*/false);
+  llvm::json::Array All = runSimJson(ProfilePath, PlanPath, Capacity, /*Compare=*/true);
   ASSERT_EQ(One.size(), 1u);
   const llvm::json::Object &Exec = *One[0].getAsObject();
   auto Num = [](const llvm::json::Object &O, llvm::StringRef K) {
@@ -276,7 +283,7 @@ TEST(SimClosedLoopTest, DeepumSimToolRunsTheExecutor) {
   O.Iterations = 4;
   O.WarmupIterations = 2;
   O.PlanName = PlanPath;
-  O.GpuMemoryBytes = PO.GpuMemoryBytes;
+  O.GpuMemoryBytes = Capacity;
   auto Lib = sim::replayPlan(*Profile, Planned->Plan, O);
   ASSERT_TRUE(static_cast<bool>(Lib)) << llvm::toString(Lib.takeError());
   const double ExecUs = Num(Exec, "iteration_us");
@@ -304,10 +311,7 @@ TEST(SimClosedLoopTest, PlanTimelineIsTheExecutorReplays) {
   std::string ProfilePath = deepum::test::shippedProfilePath("resnet50");
   auto Profile = deepum::format::readProfile(ProfilePath);
   ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
-  deepum::planner::PlanOptions PO;
-  PO.DeviceModel = "v100-pcie-16gb";
-  PO.GpuMemoryBytes = deepum::sim::footprintBytes(*Profile) / 2 / kBlock * kBlock;
-  auto Planned = deepum::planner::compilePlan(*Profile, PO);
+  auto Planned = planAtHalf(*Profile, "v100-pcie-16gb");
   ASSERT_TRUE(static_cast<bool>(Planned)) << llvm::toString(Planned.takeError());
   std::string Dir = deepum::test::scratchDir("sim-tool-plan-timeline");
   std::string PlanPath = Dir + "/resnet50.plan.pb";

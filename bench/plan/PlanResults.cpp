@@ -15,6 +15,7 @@
 #include "deepum/planner/Replay.h"
 #include "deepum/sim/Simulator.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -32,7 +33,8 @@ using namespace deepum;
 static cl::OptionCategory Category("deepum-plan-results options");
 static cl::opt<std::string> DataDir("data", cl::desc("Directory of <model>.profile.pb.gz"),
                                     cl::init("tests/data"), cl::cat(Category));
-static cl::list<std::string> Models("model", cl::desc("Models (default: the five shipped)"),
+static cl::list<std::string> Models("model",
+                                    cl::desc("Models (default: every shipped training profile)"),
                                     cl::cat(Category));
 static cl::opt<std::string> OutMd("md", cl::desc("Markdown to write"),
                                   cl::init("docs/results/plan.md"), cl::cat(Category));
@@ -203,60 +205,98 @@ void writeTables(raw_ostream &OS, const std::vector<std::string> &Devices,
   }
 }
 
-/// The targets table; whether every target is met.
+/// The row's figures against the targets.
+struct RowJudgement {
+  double PlanOverLower = 0;            // plan / the tightest valid lower bound
+  double DeepUmOverLower = 0;          // the tuned DeepUM / the same bound
+  double VsDeepUm = 0;                 // the tuned DeepUM / plan
+  std::vector<std::string> SlowerThan; // baselines the plan is slower than
+};
+
+RowJudgement judgeRow(const Row &Rw) {
+  const sim::SimResult &Um = Rw.R.at("um"), &Plan = Rw.R.at("plan");
+  RowJudgement J;
+  J.PlanOverLower = Plan.IterationUs / Um.LowerBoundUs;
+  J.DeepUmOverLower = Rw.R.at("deepum-tuned").IterationUs / Um.LowerBoundUs;
+  J.VsDeepUm = Rw.R.at("deepum-tuned").IterationUs / Plan.IterationUs;
+  for (const char *Base : {"um", "deepum", "deepum-tuned", "swap-layer", "swap-opt"})
+    if (Plan.IterationUs > Rw.R.at(Base).IterationUs * 1.0001)
+      J.SlowerThan.push_back(Base);
+  return J;
+}
+
+/// The targets table; whether every target is met. The targets: at 2x the
+/// plan's geomean distance to the tightest lower bound <= 1.02 and no row
+/// above 1.10; >= 1.3x geomean over the tuned DeepUM at 2x, counting only the
+/// rows where that DeepUM is itself more than 1.3x from the bound (the others
+/// are judged by the first target); never slower than a baseline; no demand
+/// faults where the largest kernel's working set fits.
 bool writeTargets(raw_ostream &OS, const std::vector<std::string> &Devices,
                   const std::vector<Row> &Rows) {
   OS << "## Targets\n\n";
   OS << "| target | device | achieved | met |\n|---|---|---|---|\n";
   bool AllMet = true;
+  auto Mark = [](bool Met) { return Met ? "yes" : "**no**"; };
   for (const std::string &Dev : Devices) {
-    std::vector<double> AtTwo, AtTwoLower, VsDeepUm, VsDeepUmL8, VsDeepUmAtTwo, VsDeepUmL8AtTwo;
-    unsigned SlowerThanUm = 0, FaultyRows = 0, FitRows = 0, Total = 0;
+    std::vector<double> LowerAtTwo, BestAtTwo, VsDeepUmJudged, VsDeepUmAtTwo, VsDeepUmL8AtTwo;
+    std::vector<std::string> Above110, NearBound, Slower;
+    unsigned FaultyRows = 0, FitRows = 0, Total = 0;
     for (const Row &Rw : Rows) {
       if (Rw.Device != Dev)
         continue;
-      const sim::SimResult &Um = Rw.R.at("um"), &Plan = Rw.R.at("plan");
       ++Total;
-      if (Rw.Ratio == 2.0)
-        AtTwo.push_back(Plan.IterationUs / std::max(Um.IdealUs, Um.BoundUs));
-      if (Rw.Ratio == 2.0)
-        AtTwoLower.push_back(Plan.IterationUs / Um.LowerBoundUs);
-      VsDeepUm.push_back(Rw.R.at("deepum-tuned").IterationUs / Plan.IterationUs);
-      VsDeepUmL8.push_back(Rw.R.at("deepum").IterationUs / Plan.IterationUs);
-      if (Rw.Ratio == 2.0) {
-        VsDeepUmAtTwo.push_back(VsDeepUm.back());
-        VsDeepUmL8AtTwo.push_back(VsDeepUmL8.back());
-      }
-      if (Plan.IterationUs > Um.IterationUs * 1.0001)
-        ++SlowerThanUm;
+      RowJudgement J = judgeRow(Rw);
+      std::string Name = formatv("{0} {1:f2}x", Rw.Model, Rw.Ratio).str();
+      if (J.PlanOverLower > 1.10)
+        Above110.push_back(formatv("{0} ({1:f3})", Name, J.PlanOverLower).str());
+      if (!J.SlowerThan.empty())
+        Slower.push_back(Name + " (" + join(J.SlowerThan, ", ") + ")");
       if (Rw.WorkingSetFits) {
         ++FitRows;
-        if (Plan.Faults > 0)
+        if (Rw.R.at("plan").Faults > 0)
           ++FaultyRows;
       }
+      if (Rw.Ratio != 2.0)
+        continue;
+      const sim::SimResult &Um = Rw.R.at("um");
+      LowerAtTwo.push_back(J.PlanOverLower);
+      BestAtTwo.push_back(Rw.R.at("plan").IterationUs / std::max(Um.IdealUs, Um.BoundUs));
+      VsDeepUmAtTwo.push_back(J.VsDeepUm);
+      VsDeepUmL8AtTwo.push_back(Rw.R.at("deepum").IterationUs / Rw.R.at("plan").IterationUs);
+      if (J.DeepUmOverLower > 1.3)
+        VsDeepUmJudged.push_back(J.VsDeepUm);
+      else
+        NearBound.push_back(Rw.Model);
     }
-    double G2 = geomean(AtTwo), GD = geomean(VsDeepUm);
-    bool M1 = G2 <= 1.10, M2 = GD >= 1.3, M3 = SlowerThanUm == 0, M4 = FaultyRows == 0;
-    AllMet &= M1 && M2 && M3 && M4;
-    OS << formatv("| geomean plan / max(ideal, bound) at 2x <= 1.10 | {0} | {1:f3} | {2} |\n", Dev,
-                  G2, M1 ? "yes" : "**no**");
-    OS << formatv("| (for reference) geomean plan / max(ideal, bound, cut) at 2x | {0} | {1:f3} | "
-                  "- |\n",
-                  Dev, geomean(AtTwoLower));
-    OS << formatv("| geomean speedup over deepum (tuned per row) >= 1.3 | {0} | {1:f3} | {2} |\n",
-                  Dev, GD, M2 ? "yes" : "**no**");
-    OS << formatv("| (for reference) geomean speedup over deepum at lookahead 8 | {0} | {1:f3} | - "
-                  "|\n",
-                  Dev, geomean(VsDeepUmL8));
-    OS << formatv(
-        "| (for reference) geomean speedup over deepum at 2x: tuned / lookahead 8 | {0} | "
-        "{1:f3} / {2:f3} | - |\n",
-        Dev, geomean(VsDeepUmAtTwo), geomean(VsDeepUmL8AtTwo));
-    OS << formatv("| never slower than um | {0} | slower in {1} of {2} rows | {3} |\n", Dev,
-                  SlowerThanUm, Total, M3 ? "yes" : "**no**");
+    double G = geomean(LowerAtTwo), GD = geomean(VsDeepUmJudged);
+    bool M1 = G <= 1.02, M2 = Above110.empty(), M3 = VsDeepUmJudged.empty() || GD >= 1.3,
+         M4 = Slower.empty(), M5 = FaultyRows == 0;
+    AllMet &= M1 && M2 && M3 && M4 && M5;
+    OS << formatv("| geomean plan / tightest lower bound at 2x <= 1.02 | {0} | {1:f3} | {2} |\n",
+                  Dev, G, Mark(M1));
+    OS << formatv("| no row's plan / tightest lower bound above 1.10 | {0} | {1} | {2} |\n", Dev,
+                  M2 ? std::string("none of ") + std::to_string(Total) + " rows"
+                     : join(Above110, "; "),
+                  Mark(M2));
+    OS << formatv("| geomean speedup over the tuned deepum at 2x >= 1.3, rows where it is over "
+                  "1.3x the bound | {0} | {1:f3} over {2} rows (near the bound, judged by the "
+                  "first target: {3}) | {4} |\n",
+                  Dev, GD, VsDeepUmJudged.size(),
+                  NearBound.empty() ? "none" : join(NearBound, ", "), Mark(M3));
+    OS << formatv("| never slower than any baseline (um, deepum L8, deepum tuned, swap-layer, "
+                  "swap-opt) | {0} | {1} | {2} |\n",
+                  Dev,
+                  M4 ? std::string("slower in 0 of ") + std::to_string(Total) + " rows"
+                     : join(Slower, "; "),
+                  Mark(M4));
     OS << formatv("| zero steady-state demand faults when capacity >= largest kernel working set "
                   "| {0} | faults in {1} of {2} such rows | {3} |\n",
-                  Dev, FaultyRows, FitRows, M4 ? "yes" : "**no**");
+                  Dev, FaultyRows, FitRows, Mark(M5));
+    OS << formatv("| (for reference) geomean speedup over deepum at 2x, every row: tuned / "
+                  "lookahead 8 | {0} | {1:f3} / {2:f3} | - |\n",
+                  Dev, geomean(VsDeepUmAtTwo), geomean(VsDeepUmL8AtTwo));
+    OS << formatv("| (for reference) geomean plan / max(ideal, bound) at 2x | {0} | {1:f3} | - |\n",
+                  Dev, geomean(BestAtTwo));
   }
   return AllMet;
 }
@@ -291,7 +331,8 @@ bool writePoolLayout(raw_ostream &OS, const std::vector<std::string> &ModelList,
 Error run() {
   std::vector<std::string> ModelList(Models.begin(), Models.end());
   if (ModelList.empty())
-    ModelList = {"resnet50", "vgg16", "vit_b_16", "bert-large", "gpt2-medium"};
+    ModelList = {"resnet50",    "vgg16",      "vit_b_16", "bert-large",
+                 "gpt2-medium", "bart-large", "llama-1b", "llama-1b-ckpt"};
   const std::vector<std::string> Devices = {"v100-pcie-16gb", "h100-pcie"};
   const std::vector<double> Ratios = {1.25, 1.5, 2.0, 3.0};
   std::vector<Row> Rows;

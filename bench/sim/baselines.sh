@@ -10,7 +10,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build}"
 sim="$build/tools/deepum-sim"
 cmake --build "$build" --target deepum-sim >/dev/null
-models=(resnet50 vgg16 vit_b_16 bert-large gpt2-medium)
+models=(resnet50 vgg16 vit_b_16 bert-large gpt2-medium bart-large llama-1b llama-1b-ckpt)
 devices=(v100-pcie-16gb h100-pcie)
 ratios=(1.25 1.5 2 3)
 iterations=10

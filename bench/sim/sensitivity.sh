@@ -17,7 +17,7 @@ case "$build" in /*) ;; *) build="$root/$build" ;; esac
 cmake --build "$build" --target deepum-sim deepum-plan >/dev/null
 sim="$build/tools/deepum-sim"
 plan="$build/tools/deepum-plan"
-models=(resnet50 vgg16 vit_b_16 bert-large gpt2-medium)
+models=(resnet50 vgg16 vit_b_16 bert-large gpt2-medium bart-large llama-1b llama-1b-ckpt)
 devices=(v100-pcie-16gb h100-pcie)
 calls=(0 5 20)
 links=(0.5 1)

@@ -61,6 +61,22 @@ def _models(path):
     return {m["name"]: m for m in models if isinstance(m, dict) and "name" in m}
 
 
+def _check_fields(fields, builtin, name, path):
+    """Refuses what deepum-plan and deepum-sim refuse in a device file (base/lib/DeviceModel.cpp):
+    a field no built-in model has (a typo must not pass silently), a negative number."""
+    known = {"name", "sources", "comment"}.union(*(m.keys() for m in builtin.values()))
+    for key, value in fields.items():
+        if key not in known:
+            raise ValueError(f"{path}: model '{name}': unknown field '{key}'")
+        if key in ("name", "sources", "comment", "link"):
+            continue
+        if key == "eviction_copies_clean":
+            if not isinstance(value, bool):
+                raise ValueError(f"{path}: model '{name}': '{key}' must be true or false")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"{path}: model '{name}': '{key}' must be a non-negative number")
+
+
 def load_device_model(name=DEFAULT_DEVICE_MODEL, path=None):
     """The device model `name`, as deepum-plan and deepum-sim load it (--device, --device-file):
     the built-in model, with the fields of the model of that name in `path` over it; a model
@@ -71,6 +87,7 @@ def load_device_model(name=DEFAULT_DEVICE_MODEL, path=None):
         over = _models(path)
         if name not in over and name not in builtin:
             raise ValueError(f"{path}: no device model named '{name}' here or built in")
+        _check_fields(over.get(name, {}), builtin, name, path)
         m.update(over.get(name, {}))
     elif not m:
         raise ValueError(f"unknown device model '{name}' (known: {', '.join(builtin)})")

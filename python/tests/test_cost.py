@@ -101,6 +101,26 @@ class RooflineTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "does not set memory_bytes"):
                 devices.load_device_model("lab-gpu", path)
 
+    def test_device_file_refuses_what_the_tools_refuse(self):
+        # The messages deepum-plan and deepum-sim give (tests/tools/device-options.sh).
+        cases = [({"link_bytes_per_sec": 1e9}, "unknown field 'link_bytes_per_sec'"),
+                 ({"kernel_min_us": -1}, "'kernel_min_us' must be a non-negative number"),
+                 ({"kernel_min_us": "7"}, "'kernel_min_us' must be a non-negative number"),
+                 ({"eviction_copies_clean": 1}, "'eviction_copies_clean' must be true or false")]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "typo.json")
+            for fields, message in cases:
+                with open(path, "w") as f:
+                    json.dump({"models": [dict(name="h100-pcie", **fields)]}, f)
+                with self.assertRaisesRegex(ValueError, f"^{path}: model 'h100-pcie': {message}$"):
+                    devices.load_device_model("h100-pcie", path)
+            # Every field a built-in model has is accepted, with its own value.
+            fields = devices._models(devices.DEFAULT_DEVICE_FILE)["h100-pcie"]
+            with open(path, "w") as f:
+                json.dump({"models": [fields]}, f)
+            self.assertEqual(devices.load_device_model("h100-pcie", path),
+                             devices.load_device_model("h100-pcie"))
+
 
 class AccessMergingTest(unittest.TestCase):
     def test_merge_ranges(self):

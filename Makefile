@@ -11,7 +11,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build test demo profiles format tidy clean fuzz fuzz-build
+.PHONY: all setup configure build test demo profiles results format tidy clean fuzz fuzz-build
 
 all: build
 
@@ -35,6 +35,12 @@ demo: build
 profiles: configure
 	@cmake --build $(BUILD) --target deepum_trace_proto
 	@cd python && DEEPUM_BINARY_DIR=$(abspath $(BUILD)) $(PYTHON) -m deepum_trace.ship --out ../tests/data
+
+# Regenerates every figure in docs/results from one build: the calibration against published
+# measurements, the baselines, the plan beside them, the sensitivity tables (about half an hour
+# on two cores; bench/results.sh says what each step writes).
+results: build
+	@bash bench/results.sh $(BUILD)
 
 fuzz-build: setup
 	@bash fuzz/build.sh $(FUZZ_BUILD) $(FUZZ_CMAKE_FLAGS)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# deepum-calibrate on the CUDA stand-in with device model DEVICE: the device
+# file it writes must be accepted by deepum-sim (--device DEVICE --device-file)
+# and give back the model's own parameters within 10% (the stand-in's UM model
+# is deepum-sim's engine, so this checks the measurement method), and its
+# report must hold every measurement.
+#
+# usage: calibrate.sh STANDIN_LIB_DIR DEEPUM_CALIBRATE DEEPUM_SIM PYTHON CHECKER
+#                     DEVICE_MODELS_JSON PROFILE DEVICE
+set -euo pipefail
+lib=$1 calibrate=$2 sim=$3 python=$4 checker=$5 models=$6 profile=$7 device=$8
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+env LD_LIBRARY_PATH="$lib" DEEPUM_STANDIN_DEVICE="$device" DEEPUM_STANDIN_GPU_MEMORY=256MiB \
+  "$calibrate" --out "$out/device.json" --report "$out/report.md" --name "$device" \
+  --max-bytes 16MiB --repeats 3 --call-clock stream
+cat "$out/device.json"
+
+"$sim" --device "$device" --device-file "$out/device.json" --policy um --iterations 1 \
+  "$profile" > "$out/sim.txt"
+grep -q "^policy um on $device" "$out/sim.txt"
+
+# Recovered: the link rate (host->device prefetches timed to a kernel that
+# waits for their pages), the per-call cost (stream clock: the stand-in's host
+# clock is its own CPU time, not the model's) and the fault costs.
+"$python" "$checker" "$out/device.json" "$models" "$device" 0.10 \
+  link_bytes_per_second transfer_call_us transfer_range_us \
+  fault_batch_latency_us fault_block_service_us
+
+grep -q '^| prefetch host->device (+ probe kernel) | 16 MiB | ' "$out/report.md"
+grep -q '^| cudaMemDiscardBatchAsync, host clock | 64 ranges | ' "$out/report.md"
+grep -q '^| first touch, host-resident: 2 MiB stride, 16 MiB | 8 touches | ' "$out/report.md"

@@ -1,0 +1,27 @@
+# deepum-calibrate (tools/deepum-calibrate.cu): measures a GPU's Unified Memory
+# parameters and writes a device file. A CUDA program built by nvcc with the
+# shared runtime, as tests/standin builds TrainStep, so that it runs on a GPU
+# and on the CUDA stand-in alike; only where the CUDA toolkit is. It links no
+# LLVM: its options are parsed by hand in the other tools' error style.
+if(DEEPUM_CUDA AND DEEPUM_CUDA_RUNTIME_API_H)
+  find_program(DEEPUM_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} NO_DEFAULT_PATH)
+endif()
+if(DEEPUM_NVCC)
+  set(deepum_calibrate ${CMAKE_CURRENT_BINARY_DIR}/deepum-calibrate)
+  set(calibrate_host_compiler)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    set(calibrate_host_compiler -ccbin ${CMAKE_CXX_COMPILER})
+  endif()
+  # sm_90 code (H100, H200) and compute_90 PTX for later GPUs.
+  add_custom_command(OUTPUT ${deepum_calibrate}
+    COMMAND ${DEEPUM_NVCC} ${calibrate_host_compiler} -cudart shared -O2 -std=c++17
+            -gencode arch=compute_90,code=[sm_90,compute_90]
+            -I${PROJECT_SOURCE_DIR}/standin/include -Xcompiler=-Wall,-Wextra,-Werror
+            ${CMAKE_CURRENT_SOURCE_DIR}/deepum-calibrate.cu -o ${deepum_calibrate}
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/deepum-calibrate.cu
+            ${PROJECT_SOURCE_DIR}/standin/include/deepum/standin/Twin.h
+            ${PROJECT_SOURCE_DIR}/standin/include/deepum/standin/StandIn.h
+    COMMENT "nvcc -cudart shared deepum-calibrate.cu")
+  add_custom_target(deepum_calibrate ALL DEPENDS ${deepum_calibrate})
+  install(PROGRAMS ${deepum_calibrate} DESTINATION bin)
+endif()

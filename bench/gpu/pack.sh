@@ -5,9 +5,10 @@
 #   DEEPUM_GPU_BUILD   build directory (default build-gpu; ccache when installed)
 #   DEEPUM_GPU_BUNDLE  bundle directory (default .gpu)
 # The bundle:
-#   bin/     deepum-profile, deepum-plan, deepum-sim, deepum-inspect
+#   bin/     deepum-profile, deepum-plan, deepum-sim, deepum-inspect, deepum-calibrate
 #   lib/     libdeepum.so, libdeepum_profiler_injection.so, libprotobuf
 #   lib/cupti/libcupti.so.N   the build's CUPTI, used only when the machine has none
+#   lib/cudart/libcudart.so.N the build's CUDA runtime for deepum-calibrate, likewise
 #   tests/   the gpu-labelled test binaries and their workload
 #   python/deepum, examples/, profiles/ (one shipped profile), bench/gpu/run.sh
 # It fails when the bundle is over its budget (the device machine takes 64 MiB
@@ -19,8 +20,8 @@ cd "$root"
 build="${DEEPUM_GPU_BUILD:-build-gpu}"
 bundle="${DEEPUM_GPU_BUNDLE:-.gpu}"
 limit_mib="${DEEPUM_GPU_BUNDLE_LIMIT_MIB:-48}"
-targets=(deepum-profile deepum-plan deepum-sim deepum-inspect deepum deepum_profiler_injection
-  executor_gpu_test profiler_gpu_test profiler_gpu_workload)
+targets=(deepum-profile deepum-plan deepum-sim deepum-inspect deepum_calibrate deepum
+  deepum_profiler_injection executor_gpu_test profiler_gpu_test profiler_gpu_workload)
 
 mkdir -p "$build"
 build_abs=$(cd "$build" && pwd)
@@ -40,8 +41,8 @@ if [[ ! -f $build/build.ninja ]]; then
 fi
 cmake --build "$build" --target "${targets[@]}" -- -j "$(nproc)"
 rm -rf "$bundle"
-mkdir -p "$bundle"/{bin,lib/cupti,tests,profiles,bench/gpu}
-cp "$build"/tools/deepum-{profile,plan,sim,inspect} "$bundle/bin/"
+mkdir -p "$bundle"/{bin,lib/cupti,lib/cudart,tests,profiles,bench/gpu}
+cp "$build"/tools/deepum-{profile,plan,sim,inspect,calibrate} "$bundle/bin/"
 cp -P "$build"/executor/libdeepum.so* "$bundle/lib/"
 cp "$build"/lib/libdeepum_profiler_injection.so "$bundle/lib/"
 cp "$build"/tests/executor/executor_gpu_test "$build"/tests/profiler/profiler_gpu_test \
@@ -52,6 +53,8 @@ ldd "$bundle"/bin/* "$bundle"/lib/*.so "$bundle"/tests/* 2>/dev/null |
   while read -r so; do cp -L "$so" "$bundle/lib/"; done
 cupti=$(ldd "$bundle/lib/libdeepum_profiler_injection.so" | awk '$1 ~ /^libcupti/ {print $3}')
 [[ -n $cupti && -f $cupti ]] && cp -L "$cupti" "$bundle/lib/cupti/"
+cudart=$(ldd "$bundle/bin/deepum-calibrate" | awk '$1 ~ /^libcudart/ {print $3}')
+[[ -n $cudart && -f $cudart ]] && cp -L "$cudart" "$bundle/lib/cudart/"
 strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/*.so* "$bundle"/tests/*
 mkdir -p "$bundle/python"
 cp -r python/deepum "$bundle/python/"

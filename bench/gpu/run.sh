@@ -2,7 +2,8 @@
 # The GPU validation: three calls on the GPU machine, from the repository root
 # with the bundle (bench/gpu/pack.sh) carried as .gpu, each gathering its
 # results into $OUT (two files per call: CALL.tar.gz and CALL.summary.txt):
-#   bench/gpu/run.sh smoke            device, CUPTI, the gpu-labelled tests, libdeepum under PyTorch
+#   bench/gpu/run.sh smoke            device, CUPTI, calibration, the gpu-labelled tests,
+#                                     libdeepum under PyTorch
 #   bench/gpu/run.sh model resnet50   profile; plan there at the full and half footprint; replays
 #   bench/gpu/run.sh model gpt2
 # And here, without a GPU (CI runs it):
@@ -113,6 +114,26 @@ device_model() {
   esac
 }
 
+# deepum-calibrate: this GPU's UM parameters as a device file laid over the
+# built-in model DEVICE (calibrate.device.json), and every measurement
+# (calibrate.report.md); managed memory within half the free memory. The
+# bundle's CUDA runtime only when the loader has none.
+calibrate_ld_path() {
+  local ld=${LD_LIBRARY_PATH:-}
+  if ldd "$g/bin/deepum-calibrate" | grep -q 'libcudart\.so\.[0-9]* => not found'; then
+    ld="$g/lib/cudart${ld:+:$ld}"
+  fi
+  echo "$ld"
+}
+calibrate() {
+  local device=$1
+  LD_LIBRARY_PATH=$(calibrate_ld_path) step calibrate 120 "$g/bin/deepum-calibrate" --name "$device" \
+    --out "$work/calibrate.device.json" --report "$work/calibrate.report.md" &&
+    step calibrate-sim 60 "$g/bin/deepum-sim" --device "$device" \
+      --device-file "$work/calibrate.device.json" --policy um --iterations 1 \
+      "$g/profiles/resnet50.profile.pb.gz"
+}
+
 # Gathers $work into $out: CALL.summary.txt and CALL.tar.gz. While the archive
 # is over the per-file limit its largest file leaves it, and comes back on its
 # own if it fits and a file slot is left; the summary lists what could not.
@@ -177,6 +198,7 @@ smoke() {
   } >"$work/device.txt" 2>&1
   cat "$work/device.txt" | tee -a "$work/run.log"
   device=$(device_model)
+  calibrate "$device"
   # The gpu-labelled tests, from the bundle's root (their paths are relative to it).
   for t in "$g"/tests/*_test; do
     (cd "$g" && step "$(basename "$t")" 240 "$t" --gtest_color=no)
@@ -256,6 +278,8 @@ dry_run() {
   for t in "$g"/tests/*_test; do # no GPU here: they start and skip
     (cd "$g" && step "$(basename "$t")" 120 "$t" --gtest_color=no) || return 1
   done
+  LD_LIBRARY_PATH=$(calibrate_ld_path) step calibrate-help 10 "$g/bin/deepum-calibrate" --help ||
+    return 1
   plan_profile shipped-resnet50 "$g/profiles/resnet50.profile.pb.gz" "$device" || return 1
   for which in fit half; do
     [[ -s $work/shipped-resnet50.$which.plan.pb ]] || return 1

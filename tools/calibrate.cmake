@@ -2,7 +2,8 @@
 # parameters and writes a device file. A CUDA program built by nvcc with the
 # shared runtime, as tests/standin builds TrainStep, so that it runs on a GPU
 # and on the CUDA stand-in alike; only where the CUDA toolkit is. It links no
-# LLVM: its options are parsed by hand in the other tools' error style.
+# LLVM: its options are parsed by hand, with the other tools' messages and
+# exit statuses (docs/tools.md).
 if(DEEPUM_CUDA AND DEEPUM_CUDA_RUNTIME_API_H)
   find_program(DEEPUM_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} NO_DEFAULT_PATH)
 endif()
@@ -16,6 +17,7 @@ if(DEEPUM_NVCC)
   add_custom_command(OUTPUT ${deepum_calibrate}
     COMMAND ${DEEPUM_NVCC} ${calibrate_host_compiler} -cudart shared -O2 -std=c++17
             -gencode arch=compute_90,code=[sm_90,compute_90]
+            -DDEEPUM_VERSION=${PROJECT_VERSION}
             -I${PROJECT_SOURCE_DIR}/standin/include -Xcompiler=-Wall,-Wextra,-Werror
             ${CMAKE_CURRENT_SOURCE_DIR}/deepum-calibrate.cu -o ${deepum_calibrate}
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/deepum-calibrate.cu

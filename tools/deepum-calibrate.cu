@@ -45,6 +45,17 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+// The project's version, given by CMake as a bare number (0.1.0).
+#define DEEPUM_STRINGIFY(X) #X
+#define DEEPUM_TEXT(X) DEEPUM_STRINGIFY(X)
+#ifdef DEEPUM_VERSION
+#define DEEPUM_VERSION_TEXT DEEPUM_TEXT(DEEPUM_VERSION)
+#else
+#define DEEPUM_VERSION_TEXT "unknown"
+#endif
+
 namespace {
 
 constexpr const char *kTool = "deepum-calibrate";
@@ -68,19 +79,40 @@ struct Options {
   uint64_t MaxBytes = kLargestTransfer;
   int Repeats = 5;
   bool StreamClock = false; // --call-clock=stream
+  bool Quiet = false;
 };
 
-[[noreturn]] void fail(const char *Fmt, ...) {
-  std::fprintf(stderr, "%s: error: ", kTool);
-  va_list Ap;
-  va_start(Ap, Fmt);
+// Exit statuses as every deepum tool's (docs/tools.md): 1 bad input or a
+// failed measurement, 2 usage.
+constexpr int kBadInput = 1, kUsageError = 2;
+
+[[noreturn]] void exitWith(int Status, const char *Fmt, va_list Ap) {
+  std::fprintf(stderr, "%s: ", kTool);
   std::vfprintf(stderr, Fmt, Ap);
-  va_end(Ap);
   std::fputc('\n', stderr);
-  std::exit(1);
+  std::exit(Status);
 }
 
+[[noreturn]] void fail(const char *Fmt, ...) {
+  va_list Ap;
+  va_start(Ap, Fmt);
+  exitWith(kBadInput, Fmt, Ap);
+}
+
+[[noreturn]] void usage(const char *Fmt, ...) {
+  va_list Ap;
+  va_start(Ap, Fmt);
+  exitWith(kUsageError, Fmt, Ap);
+}
+
+/// Progress lines as the other tools print them (tools/include/deepum/tools/
+/// Progress.h): on a terminal, or with DEEPUM_PROGRESS=always; never with
+/// --quiet or DEEPUM_PROGRESS=never.
+bool ShowProgress = false;
+
 void progress(const char *Fmt, ...) {
+  if (!ShowProgress)
+    return;
   std::fprintf(stderr, "%s: ", kTool);
   va_list Ap;
   va_start(Ap, Fmt);
@@ -136,7 +168,10 @@ const char *kUsage =
     "  --repeats=<N>         Repeats per measurement; the median is used (default 5)\n"
     "  --call-clock=<CLOCK>  host: per-call cost by std::chrono around the calls\n"
     "                        (default); stream: by cudaEvents around them on an\n"
-    "                        idle stream\n";
+    "                        idle stream\n"
+    "  --quiet               No progress lines (otherwise on a terminal, or with\n"
+    "                        DEEPUM_PROGRESS=always)\n"
+    "  --version             Print the version\n";
 
 Options parseArgs(int Argc, char **Argv) {
   Options O;
@@ -146,8 +181,16 @@ Options parseArgs(int Argc, char **Argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
+    if (A == "--version") {
+      std::printf("deepum %s\n", DEEPUM_VERSION_TEXT);
+      std::exit(0);
+    }
+    if (A == "--quiet") {
+      O.Quiet = true;
+      continue;
+    }
     if (A.rfind("--", 0) != 0)
-      fail("unexpected argument '%s' (see --help)", A.c_str());
+      usage("unexpected argument '%s' (see --help)", A.c_str());
     std::string Key = A, Value;
     const size_t Eq = A.find('=');
     if (Eq != std::string::npos) {
@@ -155,7 +198,7 @@ Options parseArgs(int Argc, char **Argv) {
       Value = A.substr(Eq + 1);
     } else {
       if (I + 1 >= Argc)
-        fail("option '%s' needs a value (see --help)", A.c_str());
+        usage("option '%s' needs a value (see --help)", A.c_str());
       Value = Argv[++I];
     }
     if (Key == "--out") {
@@ -182,11 +225,14 @@ Options parseArgs(int Argc, char **Argv) {
         fail("--call-clock: '%s' is neither host nor stream", Value.c_str());
       O.StreamClock = Value == "stream";
     } else {
-      fail("unknown option '%s' (see --help)", Key.c_str());
+      usage("unknown option '%s' (see --help)", Key.c_str());
     }
   }
   if (O.Out.empty())
-    fail("--out FILE is required (see --help)");
+    usage("--out FILE is required (see --help)");
+  const char *Env = std::getenv("DEEPUM_PROGRESS");
+  const std::string Mode = Env ? Env : "";
+  ShowProgress = !O.Quiet && Mode != "never" && (Mode == "always" || isatty(STDERR_FILENO));
   return O;
 }
 

@@ -127,7 +127,7 @@ calibrate_ld_path() {
 }
 calibrate() {
   local device=$1
-  LD_LIBRARY_PATH=$(calibrate_ld_path) step calibrate 120 "$g/bin/deepum-calibrate" --name "$device" \
+  DEEPUM_PROGRESS=always LD_LIBRARY_PATH=$(calibrate_ld_path) step calibrate 120 "$g/bin/deepum-calibrate" --name "$device" \
     --out "$work/calibrate.device.json" --report "$work/calibrate.report.md" &&
     step calibrate-sim 60 "$g/bin/deepum-sim" --device "$device" \
       --device-file "$work/calibrate.device.json" --policy um --iterations 1 \

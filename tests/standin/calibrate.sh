@@ -12,7 +12,7 @@ lib=$1 calibrate=$2 sim=$3 python=$4 checker=$5 models=$6 profile=$7 device=$8
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-env LD_LIBRARY_PATH="$lib" DEEPUM_STANDIN_DEVICE="$device" DEEPUM_STANDIN_GPU_MEMORY=256MiB \
+env LD_LIBRARY_PATH="$lib" DEEPUM_PROGRESS=always DEEPUM_STANDIN_DEVICE="$device" DEEPUM_STANDIN_GPU_MEMORY=256MiB \
   "$calibrate" --out "$out/device.json" --report "$out/report.md" --name "$device" \
   --max-bytes 16MiB --repeats 3 --call-clock stream
 cat "$out/device.json"

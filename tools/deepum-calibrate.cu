@@ -275,9 +275,9 @@ void fillWordsTwin(deepum::standin::Launch &L, unsigned *P, uint64_t Words, unsi
 // --- Statistics ----------------------------------------------------------------
 
 struct Sample {
-  std::string What;  // measurement, e.g. "prefetch host->device"
-  std::string Size;  // its size or ranges, as the report shows it
-  std::string Unit;  // of the values
+  std::string What; // measurement, e.g. "prefetch host->device"
+  std::string Size; // its size or ranges, as the report shows it
+  std::string Unit; // of the values
   double Median = 0, Min = 0, Max = 0;
   int Repeats = 0;
 };
@@ -432,6 +432,7 @@ private:
          StreamRangeUs = -1;
   double BatchUs = -1, BlockUs = -1;
   std::string FaultNote;
+  std::vector<std::string> Unsupported; // calls the driver refused as not supported
 };
 
 void Calibration::setup() {
@@ -462,13 +463,12 @@ void Calibration::setup() {
   if (Need > Free / 2)
     fail("the measurements need %llu MiB of managed memory, more than half of the %llu MiB "
          "free on %s; lower --max-bytes",
-         static_cast<unsigned long long>(Need / MiB),
-         static_cast<unsigned long long>(Free / MiB), Prop.name);
-  progress("%s, CUDA driver %d.%d, %llu MiB free of %llu MiB; transfers up to %s, %d repeats",
-           Prop.name, Driver / 1000, Driver % 1000 / 10,
-           static_cast<unsigned long long>(Free / MiB),
-           static_cast<unsigned long long>(Total / MiB), sizeName(Sizes.back()).c_str(),
-           Opt.Repeats);
+         static_cast<unsigned long long>(Need / MiB), static_cast<unsigned long long>(Free / MiB),
+         Prop.name);
+  progress(
+      "%s, CUDA driver %d.%d, %llu MiB free of %llu MiB; transfers up to %s, %d repeats", Prop.name,
+      Driver / 1000, Driver % 1000 / 10, static_cast<unsigned long long>(Free / MiB),
+      static_cast<unsigned long long>(Total / MiB), sizeName(Sizes.back()).c_str(), Opt.Repeats);
 
   char Buf[32];
   const std::time_t Now = std::time(nullptr);
@@ -558,8 +558,7 @@ void Calibration::measureBothDirections() {
   check(cudaFree(Up), "cudaFree");
   check(cudaFree(Down), "cudaFree");
   Samples.push_back(summarise("prefetch both directions (two streams, + probe kernel)",
-                              "2 x " + sizeName(S),
-                              "us", T));
+                              "2 x " + sizeName(S), "us", T));
   // Where device->host copies are not seen by events (the stand-in), the
   // pair would time only its host->device half: no figure.
   BothWays = LinkDtoH > 0 ? rate(2.0 * S, Samples.back().Median) : 0;
@@ -612,28 +611,36 @@ void Calibration::measureCalls() {
   cudaMemLocation Loc = DeviceLoc;
 
   std::vector<double> Xh, Yh, Ys;
+  // A call the driver does not support (a batch call before CUDA 12.8) is
+  // left out of the fit and said so; any other error ends the run.
   auto Time = [&](const std::string &What, int Ranges, bool Fit, auto &&Call) {
     std::vector<double> Host, Dev;
     for (int R = 0; R < Opt.Repeats; ++R) {
       sync();
       check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+      cudaError_t E = cudaSuccess;
       const auto T0 = std::chrono::steady_clock::now();
-      for (int C = 0; C < kCallsPerRun; ++C)
-        Call();
+      for (int C = 0; C < kCallsPerRun && E == cudaSuccess; ++C)
+        E = Call();
       const auto T1 = std::chrono::steady_clock::now();
+      if (E == cudaErrorNotSupported) {
+        (void)cudaGetLastError();
+        progress("%s: not supported here, left out", What.c_str());
+        Unsupported.push_back(What);
+        return;
+      }
+      check(E, What.c_str());
       check(cudaEventRecord(E1, Stream), "cudaEventRecord");
       sync();
       Host.push_back(std::chrono::duration<double, std::micro>(T1 - T0).count() / kCallsPerRun);
       Dev.push_back(elapsedUs(E0, E1) / kCallsPerRun);
     }
-    Samples.push_back(summarise(What + ", host clock", rangesText(Ranges),
-                                "us per call", Host));
+    Samples.push_back(summarise(What + ", host clock", rangesText(Ranges), "us per call", Host));
     const double H = Samples.back().Median;
-    Samples.push_back(summarise(What + ", stream clock", rangesText(Ranges),
-                                "us per call", Dev));
+    Samples.push_back(summarise(What + ", stream clock", rangesText(Ranges), "us per call", Dev));
     const double D = Samples.back().Median;
-    progress("%s, %d ranges: %.2f us per call (host clock), %.2f us (stream clock)",
-             What.c_str(), Ranges, H, D);
+    progress("%s, %d ranges: %.2f us per call (host clock), %.2f us (stream clock)", What.c_str(),
+             Ranges, H, D);
     if (Fit) {
       Xh.push_back(Ranges - 1);
       Yh.push_back(H);
@@ -644,24 +651,21 @@ void Calibration::measureCalls() {
   toDevice(Buf, Bytes);
   sync();
   Time("cudaMemPrefetchAsync", 1, true,
-       [&] { check(cudaMemPrefetchAsync(Ptrs[0], RangeBytes, DeviceLoc, 0, Stream),
-                   "cudaMemPrefetchAsync"); });
+       [&] { return cudaMemPrefetchAsync(Ptrs[0], RangeBytes, DeviceLoc, 0, Stream); });
   for (int N : kRangeCounts)
     Time("cudaMemPrefetchBatchAsync", N, true, [&] {
-      check(cudaMemPrefetchBatchAsync(Ptrs.data(), Lens.data(), N, &Loc, &LocIdx, 1, 0, Stream),
-            "cudaMemPrefetchBatchAsync");
+      return cudaMemPrefetchBatchAsync(Ptrs.data(), Lens.data(), N, &Loc, &LocIdx, 1, 0, Stream);
     });
   for (int N : kRangeCounts)
-    Time("cudaMemDiscardBatchAsync", N, true, [&] {
-      check(cudaMemDiscardBatchAsync(Ptrs.data(), Lens.data(), N, 0, Stream),
-            "cudaMemDiscardBatchAsync");
-    });
+    Time("cudaMemDiscardBatchAsync", N, true,
+         [&] { return cudaMemDiscardBatchAsync(Ptrs.data(), Lens.data(), N, 0, Stream); });
   // Advice has no batch call and no field of its own: reported only.
   for (int N : kRangeCounts)
     Time("cudaMemAdvise (one call per range)", N, false, [&] {
-      for (int I = 0; I < N; ++I)
-        check(cudaMemAdvise(Ptrs[I], RangeBytes, cudaMemAdviseSetAccessedBy, DeviceLoc),
-              "cudaMemAdvise");
+      cudaError_t E = cudaSuccess;
+      for (int I = 0; I < N && E == cudaSuccess; ++I)
+        E = cudaMemAdvise(Ptrs[I], RangeBytes, cudaMemAdviseSetAccessedBy, DeviceLoc);
+      return E;
     });
   check(cudaFree(Buf), "cudaFree");
 
@@ -715,9 +719,9 @@ struct FaultPattern {
 /// (a dense access), so they batch alike whatever the GPU reports per page.
 void Calibration::measureFaults() {
   FaultPattern Patterns[] = {
-      {"4 KiB stride, 8 MiB", 4 * KiB, 2048},  // 8 batches, each in one block
-      {"64 KiB stride, 1 MiB", 64 * KiB, 16},  // 1 batch, 1 block
-      {"2 MiB stride, 16 MiB", 2 * MiB, 8},    // 1 batch, 8 blocks
+      {"4 KiB stride, 8 MiB", 4 * KiB, 2048}, // 8 batches, each in one block
+      {"64 KiB stride, 1 MiB", 64 * KiB, 16}, // 1 batch, 1 block
+      {"2 MiB stride, 16 MiB", 2 * MiB, 8},   // 1 batch, 8 blocks
   };
   std::vector<double> U, V, Y;
   for (FaultPattern &P : Patterns) {
@@ -777,8 +781,8 @@ void Calibration::measureFaults() {
   if (!fitTwo(U, V, Y, L, S)) {
     FaultNote = "the patterns do not separate the two costs";
   } else if (L < 0 || S < 0) {
-    FaultNote = fmt("the fit is negative (%.2f us per batch, %.2f us per block): not written", L,
-                    S);
+    FaultNote =
+        fmt("the fit is negative (%.2f us per batch, %.2f us per block): not written", L, S);
   } else {
     BatchUs = L;
     BlockUs = S;
@@ -820,8 +824,9 @@ void writeWhole(const std::string &Path, const std::string &Text, const char *Wh
 }
 
 void Calibration::writeDeviceFile() {
-  const std::string On = fmt("measured by deepum-calibrate on %s, CUDA driver %d.%d, %s: ",
-                             Prop.name, Driver / 1000, Driver % 1000 / 10, Date.c_str());
+  const std::string On =
+      fmt("measured by deepum-calibrate on %s, CUDA driver %d.%d, %s: ", Prop.name, Driver / 1000,
+          Driver % 1000 / 10, Date.c_str());
   std::vector<std::pair<std::string, std::string>> Fields, Sources;
   auto Add = [&](const char *Key, double Value, std::string Source) {
     Fields.emplace_back(Key, fmt("%.6g", Value));
@@ -854,8 +859,9 @@ void Calibration::writeDeviceFile() {
   }
   std::ostringstream J;
   J << "{\n  \"format\": \"deepum-device-models/1\",\n"
-    << "  \"comment\": " << jsonString("Written by deepum-calibrate; lay it over a built-in "
-                                       "model with --device NAME --device-file FILE.")
+    << "  \"comment\": "
+    << jsonString("Written by deepum-calibrate; lay it over a built-in "
+                  "model with --device NAME --device-file FILE.")
     << ",\n  \"models\": [\n    {\n      \"name\": " << jsonString(ModelName);
   for (auto &[K, V] : Fields)
     J << ",\n      " << jsonString(K) << ": " << V;
@@ -878,8 +884,8 @@ void Calibration::writeReport() {
     << "|---|---|---:|---:|---:|---:|---|\n";
   for (const Sample &S : Samples)
     R << "| " << S.What << " | " << S.Size << " | " << fmt("%.3f", S.Median) << " | "
-      << fmt("%.3f", S.Min) << " | " << fmt("%.3f", S.Max) << " | " << S.Repeats << " | "
-      << S.Unit << " |\n";
+      << fmt("%.3f", S.Min) << " | " << fmt("%.3f", S.Max) << " | " << S.Repeats << " | " << S.Unit
+      << " |\n";
   R << "\n## Derived\n\n| figure | value | written as |\n|---|---:|---|\n"
     << "| host->device rate (plateau) | " << rateText(LinkHtoD) << " | link_bytes_per_second |\n"
     << "| device->host rate (plateau) | " << rateText(LinkDtoH) << " | report only |\n"
@@ -888,8 +894,9 @@ void Calibration::writeReport() {
     << fmt("| per call, host clock | %.3f us + %.4f us per extra range | %s |\n", HostCallUs,
            HostRangeUs, Opt.StreamClock ? "report only" : "transfer_call_us, transfer_range_us")
     << fmt("| per call, stream clock | %.3f us + %.4f us per extra range | %s |\n", StreamCallUs,
-           StreamRangeUs,
-           Opt.StreamClock ? "transfer_call_us, transfer_range_us" : "report only");
+           StreamRangeUs, Opt.StreamClock ? "transfer_call_us, transfer_range_us" : "report only");
+  for (const std::string &U : Unsupported)
+    R << "| " << U << " | not supported by this driver | left out |\n";
   if (BatchUs >= 0)
     R << fmt("| fault service | %.3f us per batch + %.3f us per 2 MiB block | "
              "fault_batch_latency_us, fault_block_service_us |\n",

@@ -462,7 +462,7 @@ void Calibration::setup() {
   check(cudaMemGetInfo(&Free, &Total), "cudaMemGetInfo");
   if (Need > Free / 2)
     fail("the measurements need %llu MiB of managed memory, more than half of the %llu MiB "
-         "free on %s; lower --max-bytes",
+         "free on %s; lower --max-bytes or --repeats",
          static_cast<unsigned long long>(Need / MiB), static_cast<unsigned long long>(Free / MiB),
          Prop.name);
   progress(

@@ -348,6 +348,56 @@ TEST(PlannerSchedule, TransferCallsCostTheHostAsDeepumSimChargesThem) {
   EXPECT_EQ(V100.TransferRangeUs, 1.0);
 }
 
+TEST(PlannerSchedule, PopulatesLeaveTheRoomBesideALongKernelToFetches) {
+  // Four blocks of memory, two long kernels, three short ones. Kernel 0
+  // fills the memory: it reads block 4 and overwrites 5-7. Kernel 1 reads
+  // block 0 and overwrites block 1, leaving two blocks free beside it for
+  // 1000 us; kernel 2 reads block 0 again. Kernel 3 overwrites block 2 (a
+  // populate: nothing crosses the link), kernel 4 reads block 3. Blocks 3
+  // and 4 must come back every iteration, and both fit beside kernel 1.
+  // Taking slots in need order, kernel 3's populate holds one of them, and
+  // block 4 crosses after kernel 1 ends, on the critical path; the populate
+  // can as well take block 1's memory, free when kernel 1 ends (vgg16 at 3x:
+  // launch 149's populates beside launch 146 while the optimizer's fetches
+  // waited).
+  Trace T;
+  T.Positions = 5;
+  T.BlockBytes = 2 * MiB;
+  T.Blocks = 8;
+  T.Pool.ArenaBytes = T.Blocks * T.BlockBytes;
+  T.DurationUs = {1000.0, 1000.0, 10.0, 10.0, 10.0};
+  T.KernelTick = {1, 2, 3, 4, 5};
+  T.Ticks = 6;
+  PlannedAllocation Whole;
+  Whole.Persistent = true;
+  Whole.Size = T.Pool.ArenaBytes;
+  Whole.Live[0] = {0, T.Ticks};
+  T.Allocations = {Whole};
+  T.BlockOwners.assign(T.Blocks, {0});
+  T.indexOwners();
+  T.Uses = {{{4, ACCESS_MODE_READ},
+             {5, ACCESS_MODE_WRITE},
+             {6, ACCESS_MODE_WRITE},
+             {7, ACCESS_MODE_WRITE}},
+            {{0, ACCESS_MODE_READ}, {1, ACCESS_MODE_WRITE}},
+            {{0, ACCESS_MODE_READ}},
+            {{2, ACCESS_MODE_WRITE}},
+            {{3, ACCESS_MODE_READ}}};
+  CostModel M;
+  M.LinkBytesPerSecond = 20e9; // 105 us per block
+  const uint64_t Memory = 4 * T.BlockBytes;
+  const double BlockUs = M.transferUs(T.BlockBytes), ComputeUs = 2030;
+  Schedule InNeedOrder = schedulePrefetchWith(T, M, Memory, 1024, false, false);
+  Schedule Swapped = schedulePrefetchWith(T, M, Memory, 1024, false, true);
+  // Block 0 can only cross once kernel 0 has ended; with blocks 3 and 4
+  // under kernel 1, that is the only stall.
+  EXPECT_NEAR(Swapped.Stats.PredictedIterationUs, ComputeUs + BlockUs, 1.0);
+  EXPECT_GT(InNeedOrder.Stats.PredictedIterationUs, ComputeUs + 1.5 * BlockUs);
+  // The planner keeps the faster schedule.
+  EXPECT_NEAR(schedulePrefetch(T, M, Memory).Stats.PredictedIterationUs,
+              Swapped.Stats.PredictedIterationUs, 1e-6);
+}
+
 TEST(PlannerSchedule, DeadFirstKeepsTheProperties) {
   // Each schedule the search chooses among must be valid on its own: the
   // dead-first variant and the margin-only ones respect capacity, never
@@ -361,27 +411,29 @@ TEST(PlannerSchedule, DeadFirstKeepsTheProperties) {
       uint64_t Capacity = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio);
       PlanResult R = compile(P, Capacity);
       for (bool DeadFirst : {true, false})
-        for (double Margin : {1.0, 256.0, 8192.0}) {
-          SCOPED_TRACE(std::string(Case.Name) + " ratio " + std::to_string(Ratio) + " margin " +
-                       std::to_string(Margin) + (DeadFirst ? " dead-first" : ""));
-          Schedule S = schedulePrefetchWith(T, M, Capacity, Margin, DeadFirst);
-          Plan Variant = R.Plan;
-          Variant.clear_actions();
-          for (const Action &A : S.Actions)
-            *Variant.add_actions() = A;
-          EXPECT_FALSE(static_cast<bool>(format::validatePlan(Variant)));
-          EXPECT_EQ(unsafeDiscards(Variant, T), 0u);
-          ReplayReport Rep = replayPlan(Variant);
-          EXPECT_EQ(Rep.OverCapacityPrefetches, 0u);
-          EXPECT_LE(Rep.MaxResidentBlocks, Rep.CapacityBlocks);
-          if (Rep.CapacityBlocks >= Rep.MaxWorkingSetBlocks) {
-            EXPECT_EQ(Rep.SteadyStateFaults, 0u);
+        for (double Margin : {1.0, 256.0, 8192.0})
+          for (bool Swap : {false, true}) {
+            SCOPED_TRACE(std::string(Case.Name) + " ratio " + std::to_string(Ratio) + " margin " +
+                         std::to_string(Margin) + (DeadFirst ? " dead-first" : "") +
+                         (Swap ? " swapping populate slots" : ""));
+            Schedule S = schedulePrefetchWith(T, M, Capacity, Margin, DeadFirst, Swap);
+            Plan Variant = R.Plan;
+            Variant.clear_actions();
+            for (const Action &A : S.Actions)
+              *Variant.add_actions() = A;
+            EXPECT_FALSE(static_cast<bool>(format::validatePlan(Variant)));
+            EXPECT_EQ(unsafeDiscards(Variant, T), 0u);
+            ReplayReport Rep = replayPlan(Variant);
+            EXPECT_EQ(Rep.OverCapacityPrefetches, 0u);
+            EXPECT_LE(Rep.MaxResidentBlocks, Rep.CapacityBlocks);
+            if (Rep.CapacityBlocks >= Rep.MaxWorkingSetBlocks) {
+              EXPECT_EQ(Rep.SteadyStateFaults, 0u);
+            }
+            EXPECT_GE(S.Stats.PredictedIterationUs, S.Stats.ComputeUs);
+            if (DeadFirst && Margin == 256.0 && !Swap) {
+              EXPECT_LE(R.Stats.PredictedIterationUs, S.Stats.PredictedIterationUs * 1.0001);
+            }
           }
-          EXPECT_GE(S.Stats.PredictedIterationUs, S.Stats.ComputeUs);
-          if (DeadFirst && Margin == 256.0) {
-            EXPECT_LE(R.Stats.PredictedIterationUs, S.Stats.PredictedIterationUs * 1.0001);
-          }
-        }
     }
   }
 }
@@ -642,9 +694,10 @@ TEST(PlannerHostile, SwapOnlyMovesBlocksTheKernelsTouch) {
   ASSERT_FALSE(Touched.empty());
   for (const Action &A : R.Plan.actions())
     for (const ArenaRange &Rg : A.ranges())
-      for (uint64_t Blk = Rg.offset() / BlockBytes; Blk <= (Rg.offset() + Rg.bytes() - 1) / BlockBytes;
-           ++Blk)
-        EXPECT_TRUE(Touched.count(Blk)) << "action on arena block " << Blk << ", which no kernel uses";
+      for (uint64_t Blk = Rg.offset() / BlockBytes;
+           Blk <= (Rg.offset() + Rg.bytes() - 1) / BlockBytes; ++Blk)
+        EXPECT_TRUE(Touched.count(Blk))
+            << "action on arena block " << Blk << ", which no kernel uses";
 }
 
 TEST(PlannerHostile, AllocationIdsEqualToHashTableSentinels) {
@@ -691,8 +744,8 @@ TEST(PlannerHostile, RooflineOfHugeOrInfiniteFlopsSaturates) {
   // Rates from a device-model file: tiny peaks give huge durations too.
   format::RooflineRates Tiny{1e-300, 1e-300, 1e-300, 0.5, 0.5, 0};
   EXPECT_EQ(format::rooflineNs(K, Tiny), format::kMaxRooflineNs);
-  format::RooflineRates Infinite{1e12, 1e12, 1e11, 0.5, 0.5,
-                                 std::numeric_limits<double>::infinity()};
+  format::RooflineRates Infinite{1e12, 1e12, 1e11,
+                                 0.5,  0.5,  std::numeric_limits<double>::infinity()};
   EXPECT_FALSE(Infinite.valid());
 }
 

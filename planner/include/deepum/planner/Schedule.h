@@ -91,9 +91,12 @@ Schedule scheduleSwap(const Trace &T, const CostModel &M, uint64_t GpuMemoryByte
 /// transfers before the fetch's kernel could start; with `DeadFirst`, a
 /// resident block whose contents are dead (its next use overwrites it, or it
 /// is freed first) is taken before anything else as soon as its last kernel
-/// has ended by then, oldest first.
+/// has ended by then, oldest first. With `SwapPopulateSlots`, a fetch takes
+/// the earlier-freed slot of a populate (a fetch of dead contents, which
+/// moves nothing) of an earlier kernel whenever that kernel still finds the
+/// fetch's own slot free in time.
 Schedule schedulePrefetchWith(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes,
-                              double MarginBlocks, bool DeadFirst);
+                              double MarginBlocks, bool DeadFirst, bool SwapPopulateSlots = false);
 
 /// Adds cudaMemAdvise(read-mostly) for the unwritten blocks the schedule
 /// evicts, when the device model copies clean pages on eviction and the cost

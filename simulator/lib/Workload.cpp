@@ -689,6 +689,15 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
   // writes (the optimizer step's parameters) against the fetches after p.
   // Every q is tried for iterations of up to 64 launches, an even grid of 64
   // otherwise (on gpt2-medium at 2x, a grid of 256 raises the bound 0.4%).
+  //
+  // The instant at p is taken as launch p-1 completes (the compute on either
+  // side is the same). The engine keeps every page a launch touches on the
+  // GPU for the whole launch, whatever the policy (pinned: no victim; an
+  // eviction or discard issued meanwhile frees its room only when the launch
+  // ends), so the pages of p-1 whose contents are read later are on the GPU
+  // then: they are kept whether they spare a transfer or not, and only the
+  // capacity they leave is the policy's to choose. (Pages of p-1 that nothing
+  // reads again are not counted: a policy may drop them as the launch ends.)
   std::vector<uint32_t> Qs;
   const uint32_t Grid = 64;
   for (uint32_t I = 0, N = std::min(K, Grid); I < N; ++I)
@@ -766,10 +775,15 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
 
   double Best = Total;
   std::vector<int64_t> DOut(K + 1), DIn(K + 1), DBoth(K + 1);
+  // Pages of the launch before boundary t that are needed across it, by set:
+  // the needs whose stretch starts at t.
+  std::vector<int64_t> HeldOut(K), HeldIn(K), HeldBoth(K), HeldNeeded(K);
   for (uint32_t Q : Qs) {
     std::fill(DOut.begin(), DOut.end(), 0);
     std::fill(DIn.begin(), DIn.end(), 0);
     std::fill(DBoth.begin(), DBoth.end(), 0);
+    for (auto *V : {&HeldOut, &HeldIn, &HeldBoth, &HeldNeeded})
+      std::fill(V->begin(), V->end(), 0);
     // Boundaries p = Q + t, t in [0, K): S1 = [Q, p), S2 = [p, Q + K).
     const int64_t Lo0 = Q, Hi0 = static_cast<int64_t>(Q) + K - 1;
     for (const Need &N : Needs)
@@ -790,6 +804,13 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
           add(DIn);
         if (Out && In)
           add(DBoth);
+        if (N.After + Shift + 1 == Lo) { // last used by the launch just before Lo
+          const size_t T = static_cast<size_t>(Lo - Lo0);
+          HeldNeeded[T] += N.Pages;
+          HeldOut[T] += Out && !In ? N.Pages : 0;
+          HeldIn[T] += In && !Out ? N.Pages : 0;
+          HeldBoth[T] += Out && In ? N.Pages : 0;
+        }
       }
     int64_t Out = 0, In = 0, Both = 0;
     for (uint32_t T = 0; T < K; ++T) {
@@ -797,16 +818,23 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
       In += DIn[T];
       Both += DBoth[T];
       const double Before = Prefix[Q + T] - Prefix[Q], After = Total - Before;
-      // Keep pages in both sets first, then spend what is left of the
+      // The held pages of launch p-1 first.
+      const int64_t Held = HeldNeeded[T];
+      const bool Holds = static_cast<double>(Held) <= Cap;
+      const double Free = Holds ? Cap - static_cast<double>(Held) : Cap;
+      const int64_t HB = Holds ? HeldBoth[T] : 0, HO = Holds ? HeldOut[T] : 0,
+                    HI = Holds ? HeldIn[T] : 0;
+      // Then keep pages in both sets, then spend what is left of the
       // capacity on whichever direction is still above its compute.
-      const double A = static_cast<double>(Both);
-      const double KeptBoth = std::min(A, Cap), Left = Cap - KeptBoth;
-      const double OutNs = (static_cast<double>(Out) - KeptBoth) * PageNs;
-      const double InNs = (static_cast<double>(In) - KeptBoth) * PageNs;
+      const double A = static_cast<double>(Both - HB);
+      const double KeptBoth = std::min(A, Free), Left = Free - KeptBoth;
+      const double OutNs = (static_cast<double>(Out - HB - HO) - KeptBoth) * PageNs;
+      const double InNs = (static_cast<double>(In - HB - HI) - KeptBoth) * PageNs;
+      const double OutOnly = static_cast<double>(Out - Both - HO);
+      const double InOnly = static_cast<double>(In - Both - HI);
       const double Spare =
-          std::min(Left * PageNs,
-                   std::min(std::max(0.0, OutNs - Before), (static_cast<double>(Out) - A) * PageNs) +
-                       std::min(std::max(0.0, InNs - After), (static_cast<double>(In) - A) * PageNs));
+          std::min(Left * PageNs, std::min(std::max(0.0, OutNs - Before), OutOnly * PageNs) +
+                                      std::min(std::max(0.0, InNs - After), InOnly * PageNs));
       Best = std::max(Best, std::max(Before, OutNs) + std::max(After, InNs) - Spare);
     }
   }

@@ -771,6 +771,32 @@ TEST(SimBound, CutBoundSeparatesWriteBacksFromFetches) {
   EXPECT_NEAR(run(P, opts(Policy::Ideal, 4 * MiB)).CutBoundUs, 400, 1e-9);
 }
 
+TEST(SimBound, CutBoundKeepsThePagesOfTheLaunchJustEnded) {
+  // k0 writes A, k1 reads the parameters W1 and W2, k2 reads A; 2 MiB each,
+  // 10 us each, room for two blocks. As k1 ends, W1 and W2 are on the GPU
+  // (a launch keeps its pages; both are read again next iteration), so A
+  // is not: it was written back after k0 and comes back before k2, in
+  // series with nothing to hide them: T >= 2 x BlockUs. A cut free to keep
+  // any two pages keeps A (it spares both directions) and sees one fetch.
+  ProfileBuilder B;
+  uint64_t W1 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t W2 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION);
+  for (int It = 0; It < 3; ++It) {
+    B.kernel("k0", 10'000, {{A, ACCESS_MODE_WRITE}});
+    B.kernel("k1", 10'000, {{W1, ACCESS_MODE_READ}, {W2, ACCESS_MODE_READ}});
+    B.kernel("k2", 10'000, {{A, ACCESS_MODE_READ}});
+    B.iteration(static_cast<uint32_t>(It * 3), 3);
+  }
+  v1::Profile P = B.build();
+  SimResult R = run(P, opts(Policy::Ideal, 4 * MiB));
+  EXPECT_NEAR(R.CutBoundUs, 2 * BlockUs, 1e-6);
+  for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
+    EXPECT_GE(run(P, opts(Pol, 4 * MiB)).IterationUs, R.CutBoundUs * (1 - 1e-9)) << int(Pol);
+  // With room for all three, nothing must move.
+  EXPECT_NEAR(run(P, opts(Policy::Ideal, 6 * MiB)).CutBoundUs, 30, 1e-9);
+}
+
 TEST(SimBound, CutBoundCountsOnlyPagesCertainlyWritten) {
   // A and B share a block; k0 reads A and overwrites B, k1 reads A. A is
   // never written: nothing needs writing back however small the GPU is.

@@ -9,8 +9,11 @@
 // figure), since the engine divides by and loops over them.
 //
 // The loader takes a path: each input is written to one temporary file, and
-// the file is loaded for every built-in model name and for a name no built-in
-// model has (a new model, which the file must define).
+// the file is loaded twice: for a built-in model name (chosen by the input's
+// size, so that a seed stays an ordinary device file and mutations reach every
+// name) and for a name no built-in model has (a new model, which the file must
+// define). Each load parses the built-in file too: loading every name for
+// every input ran at 27 inputs a second under ASan.
 //
 //===----------------------------------------------------------------------===//
 #include "FuzzSupport.h"
@@ -67,15 +70,15 @@ void checkAccepted(const base::DeviceModel &D, llvm::StringRef Name) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   static const DeviceFile File;
-  static const std::vector<std::string> Names = [] {
+  static const std::vector<std::string> Builtin = [] {
     std::vector<std::string> N = base::deviceModelNames();
     if (N.empty())
       fuzz::fuzzFail(Target, "no built-in device models");
-    N.push_back("fuzz-lab"); // no built-in model has this name
     return N;
   }();
   File.write(llvm::StringRef(reinterpret_cast<const char *>(Data), Size));
-  for (const std::string &Name : Names) {
+  // "fuzz-lab": no built-in model has this name.
+  for (const std::string &Name : {Builtin[Size % Builtin.size()], std::string("fuzz-lab")}) {
     llvm::Expected<base::DeviceModel> D = base::loadDeviceModel(Name, File.Path);
     if (fuzz::takeValue(D))
       checkAccepted(*D, Name);

@@ -61,8 +61,7 @@ void checkAccepted(const base::DeviceModel &D, llvm::StringRef Name) {
   for (double X : {D.FaultBatchLatencyUs, D.FaultBlockServiceUs, D.TransferSetupUs,
                    D.TransferCallUs, D.TransferRangeUs, D.ThrashingLapseUs, D.ThrottleNapUs,
                    D.PrefetchThreshold, D.MatmulFlopsPerSecond, D.VectorFlopsPerSecond,
-                   D.DramBytesPerSecond, D.MatmulEfficiency, D.MemoryEfficiency,
-                   D.KernelMinUs})
+                   D.DramBytesPerSecond, D.MatmulEfficiency, D.MemoryEfficiency, D.KernelMinUs})
     if (X < 0)
       fuzz::fuzzFail(Target, "an accepted model has a negative figure");
 }

@@ -506,8 +506,9 @@ void Engine::collectFaults(llvm::ArrayRef<BlockUse> Uses) {
 // Each batch costs the fixed latency plus the per-block service, then its
 // migrations, then the GPU replays. Victims evicted for the batch are
 // written back from the batch's start, beside the service; a migration
-// waits for the later of the service and the write-back freeing its room. A page whose entries straddle the
-// batch's end is serviced in it whole (its first entry was fetched).
+// waits for the later of the service and the write-back freeing its room.
+// A page whose entries straddle the batch's end is serviced in it whole
+// (its first entry was fetched).
 
 Engine::FaultBatch Engine::takeFaultBatch(size_t &I, uint32_t &Split) {
   FaultBatch Batch;

@@ -213,7 +213,7 @@ TEST(SimEngine, AWriteBackLongerThanTheBatchServiceKeepsTheCopyEngineBusy) {
   EXPECT_EQ(E.stats().Evictions, 8u);
   EXPECT_EQ(E.stats().BytesDtoH, 16 * MiB);
   const uint64_t Took = E.computeEndNs() - Before;
-  const uint64_t BlockNs = 2'097'152u; // 2 MiB over the hand link
+  const uint64_t BlockNs = 2'097'152u;    // 2 MiB over the hand link
   EXPECT_GE(Took, 8 * BlockNs + BlockNs); // every write-back, then the last copy in
   // Block i comes in once the write-back of victim i has ended and the copy
   // of block i - 1 is done: the copies chain behind the write-backs.

@@ -504,8 +504,11 @@ void Engine::collectFaults(llvm::ArrayRef<BlockUse> Uses) {
 // prefetcher. A dense 64 KiB page raises 16 entries, so a batch of dense
 // faults covers 16 pages (1 MiB); a 64 KiB-strided pattern, 256 pages.
 // Each batch costs the fixed latency plus the per-block service, then its
-// migrations, then the GPU replays. A page whose entries straddle the
-// batch's end is serviced in it whole (its first entry was fetched).
+// migrations, then the GPU replays. Victims evicted for the batch are
+// written back from the batch's start, beside the service; a migration
+// waits for the later of the service and the write-back freeing its room.
+// A page whose entries straddle the batch's end is serviced in it whole
+// (its first entry was fetched).
 
 Engine::FaultBatch Engine::takeFaultBatch(size_t &I, uint32_t &Split) {
   FaultBatch Batch;
@@ -548,10 +551,13 @@ llvm::Expected<uint64_t> Engine::migrateFaultBatch(uint64_t BatchStart, uint64_t
       continue;
     Stats.Faults += pages(Faulted);
     uint32_t All = densityExpand(F.Block, Faulted);
-    uint64_t RoomNs = makeRoom(pages(All), T, /*ProtectUpTo=*/-1);
+    // Room is made while the batch is serviced: a victim's write-back starts
+    // with the service (on the device-to-host engine, behind what it already
+    // carries) and the migrations wait for the later of the two.
+    uint64_t RoomNs = makeRoom(pages(All), BatchStart, /*ProtectUpTo=*/-1);
     if (RoomNs == Never) { // no room for the density prefetch: the faulted pages alone
       All = Faulted;
-      RoomNs = makeRoom(pages(All), T, -1);
+      RoomNs = makeRoom(pages(All), BatchStart, -1);
     }
     if (RoomNs == Never) // the kernel's own blocks hold pages it does not touch
       return llvm::createStringError(

@@ -133,6 +133,27 @@ public:
     Heap.push_back(B);
     up(Heap.size() - 1);
   }
+  /// Calls Visit(B) for the blocks in decreasing (key, block) order — the
+  /// order successive top() and remove() give — without removing any, until
+  /// Visit returns false. O(k log k) for k blocks visited: a frontier of heap
+  /// slots, each above its children.
+  template <typename Fn> void visitInOrder(Fn Visit) {
+    Frontier.clear();
+    if (!Heap.empty())
+      Frontier.push_back(0);
+    auto Below = [&](size_t I, size_t J) { return above(Heap[J], Heap[I]); };
+    while (!Frontier.empty()) {
+      std::pop_heap(Frontier.begin(), Frontier.end(), Below);
+      size_t I = Frontier.back();
+      Frontier.pop_back();
+      if (!Visit(Heap[I]))
+        return;
+      for (size_t C = 2 * I + 1; C <= 2 * I + 2 && C < Heap.size(); ++C) {
+        Frontier.push_back(C);
+        std::push_heap(Frontier.begin(), Frontier.end(), Below);
+      }
+    }
+  }
   void remove(uint64_t B) {
     size_t I = Where[B];
     if (I == kAbsent)
@@ -183,6 +204,7 @@ private:
   std::vector<uint64_t> Heap;
   std::vector<size_t> Where;
   std::vector<double> Keys;
+  std::vector<size_t> Frontier; // visitInOrder's, kept to reuse its memory
 };
 
 struct PendingAction {
@@ -519,7 +541,7 @@ private:
   std::vector<PendingAction> Pending;
   std::vector<std::vector<std::pair<uint64_t, uint8_t>>> RoundStartState;
   uint64_t Skipped = 0;
-  std::vector<uint64_t> Stash;
+  std::vector<uint64_t> Stash, Stale;
   // Blocks used, in use order, not yet in the victim heap: (block, stamp).
   std::deque<std::pair<uint64_t, uint32_t>> Recent;
   // The subset of Recent whose contents are dead before their next use.
@@ -636,27 +658,33 @@ void PrefetchSearch::admitRecent(int64_t Now, double Deadline) {
 bool PrefetchSearch::beladyVictim(int64_t Now, double Deadline, uint64_t &V) {
   bool Victim = false;
   Stash.clear();
+  Stale.clear();
   uint64_t Fallback = 0;
   double FallbackAt = kInfinity;
-  while (!Victim && !Heap.empty() && Stash.size() < kVictimWindow) {
-    uint64_t Cand = Heap.top();
-    Heap.remove(Cand);
+  // Visited in heap order and left in place: taking each out and putting the
+  // passed-over ones back cost two heap operations per candidate.
+  Heap.visitInOrder([&](uint64_t Cand) {
     // Gone, pinned by this kernel, or used since it entered the heap
     // (its key is stale; it comes back through Recent).
-    if (!Resident[Cand] || LastUse[Cand] != HeapUse[Cand])
-      continue;
+    if (!Resident[Cand] || LastUse[Cand] != HeapUse[Cand]) {
+      Stale.push_back(Cand);
+      return true;
+    }
     double Free = freeTime(Cand);
     if (Free <= Deadline) {
       V = Cand;
       Victim = true;
-      break;
+      return false;
     }
     Stash.push_back(Cand);
     if (Free < FallbackAt) {
       FallbackAt = Free;
       Fallback = Cand;
     }
-  }
+    return Stash.size() < kVictimWindow;
+  });
+  for (uint64_t Cand : Stale)
+    Heap.remove(Cand);
   if (!Victim)
     for (const auto &[Cand, St] : Recent)
       if (St == Stamp[Cand] && Resident[Cand] && LastUse[Cand] != Now) {
@@ -670,6 +698,7 @@ bool PrefetchSearch::beladyVictim(int64_t Now, double Deadline, uint64_t &V) {
     V = Fallback;
     Victim = true;
   }
+  // The passed-over stay; their keys move where the round changed them.
   for (uint64_t Cand : Stash)
     if (!Victim || Cand != V) {
       Heap.insert(Cand, nextUseKey(Cand, Now));

@@ -230,6 +230,7 @@ void normalizeActions(std::vector<Action> &Actions) {
   }
   std::sort(Keys.begin(), Keys.end());
   std::vector<Action> Out;
+  Out.reserve(Actions.size());
   for (const Key &K : Keys) {
     Action &A = Actions[std::get<6>(K)];
     bool Same = !Out.empty() && Out.back().position() == A.position() &&
@@ -242,8 +243,11 @@ void normalizeActions(std::vector<Action> &Actions) {
     for (const ArenaRange &R : A.ranges())
       *Out.back().add_ranges() = R;
   }
+  std::vector<std::pair<uint64_t, uint64_t>> Ranges;
   for (Action &A : Out) {
-    std::vector<std::pair<uint64_t, uint64_t>> Ranges;
+    if (A.ranges_size() < 2)
+      continue; // already sorted and merged
+    Ranges.clear();
     for (const ArenaRange &R : A.ranges())
       Ranges.push_back({R.offset(), R.offset() + R.bytes()});
     std::sort(Ranges.begin(), Ranges.end());
@@ -265,9 +269,21 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
   const uint32_t N = T.Positions;
   const uint64_t NB = T.Blocks, C = GpuMemoryBytes / T.BlockBytes;
   const double BlockUs = M.transferUs(T.BlockBytes);
-  std::vector<std::vector<const Action *>> At(N);
+  // Each position's actions in their order (CSR: one allocation, not one per position).
+  std::vector<uint32_t> AtStart(N + 1, 0);
   for (const Action &A : Actions)
-    At[A.position()].push_back(&A);
+    ++AtStart[A.position() + 1];
+  for (uint32_t P = 0; P < N; ++P)
+    AtStart[P + 1] += AtStart[P];
+  std::vector<const Action *> AtList(Actions.size());
+  {
+    std::vector<uint32_t> Fill(AtStart.begin(), AtStart.end() - 1);
+    for (const Action &A : Actions)
+      AtList[Fill[A.position()]++] = &A;
+  }
+  auto At = [&](uint32_t P) {
+    return ArrayRef<const Action *>(AtList.data() + AtStart[P], AtList.data() + AtStart[P + 1]);
+  };
   // Host time of each position's API calls, charged before its transfers are
   // issued and its kernel launched: one batch call per kind present, plus
   // each range after the first (runs of consecutive blocks, in issue order),
@@ -276,7 +292,7 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
   for (uint32_t P = 0; P < N; ++P)
     for (ActionKind Kind : {ACTION_KIND_EVICT, ACTION_KIND_DISCARD, ACTION_KIND_PREFETCH}) {
       uint64_t Ranges = 0, Prev = 0;
-      for (const Action *A : At[P]) {
+      for (const Action *A : At(P)) {
         if (A->kind() != Kind)
           continue;
         for (const ArenaRange &R : A->ranges())
@@ -310,7 +326,7 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
     for (uint32_t P = 0; P < N; ++P) {
       // Launch P is seen while P-1 runs; its API calls hold the host first.
       const double Issue = PrevStart + CallUs[P];
-      for (const Action *A : At[P])
+      for (const Action *A : At(P))
         for (const ArenaRange &R : A->ranges())
           for (uint64_t B = R.offset() / T.BlockBytes;
                B < (R.offset() + R.bytes() + T.BlockBytes - 1) / T.BlockBytes && B < NB; ++B) {

@@ -178,7 +178,8 @@ Error parseMessageInto(StringRef Bytes, StringRef Name, Encoding Enc, StringRef 
   case Encoding::Json: {
     auto St = google::protobuf::util::JsonStringToMessage(std::string(Bytes), &M);
     if (!St.ok())
-      return fileError(Name, Twine("not a deepum ") + What + " in JSON: " + St.message().ToString());
+      return fileError(Name,
+                       Twine("not a deepum ") + What + " in JSON: " + St.message().ToString());
     break;
   }
   }
@@ -189,8 +190,8 @@ Error parseMessageInto(StringRef Bytes, StringRef Name, Encoding Enc, StringRef 
     std::string Wire;
     Msg Again;
     if (!M.SerializeToString(&Wire) || !Again.ParseFromString(Wire))
-      return fileError(Name, Twine("not a deepum ") + What +
-                                 " (a string field is not valid UTF-8)");
+      return fileError(Name,
+                       Twine("not a deepum ") + What + " (a string field is not valid UTF-8)");
   }
   return Error::success();
 }

@@ -269,20 +269,30 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
   const uint32_t N = T.Positions;
   const uint64_t NB = T.Blocks, C = GpuMemoryBytes / T.BlockBytes;
   const double BlockUs = M.transferUs(T.BlockBytes);
-  // Each position's actions in their order (CSR: one allocation, not one per position).
+  // Each position's actions as block runs, in action and range order (CSR
+  // over positions): the replay walks them five times, and chasing protobuf
+  // messages for each was most of its cost.
+  struct BlockRun {
+    ActionKind Kind;
+    Advice AdviceKind;
+    uint64_t First, End; // blocks [First, End)
+  };
   std::vector<uint32_t> AtStart(N + 1, 0);
   for (const Action &A : Actions)
-    ++AtStart[A.position() + 1];
+    AtStart[A.position() + 1] += static_cast<uint32_t>(A.ranges_size());
   for (uint32_t P = 0; P < N; ++P)
     AtStart[P + 1] += AtStart[P];
-  std::vector<const Action *> AtList(Actions.size());
+  std::vector<BlockRun> Runs(AtStart[N]);
   {
     std::vector<uint32_t> Fill(AtStart.begin(), AtStart.end() - 1);
     for (const Action &A : Actions)
-      AtList[Fill[A.position()]++] = &A;
+      for (const ArenaRange &R : A.ranges())
+        Runs[Fill[A.position()]++] = {
+            A.kind(), A.advice(), R.offset() / T.BlockBytes,
+            std::min<uint64_t>((R.offset() + R.bytes() + T.BlockBytes - 1) / T.BlockBytes, NB)};
   }
   auto At = [&](uint32_t P) {
-    return ArrayRef<const Action *>(AtList.data() + AtStart[P], AtList.data() + AtStart[P + 1]);
+    return ArrayRef<BlockRun>(Runs.data() + AtStart[P], Runs.data() + AtStart[P + 1]);
   };
   // Host time of each position's API calls, charged before its transfers are
   // issued and its kernel launched: one batch call per kind present, plus
@@ -292,15 +302,13 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
   for (uint32_t P = 0; P < N; ++P)
     for (ActionKind Kind : {ACTION_KIND_EVICT, ACTION_KIND_DISCARD, ACTION_KIND_PREFETCH}) {
       uint64_t Ranges = 0, Prev = 0;
-      for (const Action *A : At(P)) {
-        if (A->kind() != Kind)
+      for (const BlockRun &R : At(P)) {
+        if (R.Kind != Kind)
           continue;
-        for (const ArenaRange &R : A->ranges())
-          for (uint64_t B = R.offset() / T.BlockBytes;
-               B < (R.offset() + R.bytes() + T.BlockBytes - 1) / T.BlockBytes && B < NB; ++B) {
-            Ranges += Ranges == 0 || B != Prev + 1;
-            Prev = B;
-          }
+        for (uint64_t B = R.First; B < R.End; ++B) {
+          Ranges += Ranges == 0 || B != Prev + 1;
+          Prev = B;
+        }
       }
       if (Ranges)
         CallUs[P] += std::max(0.0, M.TransferCallUs) +
@@ -326,51 +334,49 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
     for (uint32_t P = 0; P < N; ++P) {
       // Launch P is seen while P-1 runs; its API calls hold the host first.
       const double Issue = PrevStart + CallUs[P];
-      for (const Action *A : At(P))
-        for (const ArenaRange &R : A->ranges())
-          for (uint64_t B = R.offset() / T.BlockBytes;
-               B < (R.offset() + R.bytes() + T.BlockBytes - 1) / T.BlockBytes && B < NB; ++B) {
-            if (A->kind() == ACTION_KIND_ADVISE) {
-              // Read-mostly duplicates instead of migrating: the host copy
-              // stays valid, so evicting an unwritten block copies nothing.
-              if (A->advice() == ADVICE_SET_READ_MOSTLY)
-                ReadMostly[B] = 1;
-              else if (A->advice() == ADVICE_UNSET_READ_MOSTLY)
-                ReadMostly[B] = 0;
-            } else if (A->kind() == ACTION_KIND_EVICT || A->kind() == ACTION_KIND_DISCARD) {
-              if (!Resident[B])
-                continue;
-              double Ready = std::max({Issue, BusyUntil[B], Arrival[B]}), Done = Ready;
-              bool Copy = A->kind() == ACTION_KIND_EVICT && Valid[B] &&
-                          (!HostValid[B] || (M.EvictionCopiesClean && !ReadMostly[B]));
-              if (Copy) {
-                Done = std::max(Ready, D2HFree) + BlockUs;
-                D2HFree = Done;
-              }
-              if (A->kind() == ACTION_KIND_DISCARD)
-                Valid[B] = HostValid[B] = 0;
-              else
-                HostValid[B] = Valid[B] ? 1 : HostValid[B];
-              Resident[B] = 0;
-              Pending.push(Done);
-            } else if (A->kind() == ACTION_KIND_PREFETCH && !Resident[B]) {
-              Release(Issue);
-              double Room = Issue;
-              while (Used >= C && !Pending.empty()) {
-                Room = std::max(Room, Pending.top());
-                Pending.pop();
-                --Used;
-              }
-              double Ready = Room, Done = Ready;
-              if (Valid[B] && HostValid[B]) {
-                Done = std::max(Ready, H2DFree) + BlockUs;
-                H2DFree = Done;
-              }
-              Resident[B] = 1;
-              Arrival[B] = Done;
-              ++Used;
+      for (const BlockRun &R : At(P))
+        for (uint64_t B = R.First; B < R.End; ++B) {
+          if (R.Kind == ACTION_KIND_ADVISE) {
+            // Read-mostly duplicates instead of migrating: the host copy
+            // stays valid, so evicting an unwritten block copies nothing.
+            if (R.AdviceKind == ADVICE_SET_READ_MOSTLY)
+              ReadMostly[B] = 1;
+            else if (R.AdviceKind == ADVICE_UNSET_READ_MOSTLY)
+              ReadMostly[B] = 0;
+          } else if (R.Kind == ACTION_KIND_EVICT || R.Kind == ACTION_KIND_DISCARD) {
+            if (!Resident[B])
+              continue;
+            double Ready = std::max({Issue, BusyUntil[B], Arrival[B]}), Done = Ready;
+            bool Copy = R.Kind == ACTION_KIND_EVICT && Valid[B] &&
+                        (!HostValid[B] || (M.EvictionCopiesClean && !ReadMostly[B]));
+            if (Copy) {
+              Done = std::max(Ready, D2HFree) + BlockUs;
+              D2HFree = Done;
             }
+            if (R.Kind == ACTION_KIND_DISCARD)
+              Valid[B] = HostValid[B] = 0;
+            else
+              HostValid[B] = Valid[B] ? 1 : HostValid[B];
+            Resident[B] = 0;
+            Pending.push(Done);
+          } else if (R.Kind == ACTION_KIND_PREFETCH && !Resident[B]) {
+            Release(Issue);
+            double Room = Issue;
+            while (Used >= C && !Pending.empty()) {
+              Room = std::max(Room, Pending.top());
+              Pending.pop();
+              --Used;
+            }
+            double Ready = Room, Done = Ready;
+            if (Valid[B] && HostValid[B]) {
+              Done = std::max(Ready, H2DFree) + BlockUs;
+              H2DFree = Done;
+            }
+            Resident[B] = 1;
+            Arrival[B] = Done;
+            ++Used;
           }
+        }
       double Start = std::max(PrevEnd, Issue); // the host launches it after its calls
       for (const BlockUse &U : T.Uses[P]) {
         uint64_t B = U.Block;

@@ -113,24 +113,27 @@ unsigned kindOrder(ActionKind K) {
 }
 
 /// Max-heap of blocks by (key, block) with each block at most once, so keys
-/// can change without leaving stale entries behind.
+/// can change without leaving stale entries behind. Keys sit beside their
+/// blocks in the heap: comparisons read no other array.
 class VictimHeap {
 public:
-  explicit VictimHeap(uint64_t Blocks) : Where(Blocks, kAbsent), Keys(Blocks, 0) {}
+  explicit VictimHeap(uint64_t Blocks) : Where(Blocks, kAbsent) {}
   bool empty() const { return Heap.empty(); }
   bool contains(uint64_t B) const { return Where[B] != kAbsent; }
-  uint64_t top() const { return Heap.front(); }
+  uint64_t top() const { return Heap.front().Block; }
   /// Inserts B, or moves it to its new key in place.
   void insert(uint64_t B, double Key) {
     if (contains(B)) {
-      Keys[B] = Key;
-      up(Where[B]);
+      size_t I = Where[B];
+      if (Heap[I].Key == Key)
+        return;
+      Heap[I].Key = Key;
+      up(I);
       down(Where[B]);
       return;
     }
-    Keys[B] = Key;
     Where[B] = Heap.size();
-    Heap.push_back(B);
+    Heap.push_back({Key, B});
     up(Heap.size() - 1);
   }
   /// Calls Visit(B) for the blocks in decreasing (key, block) order — the
@@ -140,16 +143,16 @@ public:
   template <typename Fn> void visitInOrder(Fn Visit) {
     Frontier.clear();
     if (!Heap.empty())
-      Frontier.push_back(0);
-    auto Below = [&](size_t I, size_t J) { return above(Heap[J], Heap[I]); };
+      Frontier.push_back({Heap[0], 0});
+    auto Below = [](const Slot &X, const Slot &Y) { return above(Y.E, X.E); };
     while (!Frontier.empty()) {
       std::pop_heap(Frontier.begin(), Frontier.end(), Below);
-      size_t I = Frontier.back();
+      Slot S = Frontier.back();
       Frontier.pop_back();
-      if (!Visit(Heap[I]))
+      if (!Visit(S.E.Block))
         return;
-      for (size_t C = 2 * I + 1; C <= 2 * I + 2 && C < Heap.size(); ++C) {
-        Frontier.push_back(C);
+      for (size_t C = 2 * S.Index + 1; C <= 2 * S.Index + 2 && C < Heap.size(); ++C) {
+        Frontier.push_back({Heap[C], C});
         std::push_heap(Frontier.begin(), Frontier.end(), Below);
       }
     }
@@ -159,52 +162,58 @@ public:
     if (I == kAbsent)
       return;
     Where[B] = kAbsent;
-    uint64_t Last = Heap.back();
+    Entry Last = Heap.back();
     Heap.pop_back();
     if (I == Heap.size())
       return;
-    Heap[I] = Last;
-    Where[Last] = I;
+    place(I, Last);
     up(I);
-    down(Where[Last]);
+    down(Where[Last.Block]);
   }
 
 private:
   static constexpr size_t kAbsent = SIZE_MAX;
-  bool above(uint64_t X, uint64_t Y) const {
-    return Keys[X] != Keys[Y] ? Keys[X] > Keys[Y] : X > Y;
+  struct Entry {
+    double Key;
+    uint64_t Block;
+  };
+  struct Slot {
+    Entry E;
+    size_t Index;
+  };
+  static bool above(const Entry &X, const Entry &Y) {
+    return X.Key != Y.Key ? X.Key > Y.Key : X.Block > Y.Block;
   }
-  void place(size_t I, uint64_t B) {
-    Heap[I] = B;
-    Where[B] = I;
+  void place(size_t I, const Entry &E) {
+    Heap[I] = E;
+    Where[E.Block] = I;
   }
   void up(size_t I) {
-    uint64_t B = Heap[I];
-    while (I > 0 && above(B, Heap[(I - 1) / 2])) {
+    Entry E = Heap[I];
+    while (I > 0 && above(E, Heap[(I - 1) / 2])) {
       place(I, Heap[(I - 1) / 2]);
       I = (I - 1) / 2;
     }
-    place(I, B);
+    place(I, E);
   }
   void down(size_t I) {
-    uint64_t B = Heap[I];
+    Entry E = Heap[I];
     for (;;) {
       size_t C = 2 * I + 1;
       if (C >= Heap.size())
         break;
       if (C + 1 < Heap.size() && above(Heap[C + 1], Heap[C]))
         ++C;
-      if (!above(Heap[C], B))
+      if (!above(Heap[C], E))
         break;
       place(I, Heap[C]);
       I = C;
     }
-    place(I, B);
+    place(I, E);
   }
-  std::vector<uint64_t> Heap;
+  std::vector<Entry> Heap;
   std::vector<size_t> Where;
-  std::vector<double> Keys;
-  std::vector<size_t> Frontier; // visitInOrder's, kept to reuse its memory
+  std::vector<Slot> Frontier; // visitInOrder's, kept to reuse its memory
 };
 
 struct PendingAction {

@@ -216,6 +216,122 @@ private:
   std::vector<Slot> Frontier; // visitInOrder's, kept to reuse its memory
 };
 
+/// Actions as the replay reads them: each position's block runs, in action
+/// and range order (CSR over positions). The replay walks them five times,
+/// and chasing protobuf messages for each was most of its cost.
+struct BlockRun {
+  ActionKind Kind;
+  Advice AdviceKind;
+  uint64_t First, End; // blocks [First, End)
+};
+struct RunTable {
+  std::vector<uint32_t> AtStart; // Positions + 1
+  std::vector<BlockRun> Runs;
+  ArrayRef<BlockRun> at(uint32_t P) const {
+    return ArrayRef<BlockRun>(Runs.data() + AtStart[P], Runs.data() + AtStart[P + 1]);
+  }
+};
+
+BlockRun blockRun(const Trace &T, ActionKind Kind, Advice AdviceKind, uint64_t Offset,
+                  uint64_t Bytes) {
+  return {Kind, AdviceKind, Offset / T.BlockBytes,
+          std::min<uint64_t>((Offset + Bytes + T.BlockBytes - 1) / T.BlockBytes, T.Blocks)};
+}
+
+/// A search action on one block, as the round emits it.
+struct BlockAction {
+  uint32_t Position;
+  ActionKind Kind;
+  uint32_t Due;
+  bool Dirty;
+  uint64_t Block;
+};
+
+/// Actions as normalizeActions leaves them, without protobuf messages: one
+/// head per action, its ranges (offset, bytes) in Ranges[RangeStart[i] ..
+/// RangeStart[i + 1]). Three schedules are searched and one is kept; only
+/// that one becomes messages.
+struct NormalActions {
+  std::vector<BlockAction> Heads; // Block unused
+  std::vector<uint32_t> RangeStart;
+  std::vector<std::pair<uint64_t, uint64_t>> Ranges;
+};
+
+/// normalizeActions on one-block actions: the same order (position, kind,
+/// due position, dirty, first offset), the same grouping, the same merged
+/// ranges.
+NormalActions normalizeBlockActions(const Trace &T, std::vector<BlockAction> &Acts) {
+  auto Key = [](const BlockAction &A) {
+    return std::make_tuple(A.Position, kindOrder(A.Kind), A.Due, A.Dirty, A.Block);
+  };
+  std::sort(Acts.begin(), Acts.end(),
+            [&](const BlockAction &X, const BlockAction &Y) { return Key(X) < Key(Y); });
+  NormalActions Out;
+  for (size_t I = 0; I < Acts.size();) {
+    const BlockAction Head = Acts[I];
+    Out.Heads.push_back(Head);
+    Out.RangeStart.push_back(static_cast<uint32_t>(Out.Ranges.size()));
+    auto SameAction = [&](const BlockAction &A) {
+      return A.Position == Head.Position && A.Kind == Head.Kind && A.Due == Head.Due &&
+             A.Dirty == Head.Dirty;
+    };
+    // Blocks ascend within an action: touching or repeated ones merge.
+    uint64_t Begin = 0, End = 0;
+    bool Open = false;
+    for (; I < Acts.size() && SameAction(Acts[I]); ++I) {
+      uint64_t Offset = Acts[I].Block * T.BlockBytes;
+      uint64_t Bytes = std::min(T.BlockBytes, T.Pool.ArenaBytes - Offset);
+      if (Open && Offset <= End) {
+        End = std::max(End, Offset + Bytes);
+        continue;
+      }
+      if (Open)
+        Out.Ranges.push_back({Begin, End - Begin});
+      Begin = Offset;
+      End = Offset + Bytes;
+      Open = true;
+    }
+    Out.Ranges.push_back({Begin, End - Begin});
+  }
+  Out.RangeStart.push_back(static_cast<uint32_t>(Out.Ranges.size()));
+  return Out;
+}
+
+RunTable runTable(const Trace &T, const NormalActions &Acts) {
+  const uint32_t N = T.Positions;
+  RunTable R;
+  R.AtStart.assign(N + 1, 0);
+  for (size_t I = 0; I < Acts.Heads.size(); ++I)
+    R.AtStart[Acts.Heads[I].Position + 1] += Acts.RangeStart[I + 1] - Acts.RangeStart[I];
+  for (uint32_t P = 0; P < N; ++P)
+    R.AtStart[P + 1] += R.AtStart[P];
+  R.Runs.resize(R.AtStart[N]);
+  std::vector<uint32_t> Fill(R.AtStart.begin(), R.AtStart.end() - 1);
+  for (size_t I = 0; I < Acts.Heads.size(); ++I)
+    for (uint32_t J = Acts.RangeStart[I]; J < Acts.RangeStart[I + 1]; ++J)
+      R.Runs[Fill[Acts.Heads[I].Position]++] = blockRun(
+          T, Acts.Heads[I].Kind, ADVICE_UNSPECIFIED, Acts.Ranges[J].first, Acts.Ranges[J].second);
+  return R;
+}
+
+std::vector<Action> toActions(const NormalActions &Acts) {
+  std::vector<Action> Out(Acts.Heads.size());
+  for (size_t I = 0; I < Acts.Heads.size(); ++I) {
+    const BlockAction &H = Acts.Heads[I];
+    Action &A = Out[I];
+    A.set_kind(H.Kind);
+    A.set_position(H.Position);
+    A.set_due_position(H.Due);
+    A.set_dirty(H.Dirty);
+    for (uint32_t J = Acts.RangeStart[I]; J < Acts.RangeStart[I + 1]; ++J) {
+      ArenaRange *R = A.add_ranges();
+      R->set_offset(Acts.Ranges[J].first);
+      R->set_bytes(Acts.Ranges[J].second);
+    }
+  }
+  return Out;
+}
+
 struct PendingAction {
   ActionKind Kind;
   int64_t Position; // absolute (round * N + position)
@@ -273,36 +389,31 @@ void normalizeActions(std::vector<Action> &Actions) {
   Actions = std::move(Out);
 }
 
-double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<Action> &Actions,
-                          uint64_t GpuMemoryBytes) {
+namespace {
+
+RunTable runTable(const Trace &T, const std::vector<Action> &Actions) {
+  const uint32_t N = T.Positions;
+  RunTable R;
+  R.AtStart.assign(N + 1, 0);
+  for (const Action &A : Actions)
+    R.AtStart[A.position() + 1] += static_cast<uint32_t>(A.ranges_size());
+  for (uint32_t P = 0; P < N; ++P)
+    R.AtStart[P + 1] += R.AtStart[P];
+  R.Runs.resize(R.AtStart[N]);
+  std::vector<uint32_t> Fill(R.AtStart.begin(), R.AtStart.end() - 1);
+  for (const Action &A : Actions)
+    for (const ArenaRange &Range : A.ranges())
+      R.Runs[Fill[A.position()]++] =
+          blockRun(T, A.kind(), A.advice(), Range.offset(), Range.bytes());
+  return R;
+}
+
+double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
+                   uint64_t GpuMemoryBytes) {
   const uint32_t N = T.Positions;
   const uint64_t NB = T.Blocks, C = GpuMemoryBytes / T.BlockBytes;
   const double BlockUs = M.transferUs(T.BlockBytes);
-  // Each position's actions as block runs, in action and range order (CSR
-  // over positions): the replay walks them five times, and chasing protobuf
-  // messages for each was most of its cost.
-  struct BlockRun {
-    ActionKind Kind;
-    Advice AdviceKind;
-    uint64_t First, End; // blocks [First, End)
-  };
-  std::vector<uint32_t> AtStart(N + 1, 0);
-  for (const Action &A : Actions)
-    AtStart[A.position() + 1] += static_cast<uint32_t>(A.ranges_size());
-  for (uint32_t P = 0; P < N; ++P)
-    AtStart[P + 1] += AtStart[P];
-  std::vector<BlockRun> Runs(AtStart[N]);
-  {
-    std::vector<uint32_t> Fill(AtStart.begin(), AtStart.end() - 1);
-    for (const Action &A : Actions)
-      for (const ArenaRange &R : A.ranges())
-        Runs[Fill[A.position()]++] = {
-            A.kind(), A.advice(), R.offset() / T.BlockBytes,
-            std::min<uint64_t>((R.offset() + R.bytes() + T.BlockBytes - 1) / T.BlockBytes, NB)};
-  }
-  auto At = [&](uint32_t P) {
-    return ArrayRef<BlockRun>(Runs.data() + AtStart[P], Runs.data() + AtStart[P + 1]);
-  };
+  auto At = [&](uint32_t P) { return Table.at(P); };
   // Host time of each position's API calls, charged before its transfers are
   // issued and its kernel launched: one batch call per kind present, plus
   // each range after the first (runs of consecutive blocks, in issue order),
@@ -420,6 +531,13 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
   return IterationEnd[3] - IterationEnd[2];
 }
 
+} // namespace
+
+double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<Action> &Actions,
+                          uint64_t GpuMemoryBytes) {
+  return predictRuns(T, M, runTable(T, Actions), GpuMemoryBytes);
+}
+
 Schedule detail::emptySchedule(const Trace &T, uint64_t GpuMemoryBytes) {
   Schedule S;
   S.Stats.CapacityBlocks = GpuMemoryBytes / T.BlockBytes;
@@ -470,7 +588,7 @@ public:
 
   /// The actions of the first round that ends where it started (else the
   /// last one), with the statistics of that round, into S.
-  void emitRound(Schedule &S) const;
+  void emitRound(Schedule &S, std::vector<BlockAction> &Actions) const;
 
 private:
   /// The key of resident block B in the victim heap: the stall-free time of
@@ -786,7 +904,7 @@ void PrefetchSearch::fetch(uint64_t B, uint64_t UseIndex, int64_t Now, double Fr
   assert(ResidentCount <= C && "a fetch took a slot nobody freed");
 }
 
-void PrefetchSearch::emitRound(Schedule &S) const {
+void PrefetchSearch::emitRound(Schedule &S, std::vector<BlockAction> &Actions) const {
   int64_t Emit = kRounds - 1;
   for (unsigned R = 1; R + 1 < RoundStartState.size(); ++R)
     if (RoundStartState[R] == RoundStartState[R + 1]) {
@@ -803,13 +921,9 @@ void PrefetchSearch::emitRound(Schedule &S) const {
   for (const PendingAction &PA : Pending) {
     if (PA.Need < Lo || PA.Need >= Hi)
       continue;
-    Action A;
-    A.set_kind(PA.Kind);
-    A.set_position(static_cast<uint32_t>(PA.Position % N));
-    A.set_due_position(static_cast<uint32_t>(PA.Due % N));
-    A.set_dirty(PA.Dirty && PA.Kind == ACTION_KIND_EVICT);
-    *A.add_ranges() = blockRange(T, PA.Block);
-    S.Actions.push_back(std::move(A));
+    Actions.push_back({static_cast<uint32_t>(PA.Position % N), PA.Kind,
+                       static_cast<uint32_t>(PA.Due % N), PA.Dirty && PA.Kind == ACTION_KIND_EVICT,
+                       PA.Block});
     switch (PA.Kind) {
     case ACTION_KIND_PREFETCH: {
       ++S.Stats.Prefetches;
@@ -839,8 +953,11 @@ void PrefetchSearch::emitRound(Schedule &S) const {
 
 /// One schedule. `MarginBlocks`: a victim qualifies when its memory is free
 /// this many block transfers before the fetch's kernel could start.
+/// Its actions go to `Actions`, not to the schedule: the caller makes
+/// messages of the one it keeps.
 Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
-                      uint64_t GpuMemoryBytes, double MarginBlocks, bool DeadFirst) {
+                      uint64_t GpuMemoryBytes, double MarginBlocks, bool DeadFirst,
+                      NormalActions &Actions) {
   Schedule S = emptySchedule(T, GpuMemoryBytes);
   const uint64_t C = S.Stats.CapacityBlocks;
   if (T.Positions == 0)
@@ -849,12 +966,13 @@ Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
   const double IterUs = Search.iterationUs();
   S.Stats.ComputeUs = IterUs;
   Search.run();
-  Search.emitRound(S);
-  normalizeActions(S.Actions);
+  std::vector<BlockAction> Emitted;
+  Search.emitRound(S, Emitted);
+  Actions = normalizeBlockActions(T, Emitted);
   // The search's own clock processes fetches in need order; the plan issues
   // them in position order. The prediction is a timed replay of the plan as
   // issued (the same model, one FIFO per direction in issue order).
-  S.Stats.PredictedIterationUs = predictIterationUs(T, M, S.Actions, GpuMemoryBytes);
+  S.Stats.PredictedIterationUs = predictRuns(T, M, runTable(T, Actions), GpuMemoryBytes);
   S.Stats.StallUs = std::max(0.0, S.Stats.PredictedIterationUs - IterUs);
   if (Search.skippedBlocks())
     S.Ignored.push_back((Twine("the largest kernel touches ") + Twine(S.Stats.MaxWorkingSetBlocks) +
@@ -871,7 +989,11 @@ Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
 
 Schedule schedulePrefetchWith(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes,
                               double MarginBlocks, bool DeadFirst) {
-  return scheduleWith(T, buildUseTable(T), M, GpuMemoryBytes, MarginBlocks, DeadFirst);
+  NormalActions Actions;
+  Schedule S =
+      scheduleWith(T, buildUseTable(T), M, GpuMemoryBytes, MarginBlocks, DeadFirst, Actions);
+  S.Actions = toActions(Actions);
+  return S;
 }
 
 Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes) {
@@ -892,17 +1014,21 @@ Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemory
   // without dead-first gained under 0.3% over these three).
   UseTable U = buildUseTable(T);
   Schedule Best;
+  NormalActions BestActions;
   bool Have = false;
   auto Try = [&](double Margin, bool DeadFirst) {
-    Schedule S = scheduleWith(T, U, M, GpuMemoryBytes, Margin, DeadFirst);
+    NormalActions Actions;
+    Schedule S = scheduleWith(T, U, M, GpuMemoryBytes, Margin, DeadFirst, Actions);
     if (!Have || S.Stats.PredictedIterationUs < Best.Stats.PredictedIterationUs * 0.9999) {
       Best = std::move(S);
+      BestActions = std::move(Actions);
       Have = true;
     }
   };
   Try(256, true);
   Try(1024, false);
   Try(8192, false);
+  Best.Actions = toActions(BestActions);
   adviseReadMostly(T, M, GpuMemoryBytes, Best);
   return Best;
 }

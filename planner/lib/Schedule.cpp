@@ -261,11 +261,26 @@ struct NormalActions {
 /// due position, dirty, first offset), the same grouping, the same merged
 /// ranges.
 NormalActions normalizeBlockActions(const Trace &T, std::vector<BlockAction> &Acts) {
-  auto Key = [](const BlockAction &A) {
-    return std::make_tuple(A.Position, kindOrder(A.Kind), A.Due, A.Dirty, A.Block);
+  // The key packed into three words (position and kind; due and dirty;
+  // block), compared without calling kindOrder each time.
+  struct Keyed {
+    uint64_t PositionKind, DueDirty, Block;
+    BlockAction A;
   };
-  std::sort(Acts.begin(), Acts.end(),
-            [&](const BlockAction &X, const BlockAction &Y) { return Key(X) < Key(Y); });
+  std::vector<Keyed> Sorted;
+  Sorted.reserve(Acts.size());
+  for (const BlockAction &A : Acts)
+    Sorted.push_back({uint64_t{A.Position} << 3 | kindOrder(A.Kind),
+                      uint64_t{A.Due} << 1 | uint64_t{A.Dirty}, A.Block, A});
+  std::sort(Sorted.begin(), Sorted.end(), [](const Keyed &X, const Keyed &Y) {
+    if (X.PositionKind != Y.PositionKind)
+      return X.PositionKind < Y.PositionKind;
+    if (X.DueDirty != Y.DueDirty)
+      return X.DueDirty < Y.DueDirty;
+    return X.Block < Y.Block;
+  });
+  for (size_t I = 0; I < Acts.size(); ++I)
+    Acts[I] = Sorted[I].A;
   NormalActions Out;
   for (size_t I = 0; I < Acts.size();) {
     const BlockAction Head = Acts[I];

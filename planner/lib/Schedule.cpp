@@ -114,77 +114,239 @@ unsigned kindOrder(ActionKind K) {
 }
 
 /// Max-heap of blocks by (key, block) with each block at most once, so keys
-/// can change without leaving stale entries behind.
+/// can change without leaving stale entries behind. Keys sit beside their
+/// blocks in the heap: comparisons read no other array.
 class VictimHeap {
 public:
-  explicit VictimHeap(uint64_t Blocks) : Where(Blocks, kAbsent), Keys(Blocks, 0) {}
+  explicit VictimHeap(uint64_t Blocks) : Where(Blocks, kAbsent) {}
   bool empty() const { return Heap.empty(); }
   bool contains(uint64_t B) const { return Where[B] != kAbsent; }
-  uint64_t top() const { return Heap.front(); }
+  uint64_t top() const { return Heap.front().Block; }
   /// Inserts B, or moves it to its new key in place.
   void insert(uint64_t B, double Key) {
     if (contains(B)) {
-      Keys[B] = Key;
-      up(Where[B]);
+      size_t I = Where[B];
+      if (Heap[I].Key == Key)
+        return;
+      Heap[I].Key = Key;
+      up(I);
       down(Where[B]);
       return;
     }
-    Keys[B] = Key;
     Where[B] = Heap.size();
-    Heap.push_back(B);
+    Heap.push_back({Key, B});
     up(Heap.size() - 1);
+  }
+  /// Calls Visit(B) for the blocks in decreasing (key, block) order — the
+  /// order successive top() and remove() give — without removing any, until
+  /// Visit returns false. O(k log k) for k blocks visited: a frontier of heap
+  /// slots, each above its children.
+  template <typename Fn> void visitInOrder(Fn Visit) {
+    Frontier.clear();
+    if (!Heap.empty())
+      Frontier.push_back({Heap[0], 0});
+    auto Below = [](const Slot &X, const Slot &Y) { return above(Y.E, X.E); };
+    while (!Frontier.empty()) {
+      std::pop_heap(Frontier.begin(), Frontier.end(), Below);
+      Slot S = Frontier.back();
+      Frontier.pop_back();
+      if (!Visit(S.E.Block))
+        return;
+      for (size_t C = 2 * S.Index + 1; C <= 2 * S.Index + 2 && C < Heap.size(); ++C) {
+        Frontier.push_back({Heap[C], C});
+        std::push_heap(Frontier.begin(), Frontier.end(), Below);
+      }
+    }
   }
   void remove(uint64_t B) {
     size_t I = Where[B];
     if (I == kAbsent)
       return;
     Where[B] = kAbsent;
-    uint64_t Last = Heap.back();
+    Entry Last = Heap.back();
     Heap.pop_back();
     if (I == Heap.size())
       return;
-    Heap[I] = Last;
-    Where[Last] = I;
+    place(I, Last);
     up(I);
-    down(Where[Last]);
+    down(Where[Last.Block]);
   }
 
 private:
   static constexpr size_t kAbsent = SIZE_MAX;
-  bool above(uint64_t X, uint64_t Y) const {
-    return Keys[X] != Keys[Y] ? Keys[X] > Keys[Y] : X > Y;
+  struct Entry {
+    double Key;
+    uint64_t Block;
+  };
+  struct Slot {
+    Entry E;
+    size_t Index;
+  };
+  static bool above(const Entry &X, const Entry &Y) {
+    return X.Key != Y.Key ? X.Key > Y.Key : X.Block > Y.Block;
   }
-  void place(size_t I, uint64_t B) {
-    Heap[I] = B;
-    Where[B] = I;
+  void place(size_t I, const Entry &E) {
+    Heap[I] = E;
+    Where[E.Block] = I;
   }
   void up(size_t I) {
-    uint64_t B = Heap[I];
-    while (I > 0 && above(B, Heap[(I - 1) / 2])) {
+    Entry E = Heap[I];
+    while (I > 0 && above(E, Heap[(I - 1) / 2])) {
       place(I, Heap[(I - 1) / 2]);
       I = (I - 1) / 2;
     }
-    place(I, B);
+    place(I, E);
   }
   void down(size_t I) {
-    uint64_t B = Heap[I];
+    Entry E = Heap[I];
     for (;;) {
       size_t C = 2 * I + 1;
       if (C >= Heap.size())
         break;
       if (C + 1 < Heap.size() && above(Heap[C + 1], Heap[C]))
         ++C;
-      if (!above(Heap[C], B))
+      if (!above(Heap[C], E))
         break;
       place(I, Heap[C]);
       I = C;
     }
-    place(I, B);
+    place(I, E);
   }
-  std::vector<uint64_t> Heap;
+  std::vector<Entry> Heap;
   std::vector<size_t> Where;
-  std::vector<double> Keys;
+  std::vector<Slot> Frontier; // visitInOrder's, kept to reuse its memory
 };
+
+/// Actions as the replay reads them: each position's block runs, in action
+/// and range order (CSR over positions). The replay walks them five times,
+/// and chasing protobuf messages for each was most of its cost.
+struct BlockRun {
+  ActionKind Kind;
+  Advice AdviceKind;
+  uint64_t First, End; // blocks [First, End)
+};
+struct RunTable {
+  std::vector<uint32_t> AtStart; // Positions + 1
+  std::vector<BlockRun> Runs;
+  ArrayRef<BlockRun> at(uint32_t P) const {
+    return ArrayRef<BlockRun>(Runs.data() + AtStart[P], Runs.data() + AtStart[P + 1]);
+  }
+};
+
+BlockRun blockRun(const Trace &T, ActionKind Kind, Advice AdviceKind, uint64_t Offset,
+                  uint64_t Bytes) {
+  return {Kind, AdviceKind, Offset / T.BlockBytes,
+          std::min<uint64_t>((Offset + Bytes + T.BlockBytes - 1) / T.BlockBytes, T.Blocks)};
+}
+
+/// A search action on one block, as the round emits it.
+struct BlockAction {
+  uint32_t Position;
+  ActionKind Kind;
+  uint32_t Due;
+  bool Dirty;
+  uint64_t Block;
+};
+
+/// Actions as normalizeActions leaves them, without protobuf messages: one
+/// head per action, its ranges (offset, bytes) in Ranges[RangeStart[i] ..
+/// RangeStart[i + 1]). Three schedules are searched and one is kept; only
+/// that one becomes messages.
+struct NormalActions {
+  std::vector<BlockAction> Heads; // Block unused
+  std::vector<uint32_t> RangeStart;
+  std::vector<std::pair<uint64_t, uint64_t>> Ranges;
+};
+
+/// normalizeActions on one-block actions: the same order (position, kind,
+/// due position, dirty, first offset), the same grouping, the same merged
+/// ranges.
+NormalActions normalizeBlockActions(const Trace &T, std::vector<BlockAction> &Acts) {
+  // The key packed into three words (position and kind; due and dirty;
+  // block), compared without calling kindOrder each time.
+  struct Keyed {
+    uint64_t PositionKind, DueDirty, Block;
+    BlockAction A;
+  };
+  std::vector<Keyed> Sorted;
+  Sorted.reserve(Acts.size());
+  for (const BlockAction &A : Acts)
+    Sorted.push_back({uint64_t{A.Position} << 3 | kindOrder(A.Kind),
+                      uint64_t{A.Due} << 1 | uint64_t{A.Dirty}, A.Block, A});
+  std::sort(Sorted.begin(), Sorted.end(), [](const Keyed &X, const Keyed &Y) {
+    if (X.PositionKind != Y.PositionKind)
+      return X.PositionKind < Y.PositionKind;
+    if (X.DueDirty != Y.DueDirty)
+      return X.DueDirty < Y.DueDirty;
+    return X.Block < Y.Block;
+  });
+  for (size_t I = 0; I < Acts.size(); ++I)
+    Acts[I] = Sorted[I].A;
+  NormalActions Out;
+  for (size_t I = 0; I < Acts.size();) {
+    const BlockAction Head = Acts[I];
+    Out.Heads.push_back(Head);
+    Out.RangeStart.push_back(static_cast<uint32_t>(Out.Ranges.size()));
+    auto SameAction = [&](const BlockAction &A) {
+      return A.Position == Head.Position && A.Kind == Head.Kind && A.Due == Head.Due &&
+             A.Dirty == Head.Dirty;
+    };
+    // Blocks ascend within an action: touching or repeated ones merge.
+    uint64_t Begin = 0, End = 0;
+    bool Open = false;
+    for (; I < Acts.size() && SameAction(Acts[I]); ++I) {
+      uint64_t Offset = Acts[I].Block * T.BlockBytes;
+      uint64_t Bytes = std::min(T.BlockBytes, T.Pool.ArenaBytes - Offset);
+      if (Open && Offset <= End) {
+        End = std::max(End, Offset + Bytes);
+        continue;
+      }
+      if (Open)
+        Out.Ranges.push_back({Begin, End - Begin});
+      Begin = Offset;
+      End = Offset + Bytes;
+      Open = true;
+    }
+    Out.Ranges.push_back({Begin, End - Begin});
+  }
+  Out.RangeStart.push_back(static_cast<uint32_t>(Out.Ranges.size()));
+  return Out;
+}
+
+RunTable runTable(const Trace &T, const NormalActions &Acts) {
+  const uint32_t N = T.Positions;
+  RunTable R;
+  R.AtStart.assign(N + 1, 0);
+  for (size_t I = 0; I < Acts.Heads.size(); ++I)
+    R.AtStart[Acts.Heads[I].Position + 1] += Acts.RangeStart[I + 1] - Acts.RangeStart[I];
+  for (uint32_t P = 0; P < N; ++P)
+    R.AtStart[P + 1] += R.AtStart[P];
+  R.Runs.resize(R.AtStart[N]);
+  std::vector<uint32_t> Fill(R.AtStart.begin(), R.AtStart.end() - 1);
+  for (size_t I = 0; I < Acts.Heads.size(); ++I)
+    for (uint32_t J = Acts.RangeStart[I]; J < Acts.RangeStart[I + 1]; ++J)
+      R.Runs[Fill[Acts.Heads[I].Position]++] = blockRun(
+          T, Acts.Heads[I].Kind, ADVICE_UNSPECIFIED, Acts.Ranges[J].first, Acts.Ranges[J].second);
+  return R;
+}
+
+std::vector<Action> toActions(const NormalActions &Acts) {
+  std::vector<Action> Out(Acts.Heads.size());
+  for (size_t I = 0; I < Acts.Heads.size(); ++I) {
+    const BlockAction &H = Acts.Heads[I];
+    Action &A = Out[I];
+    A.set_kind(H.Kind);
+    A.set_position(H.Position);
+    A.set_due_position(H.Due);
+    A.set_dirty(H.Dirty);
+    for (uint32_t J = Acts.RangeStart[I]; J < Acts.RangeStart[I + 1]; ++J) {
+      ArenaRange *R = A.add_ranges();
+      R->set_offset(Acts.Ranges[J].first);
+      R->set_bytes(Acts.Ranges[J].second);
+    }
+  }
+  return Out;
+}
 
 struct PendingAction {
   ActionKind Kind;
@@ -209,6 +371,7 @@ void normalizeActions(std::vector<Action> &Actions) {
   }
   std::sort(Keys.begin(), Keys.end());
   std::vector<Action> Out;
+  Out.reserve(Actions.size());
   for (const Key &K : Keys) {
     Action &A = Actions[std::get<6>(K)];
     bool Same = !Out.empty() && Out.back().position() == A.position() &&
@@ -221,8 +384,11 @@ void normalizeActions(std::vector<Action> &Actions) {
     for (const ArenaRange &R : A.ranges())
       *Out.back().add_ranges() = R;
   }
+  std::vector<std::pair<uint64_t, uint64_t>> Ranges;
   for (Action &A : Out) {
-    std::vector<std::pair<uint64_t, uint64_t>> Ranges;
+    if (A.ranges_size() < 2)
+      continue; // already sorted and merged
+    Ranges.clear();
     for (const ArenaRange &R : A.ranges())
       Ranges.push_back({R.offset(), R.offset() + R.bytes()});
     std::sort(Ranges.begin(), Ranges.end());
@@ -239,14 +405,31 @@ void normalizeActions(std::vector<Action> &Actions) {
   Actions = std::move(Out);
 }
 
-double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<Action> &Actions,
-                          uint64_t GpuMemoryBytes) {
+namespace {
+
+RunTable runTable(const Trace &T, const std::vector<Action> &Actions) {
+  const uint32_t N = T.Positions;
+  RunTable R;
+  R.AtStart.assign(N + 1, 0);
+  for (const Action &A : Actions)
+    R.AtStart[A.position() + 1] += static_cast<uint32_t>(A.ranges_size());
+  for (uint32_t P = 0; P < N; ++P)
+    R.AtStart[P + 1] += R.AtStart[P];
+  R.Runs.resize(R.AtStart[N]);
+  std::vector<uint32_t> Fill(R.AtStart.begin(), R.AtStart.end() - 1);
+  for (const Action &A : Actions)
+    for (const ArenaRange &Range : A.ranges())
+      R.Runs[Fill[A.position()]++] =
+          blockRun(T, A.kind(), A.advice(), Range.offset(), Range.bytes());
+  return R;
+}
+
+double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
+                   uint64_t GpuMemoryBytes) {
   const uint32_t N = T.Positions;
   const uint64_t NB = T.Blocks, C = GpuMemoryBytes / T.BlockBytes;
   const double BlockUs = M.transferUs(T.BlockBytes);
-  std::vector<std::vector<const Action *>> At(N);
-  for (const Action &A : Actions)
-    At[A.position()].push_back(&A);
+  auto At = [&](uint32_t P) { return Table.at(P); };
   // Host time of each position's API calls, charged before its transfers are
   // issued and its kernel launched: one batch call per kind present, plus
   // each range after the first (runs of consecutive blocks, in issue order),
@@ -255,15 +438,13 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
   for (uint32_t P = 0; P < N; ++P)
     for (ActionKind Kind : {ACTION_KIND_EVICT, ACTION_KIND_DISCARD, ACTION_KIND_PREFETCH}) {
       uint64_t Ranges = 0, Prev = 0;
-      for (const Action *A : At[P]) {
-        if (A->kind() != Kind)
+      for (const BlockRun &R : At(P)) {
+        if (R.Kind != Kind)
           continue;
-        for (const ArenaRange &R : A->ranges())
-          for (uint64_t B = R.offset() / T.BlockBytes;
-               B < (R.offset() + R.bytes() + T.BlockBytes - 1) / T.BlockBytes && B < NB; ++B) {
-            Ranges += Ranges == 0 || B != Prev + 1;
-            Prev = B;
-          }
+        for (uint64_t B = R.First; B < R.End; ++B) {
+          Ranges += Ranges == 0 || B != Prev + 1;
+          Prev = B;
+        }
       }
       if (Ranges)
         CallUs[P] += std::max(0.0, M.TransferCallUs) +
@@ -289,51 +470,49 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
     for (uint32_t P = 0; P < N; ++P) {
       // Launch P is seen while P-1 runs; its API calls hold the host first.
       const double Issue = PrevStart + CallUs[P];
-      for (const Action *A : At[P])
-        for (const ArenaRange &R : A->ranges())
-          for (uint64_t B = R.offset() / T.BlockBytes;
-               B < (R.offset() + R.bytes() + T.BlockBytes - 1) / T.BlockBytes && B < NB; ++B) {
-            if (A->kind() == ACTION_KIND_ADVISE) {
-              // Read-mostly duplicates instead of migrating: the host copy
-              // stays valid, so evicting an unwritten block copies nothing.
-              if (A->advice() == ADVICE_SET_READ_MOSTLY)
-                ReadMostly[B] = 1;
-              else if (A->advice() == ADVICE_UNSET_READ_MOSTLY)
-                ReadMostly[B] = 0;
-            } else if (A->kind() == ACTION_KIND_EVICT || A->kind() == ACTION_KIND_DISCARD) {
-              if (!Resident[B])
-                continue;
-              double Ready = std::max({Issue, BusyUntil[B], Arrival[B]}), Done = Ready;
-              bool Copy = A->kind() == ACTION_KIND_EVICT && Valid[B] &&
-                          (!HostValid[B] || (M.EvictionCopiesClean && !ReadMostly[B]));
-              if (Copy) {
-                Done = std::max(Ready, D2HFree) + BlockUs;
-                D2HFree = Done;
-              }
-              if (A->kind() == ACTION_KIND_DISCARD)
-                Valid[B] = HostValid[B] = 0;
-              else
-                HostValid[B] = Valid[B] ? 1 : HostValid[B];
-              Resident[B] = 0;
-              Pending.push(Done);
-            } else if (A->kind() == ACTION_KIND_PREFETCH && !Resident[B]) {
-              Release(Issue);
-              double Room = Issue;
-              while (Used >= C && !Pending.empty()) {
-                Room = std::max(Room, Pending.top());
-                Pending.pop();
-                --Used;
-              }
-              double Ready = Room, Done = Ready;
-              if (Valid[B] && HostValid[B]) {
-                Done = std::max(Ready, H2DFree) + BlockUs;
-                H2DFree = Done;
-              }
-              Resident[B] = 1;
-              Arrival[B] = Done;
-              ++Used;
+      for (const BlockRun &R : At(P))
+        for (uint64_t B = R.First; B < R.End; ++B) {
+          if (R.Kind == ACTION_KIND_ADVISE) {
+            // Read-mostly duplicates instead of migrating: the host copy
+            // stays valid, so evicting an unwritten block copies nothing.
+            if (R.AdviceKind == ADVICE_SET_READ_MOSTLY)
+              ReadMostly[B] = 1;
+            else if (R.AdviceKind == ADVICE_UNSET_READ_MOSTLY)
+              ReadMostly[B] = 0;
+          } else if (R.Kind == ACTION_KIND_EVICT || R.Kind == ACTION_KIND_DISCARD) {
+            if (!Resident[B])
+              continue;
+            double Ready = std::max({Issue, BusyUntil[B], Arrival[B]}), Done = Ready;
+            bool Copy = R.Kind == ACTION_KIND_EVICT && Valid[B] &&
+                        (!HostValid[B] || (M.EvictionCopiesClean && !ReadMostly[B]));
+            if (Copy) {
+              Done = std::max(Ready, D2HFree) + BlockUs;
+              D2HFree = Done;
             }
+            if (R.Kind == ACTION_KIND_DISCARD)
+              Valid[B] = HostValid[B] = 0;
+            else
+              HostValid[B] = Valid[B] ? 1 : HostValid[B];
+            Resident[B] = 0;
+            Pending.push(Done);
+          } else if (R.Kind == ACTION_KIND_PREFETCH && !Resident[B]) {
+            Release(Issue);
+            double Room = Issue;
+            while (Used >= C && !Pending.empty()) {
+              Room = std::max(Room, Pending.top());
+              Pending.pop();
+              --Used;
+            }
+            double Ready = Room, Done = Ready;
+            if (Valid[B] && HostValid[B]) {
+              Done = std::max(Ready, H2DFree) + BlockUs;
+              H2DFree = Done;
+            }
+            Resident[B] = 1;
+            Arrival[B] = Done;
+            ++Used;
           }
+        }
       double Start = std::max(PrevEnd, Issue); // the host launches it after its calls
       for (const BlockUse &U : T.Uses[P]) {
         uint64_t B = U.Block;
@@ -366,6 +545,13 @@ double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<
     IterationEnd[It] = PrevEnd;
   }
   return IterationEnd[3] - IterationEnd[2];
+}
+
+} // namespace
+
+double predictIterationUs(const Trace &T, const CostModel &M, const std::vector<Action> &Actions,
+                          uint64_t GpuMemoryBytes) {
+  return predictRuns(T, M, runTable(T, Actions), GpuMemoryBytes);
 }
 
 Schedule detail::emptySchedule(const Trace &T, uint64_t GpuMemoryBytes) {
@@ -426,7 +612,7 @@ public:
 
   /// The actions of the first round that ends where it started (else the
   /// last one), with the statistics of that round, into S.
-  void emitRound(Schedule &S) const;
+  void emitRound(Schedule &S, std::vector<BlockAction> &Actions) const;
 
 private:
   /// The key of resident block B in the victim heap: the stall-free time of
@@ -530,7 +716,7 @@ private:
   std::vector<PendingAction> Pending;
   std::vector<std::vector<std::pair<uint64_t, uint8_t>>> RoundStartState;
   uint64_t Skipped = 0;
-  std::vector<uint64_t> Stash;
+  std::vector<uint64_t> Stash, Stale;
   // Blocks used, in use order, not yet in the victim heap: (block, stamp).
   std::deque<std::pair<uint64_t, uint32_t>> Recent;
   // The subset of Recent whose contents are dead before their next use.
@@ -661,27 +847,33 @@ void PrefetchSearch::admitRecent(int64_t Now, double Deadline) {
 bool PrefetchSearch::beladyVictim(int64_t Now, double Deadline, uint64_t &V) {
   bool Victim = false;
   Stash.clear();
+  Stale.clear();
   uint64_t Fallback = 0;
   double FallbackAt = kInfinity;
-  while (!Victim && !Heap.empty() && Stash.size() < kVictimWindow) {
-    uint64_t Cand = Heap.top();
-    Heap.remove(Cand);
+  // Visited in heap order and left in place: taking each out and putting the
+  // passed-over ones back cost two heap operations per candidate.
+  Heap.visitInOrder([&](uint64_t Cand) {
     // Gone, pinned by this kernel, or used since it entered the heap
     // (its key is stale; it comes back through Recent).
-    if (!Resident[Cand] || LastUse[Cand] != HeapUse[Cand])
-      continue;
+    if (!Resident[Cand] || LastUse[Cand] != HeapUse[Cand]) {
+      Stale.push_back(Cand);
+      return true;
+    }
     double Free = freeTime(Cand);
     if (Free <= Deadline) {
       V = Cand;
       Victim = true;
-      break;
+      return false;
     }
     Stash.push_back(Cand);
     if (Free < FallbackAt) {
       FallbackAt = Free;
       Fallback = Cand;
     }
-  }
+    return Stash.size() < kVictimWindow;
+  });
+  for (uint64_t Cand : Stale)
+    Heap.remove(Cand);
   if (!Victim)
     for (const auto &[Cand, St] : Recent)
       if (St == Stamp[Cand] && Resident[Cand] && LastUse[Cand] != Now) {
@@ -695,6 +887,7 @@ bool PrefetchSearch::beladyVictim(int64_t Now, double Deadline, uint64_t &V) {
     V = Fallback;
     Victim = true;
   }
+  // The passed-over stay; their keys move where the round changed them.
   for (uint64_t Cand : Stash)
     if (!Victim || Cand != V) {
       Heap.insert(Cand, nextUseKey(Cand, Now));
@@ -783,7 +976,7 @@ void PrefetchSearch::fetch(uint64_t B, uint64_t UseIndex, int64_t Now, double Fr
   assert(ResidentCount <= C && "a fetch took a slot nobody freed");
 }
 
-void PrefetchSearch::emitRound(Schedule &S) const {
+void PrefetchSearch::emitRound(Schedule &S, std::vector<BlockAction> &Actions) const {
   int64_t Emit = kRounds - 1;
   for (unsigned R = 1; R + 1 < RoundStartState.size(); ++R)
     if (RoundStartState[R] == RoundStartState[R + 1]) {
@@ -800,13 +993,9 @@ void PrefetchSearch::emitRound(Schedule &S) const {
   for (const PendingAction &PA : Pending) {
     if (PA.Need < Lo || PA.Need >= Hi)
       continue;
-    Action A;
-    A.set_kind(PA.Kind);
-    A.set_position(static_cast<uint32_t>(PA.Position % N));
-    A.set_due_position(static_cast<uint32_t>(PA.Due % N));
-    A.set_dirty(PA.Dirty && PA.Kind == ACTION_KIND_EVICT);
-    *A.add_ranges() = blockRange(T, PA.Block);
-    S.Actions.push_back(std::move(A));
+    Actions.push_back({static_cast<uint32_t>(PA.Position % N), PA.Kind,
+                       static_cast<uint32_t>(PA.Due % N), PA.Dirty && PA.Kind == ACTION_KIND_EVICT,
+                       PA.Block});
     switch (PA.Kind) {
     case ACTION_KIND_PREFETCH: {
       ++S.Stats.Prefetches;
@@ -836,9 +1025,11 @@ void PrefetchSearch::emitRound(Schedule &S) const {
 
 /// One schedule. `MarginBlocks`: a victim qualifies when its memory is free
 /// this many block transfers before the fetch's kernel could start.
+/// Its actions go to `Actions`, not to the schedule: the caller makes
+/// messages of the one it keeps.
 Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
                       uint64_t GpuMemoryBytes, double MarginBlocks, bool DeadFirst,
-                      bool SwapSlots) {
+                      bool SwapSlots, NormalActions &Actions) {
   Schedule S = emptySchedule(T, GpuMemoryBytes);
   const uint64_t C = S.Stats.CapacityBlocks;
   if (T.Positions == 0)
@@ -847,12 +1038,13 @@ Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
   const double IterUs = Search.iterationUs();
   S.Stats.ComputeUs = IterUs;
   Search.run();
-  Search.emitRound(S);
-  normalizeActions(S.Actions);
+  std::vector<BlockAction> Emitted;
+  Search.emitRound(S, Emitted);
+  Actions = normalizeBlockActions(T, Emitted);
   // The search's own clock processes fetches in need order; the plan issues
   // them in position order. The prediction is a timed replay of the plan as
   // issued (the same model, one FIFO per direction in issue order).
-  S.Stats.PredictedIterationUs = predictIterationUs(T, M, S.Actions, GpuMemoryBytes);
+  S.Stats.PredictedIterationUs = predictRuns(T, M, runTable(T, Actions), GpuMemoryBytes);
   S.Stats.StallUs = std::max(0.0, S.Stats.PredictedIterationUs - IterUs);
   if (Search.skippedBlocks())
     S.Ignored.push_back((Twine("the largest kernel touches ") + Twine(S.Stats.MaxWorkingSetBlocks) +
@@ -869,8 +1061,11 @@ Schedule scheduleWith(const Trace &T, const UseTable &U, const CostModel &M,
 
 Schedule schedulePrefetchWith(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes,
                               double MarginBlocks, bool DeadFirst, bool SwapPopulateSlots) {
-  return scheduleWith(T, buildUseTable(T), M, GpuMemoryBytes, MarginBlocks, DeadFirst,
-                      SwapPopulateSlots);
+  NormalActions Actions;
+  Schedule S = scheduleWith(T, buildUseTable(T), M, GpuMemoryBytes, MarginBlocks, DeadFirst,
+                            SwapPopulateSlots, Actions);
+  S.Actions = toActions(Actions);
+  return S;
 }
 
 Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes) {
@@ -893,13 +1088,16 @@ Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemory
   // to later fetches (earlierSlot), kept where the replay predicts it faster.
   UseTable U = buildUseTable(T);
   Schedule Best;
+  NormalActions BestActions;
   bool Have = false;
   double BestMargin = 0;
   bool BestDeadFirst = false;
   auto Try = [&](double Margin, bool DeadFirst, bool SwapSlots) {
-    Schedule S = scheduleWith(T, U, M, GpuMemoryBytes, Margin, DeadFirst, SwapSlots);
+    NormalActions Actions;
+    Schedule S = scheduleWith(T, U, M, GpuMemoryBytes, Margin, DeadFirst, SwapSlots, Actions);
     if (!Have || S.Stats.PredictedIterationUs < Best.Stats.PredictedIterationUs * 0.9999) {
       Best = std::move(S);
+      BestActions = std::move(Actions);
       Have = true;
       BestMargin = Margin;
       BestDeadFirst = DeadFirst;
@@ -909,6 +1107,7 @@ Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemory
   Try(1024, false, false);
   Try(8192, false, false);
   Try(BestMargin, BestDeadFirst, true);
+  Best.Actions = toActions(BestActions);
   adviseReadMostly(T, M, GpuMemoryBytes, Best);
   return Best;
 }

@@ -187,6 +187,9 @@ private:
   IdMap SeqOfId;
   std::vector<Sibling> Siblings;
   AccessCounts Counts;
+  // recordBlockUses' scratch, kept across positions to reuse its memory.
+  DenseMap<uint64_t, uint32_t> Slot; // block -> index in the position's uses
+  std::vector<std::pair<uint64_t, uint64_t>> Written;
 };
 
 /// Allocations by their place relative to the reference window.
@@ -518,7 +521,7 @@ size_t TraceBuilder::collectAccesses(uint32_t Pos, std::vector<ArenaAccess> &Acc
 void TraceBuilder::recordBlockUses(uint32_t Pos, const std::vector<ArenaAccess> &Accesses,
                                    size_t RefAccesses) {
   std::vector<BlockUse> &Uses = T.Uses[Pos];
-  DenseMap<uint64_t, uint32_t> Slot;
+  Slot.clear();
   for (size_t AI = 0; AI < Accesses.size(); ++AI) {
     const ArenaAccess &Acc = Accesses[AI];
     for (uint64_t B = Acc.Begin / T.BlockBytes; B <= (Acc.End - 1) / T.BlockBytes; ++B) {
@@ -536,7 +539,7 @@ void TraceBuilder::recordBlockUses(uint32_t Pos, const std::vector<ArenaAccess> 
     if (U.Mode != ACCESS_MODE_WRITE)
       continue;
     uint64_t BBegin = U.Block * T.BlockBytes, BEnd = BBegin + T.BlockBytes;
-    std::vector<std::pair<uint64_t, uint64_t>> Written;
+    Written.clear();
     for (const ArenaAccess &Acc : Accesses)
       if (Acc.Mode == ACCESS_MODE_WRITE && Acc.Begin < BEnd && Acc.End > BBegin)
         Written.push_back({std::max(Acc.Begin, BBegin), std::min(Acc.End, BEnd)});

@@ -143,10 +143,10 @@ Expected<std::string> gunzip(StringRef Bytes, StringRef Name, uint64_t Limit) {
   return fileError(Name, Twine(Rest) + " bytes of trailing garbage after the gzip data");
 }
 
+/// Parses into M, which may live on a protobuf arena.
 template <typename Msg>
-Expected<Msg> parseMessage(StringRef Bytes, StringRef Name, Encoding Enc, StringRef What) {
+Error parseMessageInto(StringRef Bytes, StringRef Name, Encoding Enc, StringRef What, Msg &M) {
   routeProtobufLogs();
-  Msg M;
   if (Bytes.empty())
     return fileError(Name, Twine("empty file, not a ") + What);
   switch (Enc) {
@@ -178,7 +178,8 @@ Expected<Msg> parseMessage(StringRef Bytes, StringRef Name, Encoding Enc, String
   case Encoding::Json: {
     auto St = google::protobuf::util::JsonStringToMessage(std::string(Bytes), &M);
     if (!St.ok())
-      return fileError(Name, Twine("not a deepum ") + What + " in JSON: " + St.message().ToString());
+      return fileError(Name,
+                       Twine("not a deepum ") + What + " in JSON: " + St.message().ToString());
     break;
   }
   }
@@ -189,9 +190,17 @@ Expected<Msg> parseMessage(StringRef Bytes, StringRef Name, Encoding Enc, String
     std::string Wire;
     Msg Again;
     if (!M.SerializeToString(&Wire) || !Again.ParseFromString(Wire))
-      return fileError(Name, Twine("not a deepum ") + What +
-                                 " (a string field is not valid UTF-8)");
+      return fileError(Name,
+                       Twine("not a deepum ") + What + " (a string field is not valid UTF-8)");
   }
+  return Error::success();
+}
+
+template <typename Msg>
+Expected<Msg> parseMessage(StringRef Bytes, StringRef Name, Encoding Enc, StringRef What) {
+  Msg M;
+  if (Error E = parseMessageInto(Bytes, Name, Enc, What, M))
+    return E;
   return M;
 }
 
@@ -408,6 +417,17 @@ Expected<deepum::v1::Profile> readProfile(StringRef Path) {
   if (!Bytes)
     return Bytes.takeError();
   return parseProfile(*Bytes, Path, encodingForPath(Path));
+}
+
+Error readProfileInto(StringRef Path, deepum::v1::Profile &P) {
+  auto Bytes = readFileBytes(Path);
+  if (!Bytes)
+    return Bytes.takeError();
+  if (Error E = parseMessageInto(*Bytes, Path, encodingForPath(Path), "profile", P))
+    return E;
+  if (Error E = validateProfile(P))
+    return fileError(Path, toString(std::move(E)));
+  return Error::success();
 }
 
 Expected<deepum::v1::Plan> readPlan(StringRef Path) {

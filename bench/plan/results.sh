@@ -66,8 +66,9 @@ per launch against the cut's critical boundary; docs/planner.md):
   was about 14 ms of that, fixed here (populates no longer take the room beside the large kernel
   that the optimizer's fetches need: 426.8 -> 412.8 ms); the rest is a working-set floor the cut
   bound does not see. A bound that counts every page the launch holds (not only those read again)
-  would see part of it, but two policies beat that variant on one random workload, not yet
-  explained (docs/simulator.md, "The launch just ended keeps its pages"), so it is not used.
+  would see a little of it (vgg16 at 3x: 1311.5 -> 1325.2 ms on v100, 362.8 -> 370.1 ms on
+  h100), but deepum beats that variant on a random workload (docs/simulator.md, "The launch just
+  ended keeps its pages"), so it is not used.
 
 `vs deepum` compares the plan with DeepUM tuned for that row: its lookahead (1 .. 256 launches)
 and free-memory watermark (0, 5, 10, 20% of the capacity) searched by `tuneDeepUm`

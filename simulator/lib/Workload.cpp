@@ -97,18 +97,6 @@ struct AllocationEvent {
   const deepum::v1::Allocation *A;
 };
 
-/// A use at `Pos` whose page's previous use was at `Q` (cyclically; Q = Pos
-/// for a page used once) is fresh when the page died at a boundary in
-/// (Q, Pos]. `Deaths`: the page's death positions, ascending.
-bool diedBetween(const std::vector<uint32_t> &Deaths, uint32_t Q, uint32_t Pos) {
-  if (Deaths.empty())
-    return false;
-  auto After = std::upper_bound(Deaths.begin(), Deaths.end(), Q); // first death > Q
-  if (Q < Pos)
-    return After != Deaths.end() && *After <= Pos;
-  return After != Deaths.end() || Deaths.front() <= Pos; // wraps: (Q, K-1] or [0, Pos]
-}
-
 /// Flattens kernels [First, First+Count) of a profile into a Workload; the
 /// members are what the steps share.
 class ProfileFlattener {
@@ -463,37 +451,63 @@ private:
     return DeathsOf;
   }
 
-  /// W.FreshMasks: the pages of each use that died since the page's
-  /// previous use, cyclically.
+  /// W.FreshMasks: the pages of each use whose contents nobody produced since
+  /// the page last died (every allocation over it freed): no write certainly
+  /// touched it since (a kernel's WriteMasks, a host write of an input), so a
+  /// read of it reads memory allocated anew, which no policy has to keep. A
+  /// page that never dies keeps the contents it had before the iteration.
   void computeFreshMasks(const std::vector<std::vector<uint32_t>> &DeathsOf) {
     constexpr unsigned PerBlock = Engine::PagesPerBlock;
     W.FreshMasks.assign(W.Uses.size(), 0);
     std::vector<std::vector<uint32_t>> UsesOf(W.UmBlocks.size()); // use indices in order
+    std::vector<uint32_t> PosOf(W.Uses.size());
     for (uint32_t K = 0; K < Count; ++K)
-      for (uint32_t I = W.UseBegin[K]; I < W.UseBegin[K + 1]; ++I)
+      for (uint32_t I = W.UseBegin[K]; I < W.UseBegin[K + 1]; ++I) {
         UsesOf[W.Uses[I].Block].push_back(I);
-    auto posOf = [&](uint32_t I) {
-      return static_cast<uint32_t>(std::upper_bound(W.UseBegin.begin(), W.UseBegin.end(), I) -
-                                   W.UseBegin.begin() - 1);
-    };
+        PosOf[I] = K;
+      }
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> HostOf(W.UmBlocks.size());
+    for (uint32_t K = 0; K < Count; ++K)
+      for (const BlockUse &H : W.hostWrites(K))
+        HostOf[H.Block].push_back({K, H.PageMask});
     for (uint32_t B = 0; B < UsesOf.size(); ++B) {
       const auto &Us = UsesOf[B];
+      const auto &Hs = HostOf[B];
       for (unsigned Page = 0; Page < PerBlock; ++Page) {
         const auto &D = DeathsOf[static_cast<size_t>(B) * PerBlock + Page];
         if (D.empty())
           continue;
         const uint32_t Bit = uint32_t{1} << Page;
-        int64_t Prev = -1; // use index of the page's previous use
-        for (size_t J = 0; J < Us.size(); ++J)
-          if (W.Uses[Us[J]].PageMask & Bit)
-            Prev = Us[J]; // the last one: the previous use of the first, cyclically
-        for (size_t J = 0; J < Us.size(); ++J) {
-          const uint32_t I = Us[J];
-          if (!(W.Uses[I].PageMask & Bit))
-            continue;
-          if (diedBetween(D, posOf(static_cast<uint32_t>(Prev)), posOf(I)))
-            W.FreshMasks[I] |= Bit;
-          Prev = I;
+        // Two rounds of the cyclic iteration: the first finds whether the
+        // contents at its end (the start of the next) were produced, the
+        // second marks. At one position: deaths, then host writes, then uses.
+        bool Produced = false;
+        for (int Round = 0; Round < 2; ++Round) {
+          size_t Di = 0, Hi = 0;
+          for (size_t J = 0; J <= Us.size(); ++J) {
+            const uint32_t Pos = J < Us.size() ? PosOf[Us[J]] : Count;
+            for (;;) {
+              const uint32_t DPos = Di < D.size() ? D[Di] : UINT32_MAX;
+              const uint32_t HPos = Hi < Hs.size() ? Hs[Hi].first : UINT32_MAX;
+              if (DPos <= Pos && DPos <= HPos) {
+                Produced = false;
+                ++Di;
+              } else if (HPos <= Pos) {
+                Produced |= (Hs[Hi].second & Bit) != 0;
+                ++Hi;
+              } else {
+                break;
+              }
+            }
+            if (J == Us.size())
+              break;
+            const uint32_t I = Us[J];
+            if (!(W.Uses[I].PageMask & Bit))
+              continue;
+            if (Round == 1 && !Produced)
+              W.FreshMasks[I] |= Bit;
+            Produced |= (W.WriteMasks[I] & Bit) != 0;
+          }
         }
       }
     }

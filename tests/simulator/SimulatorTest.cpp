@@ -747,6 +747,35 @@ TEST(SimBound, MemoryAllocatedAnewIsNotReadOfOldContents) {
   EXPECT_LT(D.IterationUs, BlockUs) << "deepum moves no dead block";
 }
 
+TEST(SimBound, MemoryNobodyWroteSinceItWasAllocatedHoldsNothingToKeep) {
+  // Per iteration, X (2 MiB) is allocated before k0 and freed as k2 ends;
+  // k0 and k2 read it, nothing writes it; k1 reads the parameters W and Y
+  // (2 MiB each). Room for two blocks. k2's read is not X's first since it
+  // was allocated, yet it reads nothing anyone produced: every policy may
+  // populate X anew (the engine copies no page nobody wrote). Counting that
+  // read as live charged a fetch of X to the bounds that no policy pays.
+  ProfileBuilder B;
+  const uint64_t W = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  const uint64_t Y = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  for (int It = 0; It < 3; ++It) {
+    const uint64_t T0 = B.now();
+    const uint64_t X = B.allocate(2 * MiB, T0, static_cast<int64_t>(T0 + 299'999),
+                                  v1::ALLOCATION_ROLE_ACTIVATION, uint64_t{1} << 41);
+    B.kernel("k0", 100'000, {{X, v1::ACCESS_MODE_READ}});
+    B.kernel("k1", 100'000, {{W, v1::ACCESS_MODE_READ}, {Y, v1::ACCESS_MODE_READ}});
+    B.kernel("k2", 100'000, {{X, v1::ACCESS_MODE_READ}});
+    B.iteration(static_cast<uint32_t>(It * 3), 3);
+  }
+  v1::Profile P = B.build();
+  if (llvm::Error E = format::validateProfile(P))
+    FAIL() << llvm::toString(std::move(E));
+  auto Wl = takeOk(sim::detail::workloadFromProfile(P));
+  EXPECT_EQ(Wl.FreshMasks[Wl.UseBegin[2]], ~uint32_t{0}) << "k2 reads memory nobody wrote";
+  SimResult R = run(P, opts(Policy::Ideal, 4 * MiB));
+  for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
+    EXPECT_GE(run(P, opts(Pol, 4 * MiB)).IterationUs, R.LowerBoundUs * (1 - 1e-9)) << int(Pol);
+}
+
 TEST(SimBound, CutBoundSeparatesWriteBacksFromFetches) {
   // Forward/backward in miniature: k0 writes A, k1 writes B, k2 reads B, k3
   // reads A; 100 us each, 2 MiB tensors, room for one block. Before k2 both

@@ -32,11 +32,11 @@ trap 'rm -rf "$work"' EXIT
 
 ## Where the plan still loses time, and why
 
-The targets met: the plan is never slower than any baseline in any row, takes no demand fault in
-steady state, and is 1.37x (v100-pcie-16gb) and 1.38x (h100-pcie) faster than the tuned DeepUM
-at 2x over the rows where that DeepUM is more than 1.3x from the lower bound. The targets missed:
-its distance to the tightest lower bound at 2x is 1.032 and 1.034 (geomean; target 1.02), and
-one row is above 1.10: vgg16 at 3x (1.175 and 1.138).
+The targets met: the plan's distance to the tightest lower bound at 2x is 1.008
+(v100-pcie-16gb) and 1.013 (h100-pcie) (geomean; target 1.02); it is never slower than any
+baseline in any row, takes no demand fault in steady state, and is 1.45x (v100) and 1.38x (h100)
+faster than the tuned DeepUM at 2x over the rows where that DeepUM is more than 1.3x from the
+lower bound. The target missed: one row is above 1.10, vgg16 at 3x (1.162 and 1.115).
 
 `bound` is the bytes that must cross the link over the link bandwidth, but it ignores *when*
 they can cross. In training, the bytes that do not fit are activations: they are produced during
@@ -49,34 +49,33 @@ checks every policy against it — and the plan's distance to it (`x lower`) is 
 could still win; the distance from `cut` to max(ideal, bound) needs less data to move
 (recomputation, compression), not better timing.
 
-Where the remaining 3% goes at 2x (timelines of `deepum-sim --policy plan --perfetto`, stall
+Where the remaining 1-4% goes at 2x (timelines of `deepum-sim --policy plan --perfetto`, stall
 per launch against the cut's critical boundary; docs/planner.md):
 
-- **gpt2-medium (1.087 / 1.091), bert-large, bart-large, resnet50**: the forward pass is bound by
+- **resnet50 (1.021 / 1.041), gpt2-medium (1.015 / 1.019), bart-large**: the forward pass is bound by
   write-back (gpt2-medium on h100-pcie: 234 ms of stall in launches 373-1120 while the
   host-to-device engine is idle), the backward pass by fetching (51 ms), and in the optimizer
   step both directions are saturated (about 28 ms). What would pay is a victim choice that moves
   forward-pass write-backs into the backward pass's spare fetch bandwidth; the three searched
   victim rules (Belady with two margins, dead blocks first) and populates giving their slots to
   fetches change none of these rows.
-- **vgg16 at 3x (1.175 / 1.138)**: the capacity is 2,686 blocks; two adjacent kernels of the
+- **vgg16 at 3x (1.162 / 1.115)**: the capacity is 2,686 blocks; two adjacent kernels of the
   backward pass touch 2,356 and 2,353 blocks (88% of it), 3,139 together, so at least 453 block
   transfers fall between them (19.8 ms on h100-pcie), and after the second only 8.3 ms of compute
   remain for at least 497 fetches the optimizer step needs (13.4 ms). The planner's own share
   was about 14 ms of that, fixed here (populates no longer take the room beside the large kernel
   that the optimizer's fetches need: 426.8 -> 412.8 ms); the rest is a working-set floor the cut
-  bound does not see. A bound that counts every page the launch holds (not only those read again)
-  would see a little of it (vgg16 at 3x: 1311.5 -> 1325.2 ms on v100, 362.8 -> 370.1 ms on
-  h100), but deepum beats that variant on a random workload (docs/simulator.md, "The launch just
-  ended keeps its pages"), so it is not used.
+  bound sees only in part: counting the pages the launch before the cut holds raised it 1311.5
+  -> 1325.4 ms (v100) and 362.8 -> 370.1 ms (h100); the 453 transfers forced between the two
+  large kernels are in no bound yet.
 
 `vs deepum` compares the plan with DeepUM tuned for that row: its lookahead (1 .. 256 launches)
 and free-memory watermark (0, 5, 10, 20% of the capacity) searched by `tuneDeepUm`
 (docs/simulator.md), the `setting` column naming the one found (`L` lookahead, `w` watermark);
 `vs deepum L8` compares it with DeepUM at a lookahead of 8, the setting of its paper. The lead is
 smallest where the tuned DeepUM itself is near the bound (the 1.25x rows, vgg16 until 3x,
-resnet50 and llama-1b with checkpointing), which is why the target counts only the rows where it
-is not.
+resnet50, bert-large, gpt2-medium and llama-1b with checkpointing), which is why the target
+counts only the rows where it is not.
 
 Planner speed target (tables below): "100k kernels per iteration and 1M block uses in <= 3 s and
 <= 1 GiB". ResNet-50 at batch 32 (about 10 block uses per kernel) repeated to 100k kernels has

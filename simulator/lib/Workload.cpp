@@ -708,10 +708,9 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
   // side is the same). The engine keeps every page a launch touches on the
   // GPU for the whole launch, whatever the policy (pinned: no victim; an
   // eviction or discard issued meanwhile frees its room only when the launch
-  // ends), so the pages of p-1 whose contents are read later are on the GPU
-  // then: they are kept whether they spare a transfer or not, and only the
-  // capacity they leave is the policy's to choose. (Pages of p-1 that nothing
-  // reads again are not counted: a policy may drop them as the launch ends.)
+  // ends), so all the pages of p-1 take room then: those read later are kept
+  // whether they spare a transfer or not, and only the capacity left is the
+  // policy's to choose.
   std::vector<uint32_t> Qs;
   const uint32_t Grid = 64;
   for (uint32_t I = 0, N = std::min(K, Grid); I < N; ++I)
@@ -780,6 +779,19 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
     }
   }
 
+  // Pages each launch holds on the GPU while it runs (a block used twice by
+  // one launch counts once).
+  std::vector<int64_t> HeldPages(K, 0);
+  {
+    std::unordered_map<uint32_t, uint32_t> Masks;
+    for (uint32_t P = 0; P < K; ++P) {
+      Masks.clear();
+      for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
+        Masks[W.Uses[I].Block] |= W.Uses[I].PageMask;
+      for (const auto &[Block, Mask] : Masks)
+        HeldPages[P] += std::popcount(Mask);
+    }
+  }
   std::vector<double> Prefix(2 * static_cast<size_t>(K) + 1, 0); // compute, two periods
   for (uint32_t I = 0; I < 2 * K; ++I)
     Prefix[I + 1] = Prefix[I] + static_cast<double>(W.DurationNs[I % K]);
@@ -791,12 +803,12 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
   std::vector<int64_t> DOut(K + 1), DIn(K + 1), DBoth(K + 1);
   // Pages of the launch before boundary t that are needed across it, by set:
   // the needs whose stretch starts at t.
-  std::vector<int64_t> HeldOut(K), HeldIn(K), HeldBoth(K), HeldNeeded(K);
+  std::vector<int64_t> HeldOut(K), HeldIn(K), HeldBoth(K);
   for (uint32_t Q : Qs) {
     std::fill(DOut.begin(), DOut.end(), 0);
     std::fill(DIn.begin(), DIn.end(), 0);
     std::fill(DBoth.begin(), DBoth.end(), 0);
-    for (auto *V : {&HeldOut, &HeldIn, &HeldBoth, &HeldNeeded})
+    for (auto *V : {&HeldOut, &HeldIn, &HeldBoth})
       std::fill(V->begin(), V->end(), 0);
     // Boundaries p = Q + t, t in [0, K): S1 = [Q, p), S2 = [p, Q + K).
     const int64_t Lo0 = Q, Hi0 = static_cast<int64_t>(Q) + K - 1;
@@ -820,7 +832,6 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
           add(DBoth);
         if (N.After + Shift + 1 == Lo) { // last used by the launch just before Lo
           const size_t T = static_cast<size_t>(Lo - Lo0);
-          HeldNeeded[T] += N.Pages;
           HeldOut[T] += Out && !In ? N.Pages : 0;
           HeldIn[T] += In && !Out ? N.Pages : 0;
           HeldBoth[T] += Out && In ? N.Pages : 0;
@@ -833,7 +844,7 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
       Both += DBoth[T];
       const double Before = Prefix[Q + T] - Prefix[Q], After = Total - Before;
       // The held pages of launch p-1 first.
-      const int64_t Held = HeldNeeded[T];
+      const int64_t Held = HeldPages[(Q + T + K - 1) % K];
       const bool Holds = static_cast<double>(Held) <= Cap;
       const double Free = Holds ? Cap - static_cast<double>(Held) : Cap;
       const int64_t HB = Holds ? HeldBoth[T] : 0, HO = Holds ? HeldOut[T] : 0,

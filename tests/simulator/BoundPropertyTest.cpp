@@ -150,6 +150,13 @@ void expectAboveEveryBound(const Row &X) {
   EXPECT_GE(R.IterationUs, R.LowerBoundUs * (1 - Eps));
 }
 
+/// Warm-up iterations before the three measured ones: a policy whose
+/// transfers outrun the iteration (deepum on some of these workloads) builds
+/// a backlog, and two warm-up iterations measured it before its steady state
+/// (seed 3351 at 1.25x on the hand device: 2022 us after 2, 2915 us after 20)
+/// and below a bound it does not beat in steady state.
+constexpr unsigned kWarmup = 10;
+
 TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
   // The hand device: no per-call costs and clean evictions dropped, the
   // cheapest transfers the engine allows, so a policy is as fast as it can be.
@@ -173,6 +180,7 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
           O.GpuMemoryBytes = Capacity;
           O.Pol = Pol;
           O.Iterations = 3;
+          O.WarmupIterations = kWarmup;
           auto R = sim::simulate(P, O);
           if (!R) { // a kernel alone larger than the capacity
             llvm::consumeError(R.takeError());
@@ -198,6 +206,7 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
           O.PlanPolicy = executor::sim::executorPlanPolicy;
           O.Plan = &Plan->Plan;
           O.Iterations = 3;
+          O.WarmupIterations = kWarmup;
           auto R = sim::simulate(P, O);
           if (!R) {
             llvm::consumeError(R.takeError());

@@ -829,6 +829,34 @@ TEST(SimBound, CutBoundKeepsThePagesOfTheLaunchJustEnded) {
   EXPECT_NEAR(run(P, opts(Policy::Ideal, 6 * MiB)).CutBoundUs, 30, 1e-9);
 }
 
+TEST(SimBound, CutBoundCountsThePagesOfTheLaunchJustEndedThatNothingReadsAgain) {
+  // As above, but k1 writes two temporaries freed as it ends: nothing reads
+  // them again, yet as k1 ends they fill the GPU, so A is not there: written
+  // back after k0, fetched before k2.
+  ProfileBuilder B;
+  uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION);
+  for (int It = 0; It < 3; ++It) {
+    const uint64_t T0 = B.now();
+    const int64_t Free = static_cast<int64_t>(T0 + 19'999);
+    uint64_t T1 = B.allocate(2 * MiB, T0 + 10'000, Free, v1::ALLOCATION_ROLE_ACTIVATION,
+                             uint64_t{1} << 41);
+    uint64_t T2 = B.allocate(2 * MiB, T0 + 10'000, Free, v1::ALLOCATION_ROLE_ACTIVATION,
+                             (uint64_t{1} << 41) + 2 * MiB);
+    B.kernel("k0", 10'000, {{A, ACCESS_MODE_WRITE}});
+    B.kernel("k1", 10'000, {{T1, ACCESS_MODE_WRITE}, {T2, ACCESS_MODE_WRITE}});
+    B.kernel("k2", 10'000, {{A, ACCESS_MODE_READ}});
+    B.iteration(static_cast<uint32_t>(It * 3), 3);
+  }
+  v1::Profile P = B.build();
+  if (llvm::Error E = format::validateProfile(P))
+    FAIL() << llvm::toString(std::move(E));
+  SimResult R = run(P, opts(Policy::Ideal, 4 * MiB));
+  EXPECT_NEAR(R.CutBoundUs, 2 * BlockUs, 1e-6);
+  for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
+    EXPECT_GE(run(P, opts(Pol, 4 * MiB, 3, 10)).IterationUs, R.CutBoundUs * (1 - 1e-9))
+        << int(Pol);
+}
+
 TEST(SimBound, CutBoundCountsOnlyPagesCertainlyWritten) {
   // A and B share a block; k0 reads A and overwrites B, k1 reads A. A is
   // never written: nothing needs writing back however small the GPU is.

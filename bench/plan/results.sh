@@ -79,9 +79,12 @@ counts only the rows where it is not.
 
 Planner speed target (tables below): "100k kernels per iteration and 1M block uses in <= 3 s and
 <= 1 GiB". ResNet-50 at batch 32 (about 10 block uses per kernel) repeated to 100k kernels has
-1.04M block uses: its row (the last) is the target's shape, and is within it. CPU time per block
-use is about flat from 250k to 5M uses; the 100k-kernel gpt2-medium point carries 5.2M block uses,
-five times the target's, and is over the budget in time and memory in proportion.
+1.04M block uses: its row (the last) is the target's shape, and is within it. `make results`
+takes these timings while another generator runs beside them on the same cores, which slows the
+larger profiles most; run alone (`bash bench/plan/results.sh`), CPU time per block use is about
+flat, 1.1 to 1.6 s per million from 250k to 5M uses (docs/planner.md). The 100k-kernel
+gpt2-medium point carries 5.2M block uses, five times the target's, and is over the budget in
+time and memory in proportion.
 
 TEXT
   echo

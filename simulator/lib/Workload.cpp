@@ -779,19 +779,14 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
     }
   }
 
-  // Pages each launch holds on the GPU while it runs (a block used twice by
-  // one launch counts once).
+  // Pages each launch holds on the GPU while it runs, counted as
+  // Engine::pinKernelBlocks counts them: a launch uses each block once (a
+  // profile's block accesses are validated strictly ascending; a plan's
+  // chains are merged above).
   std::vector<int64_t> HeldPages(K, 0);
-  {
-    std::unordered_map<uint32_t, uint32_t> Masks;
-    for (uint32_t P = 0; P < K; ++P) {
-      Masks.clear();
-      for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
-        Masks[W.Uses[I].Block] |= W.Uses[I].PageMask;
-      for (const auto &[Block, Mask] : Masks)
-        HeldPages[P] += std::popcount(Mask);
-    }
-  }
+  for (uint32_t P = 0; P < K; ++P)
+    for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
+      HeldPages[P] += std::popcount(W.Uses[I].PageMask);
   std::vector<double> Prefix(2 * static_cast<size_t>(K) + 1, 0); // compute, two periods
   for (uint32_t I = 0; I < 2 * K; ++I)
     Prefix[I + 1] = Prefix[I] + static_cast<double>(W.DurationNs[I % K]);

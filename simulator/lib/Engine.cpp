@@ -274,12 +274,19 @@ uint64_t Engine::makeRoom(uint64_t Need, uint64_t AtNs, int64_t ProtectUpTo) {
     for (uint32_t B : Victims)
       evict(B, AllPages, AtNs);
   }
-  // Wait for write-backs in completion order until the room is there.
+  // Wait for write-backs in completion order until the room is there. What
+  // the last one frees beyond the need stays pending until it ends: a later
+  // request may not take it earlier.
   while (Free() < Need) {
     assert(!PendingFree.empty() && "room was accounted above");
     RoomNs = std::max(RoomNs, PendingFree.top().first);
     PendingPages -= PendingFree.top().second;
     PendingFree.pop();
+    if (Free() > Need) {
+      const uint64_t Left = Free() - Need;
+      PendingFree.push({RoomNs, Left});
+      PendingPages += Left;
+    }
   }
   return RoomNs;
 }

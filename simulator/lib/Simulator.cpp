@@ -17,6 +17,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -182,6 +183,19 @@ llvm::Error describeRun(SimResult &R, Workload &W, const deepum::v1::Profile &P,
 }
 
 /// The ideal time and the lower bounds on the iteration at R's capacity.
+/// Whether every launch's pages fit in the capacity at once.
+bool launchesFit(const Workload &W, uint64_t CapacityBytes) {
+  const uint64_t Pages = CapacityBytes / deepum::format::kUmPageBytes;
+  for (uint32_t K = 0; K < W.Kernels; ++K) {
+    uint64_t Held = 0;
+    for (uint32_t I = W.UseBegin[K]; I < W.UseBegin[K + 1]; ++I)
+      Held += static_cast<uint64_t>(std::popcount(W.Uses[I].PageMask));
+    if (Held > Pages)
+      return false;
+  }
+  return true;
+}
+
 llvm::Error setBounds(SimResult &R, const Workload &W, const deepum::v1::Profile &P,
                       const SimOptions &O, std::optional<KernelRange> Range) {
   R.IdealUs = static_cast<double>(W.idealNs()) / 1e3;
@@ -196,6 +210,12 @@ llvm::Error setBounds(SimResult &R, const Workload &W, const deepum::v1::Profile
     ProfileW = std::move(*PW);
     ProfileW->DurationNs = W.DurationNs;
   }
+  // A plan's arena may pack a launch's tensors into fewer pages than the
+  // profile's addresses do. Where some launch of the profile does not even
+  // fit the capacity, the profile's bounds speak of a workload no policy
+  // runs in that layout, and the plan is judged by its own workload's.
+  if (ProfileW && !launchesFit(*ProfileW, R.GpuMemoryBytes))
+    ProfileW.reset();
   const Workload &BW = ProfileW ? *ProfileW : W;
   auto [InBytes, OutBytes] = transferBoundBytes(BW, R.GpuMemoryBytes);
   R.BoundUs = static_cast<double>(std::max(InBytes, OutBytes)) / O.Device.LinkBytesPerSecond * 1e6;

@@ -682,6 +682,167 @@ std::pair<uint64_t, uint64_t> detail::transferBoundBytes(const Workload &W,
           Out > CapacityBytes ? Out - CapacityBytes : 0};
 }
 
+namespace {
+
+/// A stretch of boundaries (After, Until] where a page is needed: its next
+/// use, at Until, reads; its last write before it is at LastWrite (INT64_MIN:
+/// never written). Positions count launches, cyclically over two periods.
+struct Need {
+  int64_t After, Until, LastWrite;
+  int64_t Pages; // pages of one block with this same history
+};
+
+/// The time the GPU must stall between launches, whatever the policy.
+///
+/// Take launch k's end and launch i's start, k < i. Between them the GPU
+/// computes launches k+1..i-1 and stalls in the gaps before launches
+/// k+1..i. The engine keeps a launch's pages on the GPU while it runs
+/// (Engine::pinKernelBlocks), so:
+///  - at k's end, k's pages fill the GPU but for Cap - held(k); the pages
+///    that launches k+1..i read, k did not touch, and that are not there
+///    cross the link before i starts (fetches);
+///  - at i's start, i's pages fill it but for Cap - held(i); the pages
+///    written since k began, read after i and not by it, that are still
+///    there took room, and the rest were written back after k's end
+///    (write-backs; each after its write, so after k's end).
+/// The two directions overlap each other but not compute; what the longer
+/// leaves over the compute of k+1..i-1 is stalled in those gaps: r(k, i).
+/// For k = i - 1 it is the gap before i alone.
+///
+/// The least stall over the iteration is the longest path through the gaps
+/// with these windows (i - k up to 64 launches): G(i) = max over k of G(k) +
+/// r(k, i). The path's windows are disjoint; a stretch of launches stalls at
+/// least r in each window it contains, and the single-gap stall in each gap
+/// of a window it cuts.
+class Stalls {
+public:
+  Stalls(const Workload &W, const std::vector<Need> &Needs,
+         const std::vector<int64_t> &HeldPages, double Cap, double PageNs)
+      : K(W.Kernels) {
+    const int64_t Window = std::min<int64_t>(K, 64), Width = Window + 2;
+    // In[k][d], Out[k][d]: the pages fetched / written back between k's end
+    // and the start of k + d (before room is counted).
+    std::vector<int32_t> In(static_cast<size_t>(K * Width), 0), Out(In.size(), 0);
+    auto at = [&](std::vector<int32_t> &V, int64_t At, int64_t D) -> int32_t & {
+      return V[static_cast<size_t>(At * Width + D)];
+    };
+    for (const Need &N : Needs)
+      for (int64_t Shift : {-K, int64_t{0}}) {
+        const int64_t A = N.After + Shift, U = N.Until + Shift;
+        const int32_t Pages = static_cast<int32_t>(N.Pages);
+        // Fetched for the read at U when k lies strictly between the uses.
+        for (int64_t At = std::max({A + 1, U - Window, int64_t{0}}); At <= std::min(U - 1, K - 1);
+             ++At) {
+          at(In, At, U - At) += Pages;
+          at(In, At, Window + 1) -= Pages;
+        }
+        // Written back, when the last write (at or before A) is not before
+        // k and i lies strictly between the uses.
+        if (N.LastWrite == INT64_MIN)
+          continue;
+        for (int64_t At = std::max<int64_t>(A + 1 - Window, 0);
+             At <= std::min(N.LastWrite + Shift, K - 1); ++At) {
+          const int64_t D0 = std::max<int64_t>(1, A + 1 - At), D1 = std::min(Window, U - 1 - At);
+          if (D0 > D1)
+            continue;
+          at(Out, At, D0) += Pages;
+          at(Out, At, D1 + 1) -= Pages;
+        }
+      }
+    for (int64_t At = 0; At < K; ++At)
+      for (int64_t D = 1; D <= Window; ++D) {
+        at(In, At, D) += at(In, At, D - 1);
+        at(Out, At, D) += at(Out, At, D - 1);
+      }
+    std::vector<double> Compute(static_cast<size_t>(K) + 1, 0);
+    for (int64_t I = 0; I < K; ++I)
+      Compute[static_cast<size_t>(I + 1)] =
+          Compute[static_cast<size_t>(I)] + static_cast<double>(W.DurationNs[static_cast<size_t>(I)]);
+    auto held = [&](int64_t I) { return static_cast<double>(HeldPages[static_cast<size_t>(I % K)]); };
+    auto window = [&](int64_t At, int64_t I) { // r(At, I), At < I <= K
+      if (std::max(held(At), held(I)) > Cap)
+        return 0.0; // a launch that does not fit never runs: nothing to say
+      const double Pages = std::max({0.0, at(In, At, I - At) - (Cap - held(At)),
+                                     at(Out, At, I - At) - (Cap - held(I))});
+      return Pages * PageNs - (Compute[static_cast<size_t>(I)] - Compute[static_cast<size_t>(At + 1)]);
+    };
+    // The longest path over gaps 1..K (gap K is gap 0 of the next period).
+    std::vector<double> G(static_cast<size_t>(K) + 1, 0);
+    std::vector<int64_t> From(static_cast<size_t>(K) + 1, 0);
+    Single.assign(static_cast<size_t>(K), 0);
+    for (int64_t I = 1; I <= K; ++I) {
+      Single[static_cast<size_t>(I % K)] = std::max(0.0, window(I - 1, I));
+      double Best = G[static_cast<size_t>(I - 1)] + Single[static_cast<size_t>(I % K)];
+      int64_t Arg = I - 1;
+      for (int64_t At = I - 2; At >= std::max<int64_t>(0, I - Window); --At)
+        if (double V = G[static_cast<size_t>(At)] + window(At, I); V > Best) {
+          Best = V;
+          Arg = At;
+        }
+      G[static_cast<size_t>(I)] = Best;
+      From[static_cast<size_t>(I)] = Arg;
+    }
+    // The path's windows, by gap over [0, 2K] (the period's copies).
+    Lo.assign(2 * static_cast<size_t>(K) + 1, 0);
+    Hi.assign(Lo.size(), 0);
+    std::vector<double> R(Lo.size(), 0);
+    for (int64_t I = K; I > 0; I = From[static_cast<size_t>(I)]) {
+      const int64_t First = From[static_cast<size_t>(I)] + 1;
+      const double V = G[static_cast<size_t>(I)] - G[static_cast<size_t>(First - 1)];
+      for (int64_t Gap = First; Gap <= I; ++Gap)
+        for (int64_t Shift : {-K, int64_t{0}, K}) {
+          const int64_t At = Gap + Shift;
+          if (At < 0 || At > 2 * K)
+            continue;
+          Lo[static_cast<size_t>(At)] = First + Shift;
+          Hi[static_cast<size_t>(At)] = I + Shift;
+          if (Gap == I)
+            R[static_cast<size_t>(At)] = V;
+        }
+    }
+    SingleSum.assign(Lo.size() + 1, 0);
+    WindowSum.assign(Lo.size() + 1, 0);
+    for (size_t Gap = 0; Gap < Lo.size(); ++Gap) {
+      SingleSum[Gap + 1] = SingleSum[Gap] + Single[Gap % static_cast<size_t>(K)];
+      WindowSum[Gap + 1] = WindowSum[Gap] + R[Gap];
+    }
+    PeriodNs = G[static_cast<size_t>(K)];
+  }
+
+  /// The least stall in gaps A..B (0 <= A, B <= 2K; none when A > B).
+  double in(int64_t A, int64_t B) const {
+    if (A > B)
+      return 0;
+    auto singles = [&](int64_t X, int64_t Y) {
+      return SingleSum[static_cast<size_t>(Y + 1)] - SingleSum[static_cast<size_t>(X)];
+    };
+    // The windows ending inside, less the one that starts before A; the
+    // gaps of the windows cut at either end count alone.
+    double Sum = WindowSum[static_cast<size_t>(B + 1)] - WindowSum[static_cast<size_t>(A)];
+    const size_t Left = static_cast<size_t>(A), Right = static_cast<size_t>(B);
+    if (Lo[Left] < A) {
+      if (Hi[Left] <= B)
+        Sum -= WindowSum[static_cast<size_t>(Hi[Left] + 1)] - WindowSum[static_cast<size_t>(Hi[Left])];
+      Sum += singles(A, std::min(Hi[Left], B));
+    }
+    if (Hi[Right] > B && Lo[Right] >= A)
+      Sum += singles(Lo[Right], B);
+    return Sum;
+  }
+
+  /// The least stall over one period.
+  double period() const { return PeriodNs; }
+
+private:
+  int64_t K;
+  std::vector<double> Single;
+  std::vector<int64_t> Lo, Hi;
+  std::vector<double> SingleSum, WindowSum;
+  double PeriodNs = 0;
+};
+
+} // namespace
+
 double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double LinkBytesPerSecond) {
   const uint32_t K = W.Kernels;
   if (K == 0)
@@ -720,13 +881,6 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
   struct Touch {
     int64_t Pos;
     bool Read, Write;
-  };
-  // A stretch of boundaries (After, Until] where the page is needed: its
-  // next use, at Until, reads; its last write before it is at LastWrite
-  // (INT64_MIN: never written).
-  struct Need {
-    int64_t After, Until, LastWrite;
-    int64_t Pages; // pages of one block with this same history
   };
   std::vector<Need> Needs;
   {
@@ -787,26 +941,48 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
   for (uint32_t P = 0; P < K; ++P)
     for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
       HeldPages[P] += std::popcount(W.Uses[I].PageMask);
-  std::vector<double> Prefix(2 * static_cast<size_t>(K) + 1, 0); // compute, two periods
-  for (uint32_t I = 0; I < 2 * K; ++I)
-    Prefix[I + 1] = Prefix[I] + static_cast<double>(W.DurationNs[I % K]);
-  const double Total = Prefix[K];
   const double PageNs = static_cast<double>(kUmPageBytes) / LinkBytesPerSecond * 1e9;
   const double Cap = static_cast<double>(CapacityBytes / kUmPageBytes);
 
-  double Best = Total;
+  // Compute over two periods, and the stalls a stretch of launches cannot
+  // avoid (gaps [A, B]: those before launches A..B).
+  std::vector<double> Prefix(2 * static_cast<size_t>(K) + 1, 0);
+  for (uint32_t I = 0; I < 2 * K; ++I)
+    Prefix[I + 1] = Prefix[I] + static_cast<double>(W.DurationNs[I % K]);
+  const Stalls Stall(W, Needs, HeldPages, Cap, PageNs);
+
+  // A third instant sharpens the cut: the start of a launch j after p.
+  // Pages j or a launch before it reads must be on the GPU by then, so their
+  // fetches fit between p and j's start (S2a); j and the launches after it
+  // (S2b) take at least their compute and gaps beside. j = the launch before
+  // q is the plain cut with launch q-1's compute moved behind the fetches.
+  // j is tried at the iteration's longest launches, where a fetch deadline
+  // leaves the most compute unable to hide it.
+  std::vector<uint32_t> Deadlines(K);
+  for (uint32_t J = 0; J < K; ++J)
+    Deadlines[J] = J;
+  const size_t LongLaunches = std::min<size_t>(K, 4);
+  std::partial_sort(Deadlines.begin(), Deadlines.begin() + static_cast<long>(LongLaunches),
+                    Deadlines.end(), [&](uint32_t X, uint32_t Y) {
+                      return W.DurationNs[X] != W.DurationNs[Y] ? W.DurationNs[X] > W.DurationNs[Y]
+                                                                : X < Y;
+                    });
+  Deadlines.resize(LongLaunches);
+
+  double Best = Prefix[K] + Stall.period();
   std::vector<int64_t> DOut(K + 1), DIn(K + 1), DBoth(K + 1);
   // Pages of the launch before boundary t that are needed across it, by set:
   // the needs whose stretch starts at t.
   std::vector<int64_t> HeldOut(K), HeldIn(K), HeldBoth(K);
-  for (uint32_t Q : Qs) {
+  // Boundaries p = Q + t, t in [0, J - Q]: S1 = [Q, p), S2a = [p, J) with the
+  // gap before J, S2b = [J, Q + K) less that gap.
+  auto cut = [&](uint32_t Q, int64_t J) {
     std::fill(DOut.begin(), DOut.end(), 0);
     std::fill(DIn.begin(), DIn.end(), 0);
     std::fill(DBoth.begin(), DBoth.end(), 0);
     for (auto *V : {&HeldOut, &HeldIn, &HeldBoth})
       std::fill(V->begin(), V->end(), 0);
-    // Boundaries p = Q + t, t in [0, K): S1 = [Q, p), S2 = [p, Q + K).
-    const int64_t Lo0 = Q, Hi0 = static_cast<int64_t>(Q) + K - 1;
+    const int64_t Lo0 = Q, Hi0 = J;
     for (const Need &N : Needs)
       for (int64_t Shift : {-static_cast<int64_t>(K), int64_t{0}, static_cast<int64_t>(K)}) {
         const int64_t Lo = std::max(N.After + Shift + 1, Lo0);
@@ -832,12 +1008,15 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
           HeldBoth[T] += Out && In ? N.Pages : 0;
         }
       }
+    const double Tail = Prefix[Q + K] - Prefix[static_cast<size_t>(J)] + Stall.in(J + 1, Q + K - 1);
     int64_t Out = 0, In = 0, Both = 0;
-    for (uint32_t T = 0; T < K; ++T) {
+    for (uint32_t T = 0; T <= static_cast<uint32_t>(J - Q); ++T) {
       Out += DOut[T];
       In += DIn[T];
       Both += DBoth[T];
-      const double Before = Prefix[Q + T] - Prefix[Q], After = Total - Before;
+      const int64_t P = static_cast<int64_t>(Q) + T;
+      const double Before = Prefix[P] - Prefix[Q] + Stall.in(Q, P - 1),
+                   After = Prefix[static_cast<size_t>(J)] - Prefix[P] + Stall.in(P, J);
       // The held pages of launch p-1 first.
       const int64_t Held = HeldPages[(Q + T + K - 1) % K];
       const bool Holds = static_cast<double>(Held) <= Cap;
@@ -855,8 +1034,15 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
       const double Spare =
           std::min(Left * PageNs, std::min(std::max(0.0, OutNs - Before), OutOnly * PageNs) +
                                       std::min(std::max(0.0, InNs - After), InOnly * PageNs));
-      Best = std::max(Best, std::max(Before, OutNs) + std::max(After, InNs) - Spare);
+      const double Cand = std::max(Before, OutNs) + std::max(After, InNs) + Tail - Spare;
+      Best = std::max(Best, Cand);
     }
+  };
+  for (uint32_t Q : Qs) {
+    cut(Q, static_cast<int64_t>(Q) + K - 1);
+    for (uint32_t J : Deadlines)
+      if (J != (Q + K - 1) % K)
+        cut(Q, Q + (J + K - Q) % K);
   }
   return Best;
 }

@@ -19,6 +19,8 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
@@ -40,8 +42,12 @@ v1::Profile randomWorkload(uint64_t Seed, bool ExactModes) {
   };
   const uint32_t K = static_cast<uint32_t>(uniform(6, 14));
   std::vector<uint64_t> Duration(K);
+  // Most iterations transfer-bound; one seed in four has a few long
+  // launches beside short ones, where what must move between two launches
+  // stalls the GPU and compute hides the rest.
+  const bool LongLaunches = Seed % 4 == 3;
   for (uint64_t &D : Duration)
-    D = uniform(1, 80) * 1000; // most iterations transfer-bound
+    D = uniform(1, 80) * 1000 * (LongLaunches && uniform(0, 3) == 0 ? 40 : 1);
 
   // Temporaries: live from a first to a last use, placed first-fit in one
   // region so that freed memory is reused within the iteration.
@@ -144,25 +150,45 @@ struct Row {
 void expectAboveEveryBound(const Row &X) {
   SCOPED_TRACE(X.What);
   const sim::SimResult &R = X.R;
-  const double Eps = 1e-9;
-  EXPECT_GE(R.IterationUs, R.BoundOrIdealUs * (1 - Eps));
-  EXPECT_GE(R.IterationUs, R.CutBoundUs * (1 - Eps));
-  EXPECT_GE(R.IterationUs, R.LowerBoundUs * (1 - Eps));
+  // The bounds are exact; the engine rounds each transfer to the nearest
+  // nanosecond, which may take up to half a nanosecond off every one (seed
+  // 298 at 1.25x on h100-pcie: deepum 548.941 us against a bound of
+  // 548.9413 us, 19 pages each way).
+  const double Pages = static_cast<double>(R.BytesHtoD + R.BytesDtoH) / (64.0 * KiB);
+  const double SlackUs = 0.5e-3 * (Pages + 1);
+  EXPECT_GE(R.IterationUs + SlackUs, R.BoundOrIdealUs);
+  EXPECT_GE(R.IterationUs + SlackUs, R.CutBoundUs);
+  EXPECT_GE(R.IterationUs + SlackUs, R.LowerBoundUs);
 }
 
-/// Warm-up iterations before the three measured ones: a policy whose
-/// transfers outrun the iteration (deepum on some of these workloads) builds
-/// a backlog, and two warm-up iterations measured it before its steady state
+/// Warm-up iterations before the measured ones: a policy whose transfers
+/// outrun the iteration (deepum on some of these workloads) builds a
+/// backlog, and two warm-up iterations measured it before its steady state
 /// (seed 3351 at 1.25x on the hand device: 2022 us after 2, 2915 us after 20)
 /// and below a bound it does not beat in steady state.
 constexpr unsigned kWarmup = 10;
+/// Measured iterations: a policy's steady state may repeat every few
+/// iterations rather than every one, and a bound holds for the average over
+/// whole repeats (deepum on seed 15159 at 1.25x on the hand device
+/// alternates 4254 and 12742 us: three iterations average 7083 us, under
+/// the bound of 7302 us; any even count, 8498 us). Twelve is a whole number
+/// of repeats of 1, 2, 3, 4 or 6 iterations.
+constexpr unsigned kMeasured = 12;
 
 TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
+  // Seeds 1-200; DEEPUM_BOUND_SEEDS=FIRST-LAST tries others.
+  uint64_t FirstSeed = 1, LastSeed = 200;
+  if (const char *Seeds = std::getenv("DEEPUM_BOUND_SEEDS")) {
+    unsigned long long F = 0, L = 0;
+    ASSERT_EQ(std::sscanf(Seeds, "%llu-%llu", &F, &L), 2) << "DEEPUM_BOUND_SEEDS=" << Seeds;
+    FirstSeed = F;
+    LastSeed = L;
+  }
   // The hand device: no per-call costs and clean evictions dropped, the
   // cheapest transfers the engine allows, so a policy is as fast as it can be.
   for (const sim::DeviceModel &D : {handDevice(), takeOk(sim::loadDeviceModel("h100-pcie"))}) {
     unsigned Checked = 0, PlansChecked = 0;
-    for (uint64_t Seed = 1; Seed <= 200; ++Seed) {
+    for (uint64_t Seed = FirstSeed; Seed <= LastSeed; ++Seed) {
       const bool Exact = Seed % 2 == 0;
       v1::Profile P = randomWorkload(Seed, Exact);
       if (llvm::Error E = format::validateProfile(P))
@@ -179,7 +205,7 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
           O.Device = D;
           O.GpuMemoryBytes = Capacity;
           O.Pol = Pol;
-          O.Iterations = 3;
+          O.Iterations = kMeasured;
           O.WarmupIterations = kWarmup;
           auto R = sim::simulate(P, O);
           if (!R) { // a kernel alone larger than the capacity
@@ -205,7 +231,7 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
           O.Pol = sim::Policy::Plan;
           O.PlanPolicy = executor::sim::executorPlanPolicy;
           O.Plan = &Plan->Plan;
-          O.Iterations = 3;
+          O.Iterations = kMeasured;
           O.WarmupIterations = kWarmup;
           auto R = sim::simulate(P, O);
           if (!R) {

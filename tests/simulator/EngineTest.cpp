@@ -102,6 +102,30 @@ TEST(SimEngine, ResidentNeverExceedsCapacityWhileEvictionsDrain) {
   EXPECT_LE(E.stats().PeakResidentBytes, 4 * MiB);
 }
 
+TEST(SimEngine, RoomLeftOverFromAFreeStaysBusyUntilTheFreeEnds) {
+  // Room for two blocks. A running kernel holds A and B; a discard of A
+  // issued meanwhile frees its room only when the kernel ends. A prefetch
+  // of half of C takes half of that room; the other half is still not free
+  // before the kernel ends, so a prefetch of half of D issued next starts
+  // its copy then too, and the kernel reading D waits for it.
+  Engine E(handDevice(), 4 * MiB);
+  E.setCheckInvariants(true);
+  const uint32_t A = E.blockId(1), B = E.blockId(2), C = E.blockId(3), D = E.blockId(4);
+  E.discardPages(C, ~0u); // C holds nothing: fetching it copies nothing
+  ASSERT_FALSE(E.launch({{D, ~0u, Access::Write}}, 1'000'000));
+  E.evictPages(D, ~0u); // D's contents now live on the host
+  ASSERT_FALSE(E.launch({{A, ~0u, Access::Write}, {B, ~0u, Access::Write}}, 1'000'000));
+  const uint64_t KernelEnd = E.computeEndNs();
+  ASSERT_LT(E.issueNs(), KernelEnd); // the host issues while the kernel runs
+  E.discardPages(A, ~0u);
+  ASSERT_TRUE(E.prefetchPages(C, 0x0000ffffu)); // populated: nothing to copy
+  ASSERT_TRUE(E.prefetchPages(D, 0x0000ffffu)); // 16 pages to copy
+  EXPECT_EQ(E.copyEndNs(/*ToDevice=*/true), KernelEnd + 16 * 65'536u);
+  ASSERT_FALSE(E.launch({{D, 0x0000ffffu, Access::Read}}, 1000));
+  EXPECT_EQ(E.computeEndNs(), KernelEnd + 16 * 65'536u + 1000);
+  EXPECT_EQ(E.stats().InvariantViolations, 0u);
+}
+
 TEST(SimEngine, ReadMostlyKeepsTheHostDuplicateWhenCleanPagesWouldBeCopied) {
   DeviceModel D = handDevice();
   D.EvictionCopiesClean = true; // a driver that copies every evicted page

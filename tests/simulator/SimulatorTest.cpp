@@ -781,8 +781,11 @@ TEST(SimBound, CutBoundSeparatesWriteBacksFromFetches) {
   // reads A; 100 us each, 2 MiB tensors, room for one block. Before k2 both
   // A and B are needed later but only one fits: the other was written back
   // before k2 (2 MiB DtoH since k0) and comes back after it (2 MiB HtoD).
-  // Those two transfers cannot overlap: T >= 2 x BlockUs, while the
-  // total-bytes bound only sees 2 MiB each way, overlapped.
+  // Those two transfers cannot overlap each other, while the total-bytes
+  // bound only sees 2 MiB each way, overlapped. Nor can they overlap
+  // compute: A fills the GPU until k0 ends and B must be there when k1
+  // starts, so A is written back between the two; B fills it until k2 ends
+  // and A must be there when k3 starts. T >= 400 us + 2 x BlockUs.
   ProfileBuilder B;
   uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION);
   uint64_t C = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION);
@@ -794,8 +797,8 @@ TEST(SimBound, CutBoundSeparatesWriteBacksFromFetches) {
   v1::Profile P = B.build();
   SimResult R = run(P, opts(Policy::Ideal, 2 * MiB));
   EXPECT_NEAR(R.IdealUs, 400, 1e-9);
-  EXPECT_NEAR(R.CutBoundUs, 2 * BlockUs, 1e-6);
-  EXPECT_NEAR(R.LowerBoundUs, 2 * BlockUs, 1e-6);
+  EXPECT_NEAR(R.CutBoundUs, 400 + 2 * BlockUs, 1e-6);
+  EXPECT_NEAR(R.LowerBoundUs, 400 + 2 * BlockUs, 1e-6);
   EXPECT_LT(R.BoundUs, R.CutBoundUs);
   for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
     EXPECT_GE(run(P, opts(Pol, 2 * MiB)).IterationUs, R.CutBoundUs * (1 - 1e-9)) << int(Pol);
@@ -808,8 +811,10 @@ TEST(SimBound, CutBoundKeepsThePagesOfTheLaunchJustEnded) {
   // 10 us each, room for two blocks. As k1 ends, W1 and W2 are on the GPU
   // (a launch keeps its pages; both are read again next iteration), so A
   // is not: it was written back after k0 and comes back before k2, in
-  // series with nothing to hide them: T >= 2 x BlockUs. A cut free to keep
-  // any two pages keeps A (it spares both directions) and sees one fetch.
+  // series, each in the gap between two launches (A fills the GPU beside
+  // k1's pages neither before k1 nor after it): T >= 30 us + 2 x BlockUs.
+  // A cut free to keep any two pages keeps A (it spares both directions)
+  // and sees one fetch.
   ProfileBuilder B;
   uint64_t W1 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
   uint64_t W2 = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
@@ -822,7 +827,7 @@ TEST(SimBound, CutBoundKeepsThePagesOfTheLaunchJustEnded) {
   }
   v1::Profile P = B.build();
   SimResult R = run(P, opts(Policy::Ideal, 4 * MiB));
-  EXPECT_NEAR(R.CutBoundUs, 2 * BlockUs, 1e-6);
+  EXPECT_NEAR(R.CutBoundUs, 30 + 2 * BlockUs, 1e-6);
   for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
     EXPECT_GE(run(P, opts(Pol, 4 * MiB)).IterationUs, R.CutBoundUs * (1 - 1e-9)) << int(Pol);
   // With room for all three, nothing must move.
@@ -832,7 +837,7 @@ TEST(SimBound, CutBoundKeepsThePagesOfTheLaunchJustEnded) {
 TEST(SimBound, CutBoundCountsThePagesOfTheLaunchJustEndedThatNothingReadsAgain) {
   // As above, but k1 writes two temporaries freed as it ends: nothing reads
   // them again, yet as k1 ends they fill the GPU, so A is not there: written
-  // back after k0, fetched before k2.
+  // back after k0, fetched before k2, each between two launches.
   ProfileBuilder B;
   uint64_t A = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION);
   for (int It = 0; It < 3; ++It) {
@@ -851,7 +856,7 @@ TEST(SimBound, CutBoundCountsThePagesOfTheLaunchJustEndedThatNothingReadsAgain) 
   if (llvm::Error E = format::validateProfile(P))
     FAIL() << llvm::toString(std::move(E));
   SimResult R = run(P, opts(Policy::Ideal, 4 * MiB));
-  EXPECT_NEAR(R.CutBoundUs, 2 * BlockUs, 1e-6);
+  EXPECT_NEAR(R.CutBoundUs, 30 + 2 * BlockUs, 1e-6);
   for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
     EXPECT_GE(run(P, opts(Pol, 4 * MiB, 3, 10)).IterationUs, R.CutBoundUs * (1 - 1e-9))
         << int(Pol);
@@ -860,9 +865,10 @@ TEST(SimBound, CutBoundCountsThePagesOfTheLaunchJustEndedThatNothingReadsAgain) 
 TEST(SimBound, CutBoundCountsOnlyPagesCertainlyWritten) {
   // A and B share a block; k0 reads A and overwrites B, k1 reads A. A is
   // never written: nothing needs writing back however small the GPU is.
-  // With room for half of A, half of A must cross after boundary 1 (k0 ran
-  // before it): 100 us + BlockUs / 4. Counting A as written (its block is
-  // READ_WRITE) would add the same again before boundary 1.
+  // With room for half of A, half of A must cross between k0's end and
+  // k1's start, where nothing computes: 200 us + BlockUs / 4. Counting A as
+  // written (its block is READ_WRITE) would add the same again before
+  // boundary 1.
   ProfileBuilder B;
   uint64_t A = B.allocate(1 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
   uint64_t C = B.allocate(1 * MiB, 0, -1, v1::ALLOCATION_ROLE_ACTIVATION,
@@ -873,7 +879,60 @@ TEST(SimBound, CutBoundCountsOnlyPagesCertainlyWritten) {
   v1::Profile P = B.build();
   ASSERT_EQ(P.kernels(0).blocks(0).mode(), v1::ACCESS_MODE_READ_WRITE);
   SimResult R = run(P, opts(Policy::Ideal, MiB / 2));
-  EXPECT_NEAR(R.CutBoundUs, 100 + BlockUs / 4, 1e-6);
+  EXPECT_NEAR(R.CutBoundUs, 200 + BlockUs / 4, 1e-6);
+}
+
+TEST(SimBound, StallsAddUpOverAWindowOfLaunches) {
+  // Room for three blocks. k0 reads A, B, C; k1 (10 us) reads A; k2 reads
+  // D, E, F; all are read again next iteration. A, B, C fill the GPU until
+  // k0 ends and D, E, F fill it when k2 starts, so all three of D, E, F
+  // cross between k0's end and k2's start, where only k1's 10 us compute:
+  // 3 x BlockUs - 10 us of stall. Gap by gap, only one of them is forced
+  // (A is held through k1). Then A, B, C come back after k2: 3 x BlockUs.
+  ProfileBuilder B;
+  std::vector<uint64_t> T;
+  for (int I = 0; I < 6; ++I)
+    T.push_back(B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER));
+  for (int It = 0; It < 3; ++It) {
+    B.kernel("k0", 10'000,
+             {{T[0], ACCESS_MODE_READ}, {T[1], ACCESS_MODE_READ}, {T[2], ACCESS_MODE_READ}});
+    B.kernel("k1", 10'000, {{T[0], ACCESS_MODE_READ}});
+    B.kernel("k2", 10'000,
+             {{T[3], ACCESS_MODE_READ}, {T[4], ACCESS_MODE_READ}, {T[5], ACCESS_MODE_READ}});
+    B.iteration(static_cast<uint32_t>(It * 3), 3);
+  }
+  v1::Profile P = B.build();
+  SimResult R = run(P, opts(Policy::Ideal, 6 * MiB));
+  EXPECT_NEAR(R.CutBoundUs, 20 + 6 * BlockUs, 1e-6);
+  for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
+    EXPECT_GE(run(P, opts(Pol, 6 * MiB, 3, 10)).IterationUs, R.CutBoundUs * (1 - 1e-9))
+        << int(Pol);
+}
+
+TEST(SimBound, FetchesDueByALongLaunchCannotHideBehindIt) {
+  // Room for two blocks. k0 (10 us) reads A and B; k1 (1000 us) reads C
+  // and D; k2 (10 us) reads A. C and D cross after k0 ends (A and B fill
+  // the GPU until then) and before k1 starts: k1's 1000 us hide nothing
+  // of them. A and B cross after k1 ends (C and D fill the GPU until then)
+  // and before k0 starts, beside k2's 10 us only: T >= 1020 us + 4 x BlockUs
+  // - 10 us. A cut that lets fetches overlap all compute after a boundary
+  // sees far less.
+  ProfileBuilder B;
+  std::vector<uint64_t> T;
+  for (int I = 0; I < 4; ++I)
+    T.push_back(B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER));
+  for (int It = 0; It < 3; ++It) {
+    B.kernel("k0", 10'000, {{T[0], ACCESS_MODE_READ}, {T[1], ACCESS_MODE_READ}});
+    B.kernel("k1", 1'000'000, {{T[2], ACCESS_MODE_READ}, {T[3], ACCESS_MODE_READ}});
+    B.kernel("k2", 10'000, {{T[0], ACCESS_MODE_READ}});
+    B.iteration(static_cast<uint32_t>(It * 3), 3);
+  }
+  v1::Profile P = B.build();
+  SimResult R = run(P, opts(Policy::Ideal, 4 * MiB));
+  EXPECT_NEAR(R.CutBoundUs, 1010 + 4 * BlockUs, 1e-6);
+  for (Policy Pol : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt})
+    EXPECT_GE(run(P, opts(Pol, 4 * MiB, 3, 10)).IterationUs, R.CutBoundUs * (1 - 1e-9))
+        << int(Pol);
 }
 
 namespace {

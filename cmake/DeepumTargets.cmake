@@ -86,3 +86,23 @@ if(DEEPUM_FUZZ_ENGINE STREQUAL "libfuzzer")
   endif()
   add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
+
+# deepum_add_nvcc_output(OUTPUT SOURCE [FLAGS...] [INCLUDES dirs...] [DEPENDS files...])
+# A CUDA program or library compiled by nvcc (DEEPUM_NVCC) with the shared
+# runtime, so that it runs on a GPU and on the CUDA stand-in alike; host
+# warnings are errors. The caller adds the target that builds OUTPUT.
+function(deepum_add_nvcc_output output source)
+  cmake_parse_arguments(ARG "" "" "FLAGS;INCLUDES;DEPENDS" ${ARGN})
+  set(host_compiler)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    set(host_compiler -ccbin ${CMAKE_CXX_COMPILER})
+  endif()
+  list(TRANSFORM ARG_INCLUDES PREPEND -I)
+  get_filename_component(source_name ${source} NAME)
+  add_custom_command(OUTPUT ${output}
+    COMMAND ${DEEPUM_NVCC} ${host_compiler} -cudart shared -std=c++17 ${ARG_FLAGS}
+            ${ARG_INCLUDES} -Xcompiler=-Wall,-Wextra,-Werror ${source} -o ${output}
+    DEPENDS ${source} ${ARG_DEPENDS}
+    COMMENT "nvcc -cudart shared ${source_name}"
+    VERBATIM)
+endfunction()

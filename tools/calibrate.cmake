@@ -9,21 +9,12 @@ if(DEEPUM_CUDA AND DEEPUM_CUDA_RUNTIME_API_H)
 endif()
 if(DEEPUM_NVCC)
   set(deepum_calibrate ${CMAKE_CURRENT_BINARY_DIR}/deepum-calibrate)
-  set(calibrate_host_compiler)
-  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    set(calibrate_host_compiler -ccbin ${CMAKE_CXX_COMPILER})
-  endif()
   # sm_90 code (H100, H200) and compute_90 PTX for later GPUs.
-  add_custom_command(OUTPUT ${deepum_calibrate}
-    COMMAND ${DEEPUM_NVCC} ${calibrate_host_compiler} -cudart shared -O2 -std=c++17
-            -gencode arch=compute_90,code=[sm_90,compute_90]
-            -DDEEPUM_VERSION=${PROJECT_VERSION}
-            -I${PROJECT_SOURCE_DIR}/standin/include -Xcompiler=-Wall,-Wextra,-Werror
-            ${CMAKE_CURRENT_SOURCE_DIR}/deepum-calibrate.cu -o ${deepum_calibrate}
-    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/deepum-calibrate.cu
-            ${PROJECT_SOURCE_DIR}/standin/include/deepum/standin/Twin.h
-            ${PROJECT_SOURCE_DIR}/standin/include/deepum/standin/StandIn.h
-    COMMENT "nvcc -cudart shared deepum-calibrate.cu")
+  deepum_add_nvcc_output(${deepum_calibrate} ${CMAKE_CURRENT_SOURCE_DIR}/deepum-calibrate.cu
+    FLAGS -O2 "-gencode=arch=compute_90,code=[sm_90,compute_90]" -DDEEPUM_VERSION=${PROJECT_VERSION}
+    INCLUDES ${PROJECT_SOURCE_DIR}/standin/include
+    DEPENDS ${PROJECT_SOURCE_DIR}/standin/include/deepum/standin/Twin.h
+            ${PROJECT_SOURCE_DIR}/standin/include/deepum/standin/StandIn.h)
   add_custom_target(deepum_calibrate ALL DEPENDS ${deepum_calibrate})
   install(PROGRAMS ${deepum_calibrate} DESTINATION bin)
 endif()

@@ -239,14 +239,23 @@ bool writeTargets(raw_ostream &OS, const std::vector<std::string> &Devices,
   auto Mark = [](bool Met) { return Met ? "yes" : "**no**"; };
   for (const std::string &Dev : Devices) {
     std::vector<double> LowerAtTwo, BestAtTwo, VsDeepUmJudged, VsDeepUmAtTwo, VsDeepUmL8AtTwo;
-    std::vector<std::string> Above110, NearBound, Slower;
-    unsigned FaultyRows = 0, FitRows = 0, Total = 0;
+    std::vector<std::string> Above110, NearBound, Slower, Unsteady;
+    unsigned FaultyRows = 0, FitRows = 0, Total = 0, Runs = 0;
     for (const Row &Rw : Rows) {
       if (Rw.Device != Dev)
         continue;
       ++Total;
       RowJudgement J = judgeRow(Rw);
       std::string Name = formatv("{0} {1:f2}x", Rw.Model, Rw.Ratio).str();
+      for (const auto &[Pol, R] : Rw.R) {
+        ++Runs;
+        if (R.RepeatsEvery == 0 || R.MeasuredIterations % R.RepeatsEvery != 0)
+          Unsteady.push_back(formatv("{0} {1} ({2})", Pol, Name,
+                                     R.RepeatsEvery ? "repeats every " +
+                                                          std::to_string(R.RepeatsEvery)
+                                                    : std::string("no repeat"))
+                                 .str());
+      }
       if (J.PlanOverLower > 1.10)
         Above110.push_back(formatv("{0} ({1:f3})", Name, J.PlanOverLower).str());
       if (!J.SlowerThan.empty())
@@ -297,6 +306,10 @@ bool writeTargets(raw_ostream &OS, const std::vector<std::string> &Devices,
                   Dev, geomean(VsDeepUmAtTwo), geomean(VsDeepUmL8AtTwo));
     OS << formatv("| (for reference) geomean plan / max(ideal, bound) at 2x | {0} | {1:f3} | - |\n",
                   Dev, geomean(BestAtTwo));
+    OS << formatv("| (for reference) runs whose measured iterations are not whole repeats of a "
+                  "steady state (docs/simulator.md, `repeats_every`) | {0} | {1} of {2}{3} | - |\n",
+                  Dev, Unsteady.size(), Runs,
+                  Unsteady.empty() ? std::string() : ": " + join(Unsteady, "; "));
   }
   return AllMet;
 }

@@ -82,6 +82,8 @@ llvm::json::Value deepum::sim::toJson(const SimResult &R) {
       {"durations", R.Durations},
       {"profile_device", R.ProfileDevice},
       {"iteration_us", R.IterationUs},
+      {"repeats_every", static_cast<int64_t>(R.RepeatsEvery)},
+      {"iteration_spread_us", R.IterationSpreadUs},
       {"ideal_us", R.IdealUs},
       {"bound_us", R.BoundUs},
       {"bound_or_ideal_us", R.BoundOrIdealUs},
@@ -144,6 +146,15 @@ void deepum::sim::print(llvm::raw_ostream &OS, const SimResult &R) {
   OS << llvm::formatv("  thrashing      {0:F1} events, {1:F1} throttled batches\n",
                       R.ThrashingEvents, R.ThrottledBatches);
   OS << llvm::formatv("  peak resident  {0}\n", formatBytes(R.PeakResidentBytes));
+  if (R.MeasuredIterations > 1 && R.RepeatsEvery == 0)
+    OS << llvm::formatv("  warning: the {0} measured iterations differ and do not repeat within "
+                        "them (they span {1}): not shown to be a steady state; raise --warmup "
+                        "or --iterations\n",
+                        R.MeasuredIterations, formatMicros(R.IterationSpreadUs));
+  else if (R.RepeatsEvery > 1 && R.MeasuredIterations % R.RepeatsEvery != 0)
+    OS << llvm::formatv("  warning: iteration times repeat every {0} iterations (they span {1}); "
+                        "the mean of {2} is not over whole repeats: measure a multiple of {0}\n",
+                        R.RepeatsEvery, formatMicros(R.IterationSpreadUs), R.MeasuredIterations);
   if (R.LostReads > 0)
     OS << llvm::formatv("  warning: {0:F1} pages per iteration read after being discarded\n",
                         R.LostReads);

@@ -183,6 +183,22 @@ llvm::Error describeRun(SimResult &R, Workload &W, const deepum::v1::Profile &P,
 }
 
 /// The ideal time and the lower bounds on the iteration at R's capacity.
+/// The smallest period with which the iteration times repeat, seen at least
+/// twice over (up to half of them); 0 when none does. Times within a
+/// nanosecond in a million are alike (the engine counts whole nanoseconds).
+unsigned repeatPeriod(const std::vector<uint64_t> &Ns) {
+  for (size_t P = 1; 2 * P <= Ns.size(); ++P) {
+    bool Repeats = true;
+    for (size_t I = 0; I + P < Ns.size() && Repeats; ++I) {
+      const uint64_t A = Ns[I], B = Ns[I + P];
+      Repeats = (A > B ? A - B : B - A) <= 1 + std::max(A, B) / 1'000'000;
+    }
+    if (Repeats)
+      return static_cast<unsigned>(P);
+  }
+  return 0;
+}
+
 /// Whether every launch's pages fit in the capacity at once.
 bool launchesFit(const Workload &W, uint64_t CapacityBytes) {
   const uint64_t Pages = CapacityBytes / deepum::format::kUmPageBytes;
@@ -244,6 +260,7 @@ void replayWithoutMemory(SimResult &R, const Workload &W, const deepum::v1::Prof
                          deepum::format::TraceWriter *Timeline) {
   R.IterationUs = R.IdealUs;
   R.SlowdownOverIdeal = 1;
+  R.RepeatsEvery = 1; // every iteration alike
   if (!Timeline)
     return;
   nameTimelineLanes(*Timeline, R);
@@ -274,6 +291,7 @@ llvm::Error replayOnEngine(SimResult &R, const Workload &W, const deepum::v1::Pr
   const unsigned Total = O.WarmupIterations + O.Iterations;
   EngineStats Before;
   uint64_t MeasureBeginNs = 0;
+  std::vector<uint64_t> MeasuredNs; // each measured iteration's time
   for (unsigned It = 0; It < Total; ++It) {
     if (It == O.WarmupIterations) {
       Before = E.stats();
@@ -300,6 +318,8 @@ llvm::Error replayOnEngine(SimResult &R, const Workload &W, const deepum::v1::Pr
     }
     if (Timeline)
       timelineIteration(*Timeline, It, O.WarmupIterations, IterationBeginNs, E.computeEndNs());
+    if (It >= O.WarmupIterations)
+      MeasuredNs.push_back(E.computeEndNs() - IterationBeginNs);
   }
   if (llvm::Error Err = Pol.finish())
     return Err;
@@ -309,6 +329,9 @@ llvm::Error replayOnEngine(SimResult &R, const Workload &W, const deepum::v1::Pr
   R.IterationUs = static_cast<double>(E.computeEndNs() - MeasureBeginNs) / O.Iterations / 1e3;
   R.SlowdownOverIdeal = IdealNs > 0 ? R.IterationUs * 1e3 / IdealNs : 1;
   fillPerIteration(R, Before, S, O.Iterations);
+  R.RepeatsEvery = repeatPeriod(MeasuredNs);
+  auto [Fastest, Slowest] = std::minmax_element(MeasuredNs.begin(), MeasuredNs.end());
+  R.IterationSpreadUs = static_cast<double>(*Slowest - *Fastest) / 1e3;
   R.InvariantViolations = S.InvariantViolations + (O.CheckInvariants ? E.verifyAccounting() : 0);
   return llvm::Error::success();
 }

@@ -298,3 +298,35 @@ TEST(SimBoundProperty, NoPolicyOrPlanBeatsABoundOnTheShippedProfiles) {
 }
 
 } // namespace
+
+TEST(SimBoundProperty, AnUnsteadyOrCyclicSteadyStateIsReported) {
+  // DeepUM on seed 15159 at 1.25x alternates two iteration times: the
+  // result says so, and the mean over an even count is the cycle's.
+  v1::Profile P = randomWorkload(15159, /*ExactModes=*/false);
+  const uint64_t Capacity =
+      static_cast<uint64_t>(static_cast<double>(sim::footprintBytes(P)) / 1.25) / (64 * KiB) *
+      (64 * KiB);
+  sim::SimOptions O;
+  O.Device = handDevice();
+  O.GpuMemoryBytes = Capacity;
+  O.Pol = sim::Policy::DeepUm;
+  O.WarmupIterations = kWarmup;
+  O.Iterations = 4;
+  sim::SimResult Even = takeOk(sim::simulate(P, O));
+  EXPECT_EQ(Even.RepeatsEvery, 2u);
+  EXPECT_GT(Even.IterationSpreadUs, 1000.0);
+  O.Iterations = 8;
+  EXPECT_NEAR(takeOk(sim::simulate(P, O)).IterationUs, Even.IterationUs, 1e-6);
+  O.Iterations = 3; // not enough to see the cycle
+  EXPECT_EQ(takeOk(sim::simulate(P, O)).RepeatsEvery, 0u);
+  // Measured from a cold start, the first iteration differs from the rest.
+  O.WarmupIterations = 0;
+  O.Iterations = 6;
+  EXPECT_EQ(takeOk(sim::simulate(P, O)).RepeatsEvery, 0u);
+  // Where everything fits, every iteration is alike.
+  O.WarmupIterations = kWarmup;
+  O.GpuMemoryBytes = sim::footprintBytes(P);
+  sim::SimResult Fits = takeOk(sim::simulate(P, O));
+  EXPECT_EQ(Fits.RepeatsEvery, 1u);
+  EXPECT_EQ(Fits.IterationSpreadUs, 0.0);
+}

@@ -249,3 +249,30 @@ TEST(SimTool, PlanPolicyIsInjectedAndRunsInTheOneLoop) {
   EXPECT_EQ(Made, 3);
   EXPECT_TRUE(llvm::sys::fs::exists(O.PerfettoOut));
 }
+
+TEST(SimTool, TheReportWarnsOfAMeanThatIsNotASteadyState) {
+  auto report = [](unsigned Iterations, unsigned RepeatsEvery) {
+    SimResult R;
+    R.MeasuredIterations = Iterations;
+    R.RepeatsEvery = RepeatsEvery;
+    R.IterationSpreadUs = 1500;
+    std::string Text;
+    llvm::raw_string_ostream OS(Text);
+    print(OS, R);
+    return OS.str();
+  };
+  EXPECT_NE(report(3, 0).find("warning: the 3 measured iterations differ and do not repeat"),
+            std::string::npos);
+  EXPECT_NE(report(5, 2).find("repeat every 2 iterations"), std::string::npos);
+  EXPECT_NE(report(5, 2).find("measure a multiple of 2"), std::string::npos);
+  EXPECT_EQ(report(4, 2).find("warning"), std::string::npos);
+  EXPECT_EQ(report(4, 1).find("warning"), std::string::npos);
+  EXPECT_EQ(report(1, 0).find("warning"), std::string::npos); // one iteration shows nothing
+  // The JSON carries both.
+  SimResult R;
+  R.RepeatsEvery = 2;
+  R.IterationSpreadUs = 1500;
+  llvm::json::Value V = toJson(R);
+  EXPECT_EQ(V.getAsObject()->getInteger("repeats_every").getValueOr(-1), 2);
+  EXPECT_EQ(V.getAsObject()->getNumber("iteration_spread_us").getValueOr(-1), 1500.0);
+}

@@ -107,6 +107,13 @@ struct SimResult {
   std::string Durations;            // [durations] "profile" or "roofline"
   std::string ProfileDevice;        // [profile_device]
   double IterationUs = 0;           // [iteration_us]
+  /// [repeats_every] the measured iterations' times repeat every this many
+  /// iterations (1: all alike); 0: they do not repeat within the measured
+  /// ones (a backlog still growing, or one measured iteration), so the mean
+  /// is not yet a steady state's. Compare with [iterations]: the mean is the
+  /// cycle's only over a whole number of repeats.
+  unsigned RepeatsEvery = 0;
+  double IterationSpreadUs = 0;     // [iteration_spread_us] slowest - fastest measured iteration
   double IdealUs = 0;               // [ideal_us] compute alone
   double BoundUs = 0;               // [bound_us] transfer lower bound
   double BoundOrIdealUs = 0;        // [bound_or_ideal_us] max(ideal, bound)

@@ -710,7 +710,7 @@ struct Need {
 /// For k = i - 1 it is the gap before i alone.
 ///
 /// The least stall over the iteration is the longest path through the gaps
-/// with these windows (i - k up to 64 launches): G(i) = max over k of G(k) +
+/// with these windows (i - k up to 64 launches; fewer on very long iterations): G(i) = max over k of G(k) +
 /// r(k, i). The path's windows are disjoint; a stretch of launches stalls at
 /// least r in each window it contains, and the single-gap stall in each gap
 /// of a window it cuts.
@@ -719,7 +719,10 @@ public:
   Stalls(const Workload &W, const std::vector<Need> &Needs,
          const std::vector<int64_t> &HeldPages, double Cap, double PageNs)
       : K(W.Kernels) {
-    const int64_t Window = std::min<int64_t>(K, 64), Width = Window + 2;
+    // Windows of up to 64 launches, fewer on iterations of over 256k launches
+    // so that the tables stay within 2^24 entries each (128 MiB together).
+    const int64_t Window = std::clamp<int64_t>((int64_t{1} << 24) / K, 1, std::min<int64_t>(K, 64));
+    const int64_t Width = Window + 2;
     // In[k][d], Out[k][d]: the pages fetched / written back between k's end
     // and the start of k + d (before room is counted).
     std::vector<int32_t> In(static_cast<size_t>(K * Width), 0), Out(In.size(), 0);

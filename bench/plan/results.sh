@@ -41,7 +41,11 @@ lower bound. One caveat on the yardstick: the bounds count pages at the profile'
 and the plan runs in its own arena, whose layout may pack a launch's tensors into fewer pages;
 on random workloads a plan beat a bound this way on 3 of 20,000 seeds, by a page or so
 (docs/simulator.md, "Soundness is tested"). On the shipped profiles no plan comes under a
-bound.
+bound. The last rows of the targets table count the runs whose ten measured iterations are not
+whole repeats of a steady state after two warm-up iterations (`repeats_every`): their means
+carry noise of that order. With ten warm-up iterations UM on resnet50 at 1.25x (v100-pcie-16gb)
+repeats exactly and its mean moves 0.07% (2864.2 -> 2862.0 ms), and DeepUM's spread there falls
+from 0.68% to 0.22% of its mean (`deepum-sim --json --warmup 10 --iterations 10`).
 
 `bound` is the bytes that must cross the link over the link bandwidth, but it ignores *when*
 they can cross. In training, the bytes that do not fit are activations: they are produced during

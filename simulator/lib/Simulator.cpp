@@ -17,7 +17,6 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -182,7 +181,6 @@ llvm::Error describeRun(SimResult &R, Workload &W, const deepum::v1::Profile &P,
   return llvm::Error::success();
 }
 
-/// The ideal time and the lower bounds on the iteration at R's capacity.
 /// The smallest period with which the iteration times repeat, seen at least
 /// twice over (up to half of them); 0 when none does. Times within a
 /// nanosecond in a million are alike (the engine counts whole nanoseconds).
@@ -201,17 +199,12 @@ unsigned repeatPeriod(const std::vector<uint64_t> &Ns) {
 
 /// Whether every launch's pages fit in the capacity at once.
 bool launchesFit(const Workload &W, uint64_t CapacityBytes) {
-  const uint64_t Pages = CapacityBytes / deepum::format::kUmPageBytes;
-  for (uint32_t K = 0; K < W.Kernels; ++K) {
-    uint64_t Held = 0;
-    for (uint32_t I = W.UseBegin[K]; I < W.UseBegin[K + 1]; ++I)
-      Held += static_cast<uint64_t>(std::popcount(W.Uses[I].PageMask));
-    if (Held > Pages)
-      return false;
-  }
-  return true;
+  const int64_t Pages = static_cast<int64_t>(CapacityBytes / deepum::format::kUmPageBytes);
+  const std::vector<int64_t> Held = heldPages(W);
+  return std::all_of(Held.begin(), Held.end(), [&](int64_t H) { return H <= Pages; });
 }
 
+/// The ideal time and the lower bounds on the iteration at R's capacity.
 llvm::Error setBounds(SimResult &R, const Workload &W, const deepum::v1::Profile &P,
                       const SimOptions &O, std::optional<KernelRange> Range) {
   R.IdealUs = static_cast<double>(W.idealNs()) / 1e3;

@@ -710,18 +710,20 @@ struct Need {
 /// For k = i - 1 it is the gap before i alone.
 ///
 /// The least stall over the iteration is the longest path through the gaps
-/// with these windows (i - k up to 64 launches; fewer on very long iterations): G(i) = max over k of G(k) +
-/// r(k, i). The path's windows are disjoint; a stretch of launches stalls at
-/// least r in each window it contains, and the single-gap stall in each gap
-/// of a window it cuts.
+/// with these windows (i - k up to 64 launches; fewer on very long
+/// iterations): G(i) = max over k of G(k) + r(k, i). The path's windows are
+/// disjoint; a stretch of launches stalls at least r in each window it
+/// contains, and the single-gap stall in each gap of a window it cuts.
 class Stalls {
 public:
-  Stalls(const Workload &W, const std::vector<Need> &Needs,
+  /// Compute[i]: the compute of launches 0..i-1 (at least K + 1 entries).
+  Stalls(uint32_t Kernels, const std::vector<double> &Compute, const std::vector<Need> &Needs,
          const std::vector<int64_t> &HeldPages, double Cap, double PageNs)
-      : K(W.Kernels) {
+      : K(Kernels) {
     // Windows of up to 64 launches, fewer on iterations of over 256k launches
     // so that the tables stay within 2^24 entries each (128 MiB together).
-    const int64_t Window = std::clamp<int64_t>((int64_t{1} << 24) / K, 1, std::min<int64_t>(K, 64));
+    const int64_t Window =
+        std::clamp<int64_t>((int64_t{1} << 24) / K, 1, std::min<int64_t>(K, 64));
     const int64_t Width = Window + 2;
     // In[k][d], Out[k][d]: the pages fetched / written back between k's end
     // and the start of k + d (before room is counted).
@@ -757,17 +759,16 @@ public:
         at(In, At, D) += at(In, At, D - 1);
         at(Out, At, D) += at(Out, At, D - 1);
       }
-    std::vector<double> Compute(static_cast<size_t>(K) + 1, 0);
-    for (int64_t I = 0; I < K; ++I)
-      Compute[static_cast<size_t>(I + 1)] =
-          Compute[static_cast<size_t>(I)] + static_cast<double>(W.DurationNs[static_cast<size_t>(I)]);
-    auto held = [&](int64_t I) { return static_cast<double>(HeldPages[static_cast<size_t>(I % K)]); };
+    auto held = [&](int64_t I) {
+      return static_cast<double>(HeldPages[static_cast<size_t>(I % K)]);
+    };
     auto window = [&](int64_t At, int64_t I) { // r(At, I), At < I <= K
       if (std::max(held(At), held(I)) > Cap)
         return 0.0; // a launch that does not fit never runs: nothing to say
       const double Pages = std::max({0.0, at(In, At, I - At) - (Cap - held(At)),
                                      at(Out, At, I - At) - (Cap - held(I))});
-      return Pages * PageNs - (Compute[static_cast<size_t>(I)] - Compute[static_cast<size_t>(At + 1)]);
+      return Pages * PageNs -
+             (Compute[static_cast<size_t>(I)] - Compute[static_cast<size_t>(At + 1)]);
     };
     // The longest path over gaps 1..K (gap K is gap 0 of the next period).
     std::vector<double> G(static_cast<size_t>(K) + 1, 0);
@@ -825,7 +826,8 @@ public:
     const size_t Left = static_cast<size_t>(A), Right = static_cast<size_t>(B);
     if (Lo[Left] < A) {
       if (Hi[Left] <= B)
-        Sum -= WindowSum[static_cast<size_t>(Hi[Left] + 1)] - WindowSum[static_cast<size_t>(Hi[Left])];
+        Sum -= WindowSum[static_cast<size_t>(Hi[Left] + 1)] -
+               WindowSum[static_cast<size_t>(Hi[Left])];
       Sum += singles(A, std::min(Hi[Left], B));
     }
     if (Hi[Right] > B && Lo[Right] >= A)
@@ -845,6 +847,14 @@ private:
 };
 
 } // namespace
+
+std::vector<int64_t> detail::heldPages(const Workload &W) {
+  std::vector<int64_t> Held(W.Kernels, 0);
+  for (uint32_t P = 0; P < W.Kernels; ++P)
+    for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
+      Held[P] += std::popcount(W.Uses[I].PageMask);
+  return Held;
+}
 
 double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double LinkBytesPerSecond) {
   const uint32_t K = W.Kernels;
@@ -936,14 +946,7 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
     }
   }
 
-  // Pages each launch holds on the GPU while it runs, counted as
-  // Engine::pinKernelBlocks counts them: a launch uses each block once (a
-  // profile's block accesses are validated strictly ascending; a plan's
-  // chains are merged above).
-  std::vector<int64_t> HeldPages(K, 0);
-  for (uint32_t P = 0; P < K; ++P)
-    for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
-      HeldPages[P] += std::popcount(W.Uses[I].PageMask);
+  const std::vector<int64_t> HeldPages = heldPages(W);
   const double PageNs = static_cast<double>(kUmPageBytes) / LinkBytesPerSecond * 1e9;
   const double Cap = static_cast<double>(CapacityBytes / kUmPageBytes);
 
@@ -952,7 +955,7 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
   std::vector<double> Prefix(2 * static_cast<size_t>(K) + 1, 0);
   for (uint32_t I = 0; I < 2 * K; ++I)
     Prefix[I + 1] = Prefix[I] + static_cast<double>(W.DurationNs[I % K]);
-  const Stalls Stall(W, Needs, HeldPages, Cap, PageNs);
+  const Stalls Stall(K, Prefix, Needs, HeldPages, Cap, PageNs);
 
   // A third instant sharpens the cut: the start of a launch j after p.
   // Pages j or a launch before it reads must be on the GPU by then, so their
@@ -1011,7 +1014,8 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
           HeldBoth[T] += Out && In ? N.Pages : 0;
         }
       }
-    const double Tail = Prefix[Q + K] - Prefix[static_cast<size_t>(J)] + Stall.in(J + 1, Q + K - 1);
+    const double Tail =
+        Prefix[Q + K] - Prefix[static_cast<size_t>(J)] + Stall.in(J + 1, Q + K - 1);
     int64_t Out = 0, In = 0, Both = 0;
     for (uint32_t T = 0; T <= static_cast<uint32_t>(J - Q); ++T) {
       Out += DOut[T];

@@ -114,6 +114,12 @@ llvm::Expected<Workload> workloadFromPlan(const deepum::v1::Plan &Plan,
 /// iteration, minus the capacity.
 std::pair<uint64_t, uint64_t> transferBoundBytes(const Workload &W, uint64_t CapacityBytes);
 
+/// Pages each launch holds on the GPU while it runs, counted as
+/// Engine::pinKernelBlocks counts them: a launch uses each block once (a
+/// profile's block accesses are validated strictly ascending; a plan's chains
+/// are merged).
+std::vector<int64_t> heldPages(const Workload &W);
+
 /// Cut lower bound on the steady-state iteration time, ns. For every launch
 /// boundary p: pages written on the GPU before p and read after it that are
 /// not resident at p (at most the capacity is) must have been written back

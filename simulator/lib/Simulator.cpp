@@ -197,35 +197,23 @@ unsigned repeatPeriod(const std::vector<uint64_t> &Ns) {
   return 0;
 }
 
-/// Whether every launch's pages fit in the capacity at once.
-bool launchesFit(const Workload &W, uint64_t CapacityBytes) {
-  const int64_t Pages = static_cast<int64_t>(CapacityBytes / deepum::format::kUmPageBytes);
-  const std::vector<int64_t> Held = heldPages(W);
-  return std::all_of(Held.begin(), Held.end(), [&](int64_t H) { return H <= Pages; });
-}
-
 /// The ideal time and the lower bounds on the iteration at R's capacity.
 llvm::Error setBounds(SimResult &R, const Workload &W, const deepum::v1::Profile &P,
                       const SimOptions &O, std::optional<KernelRange> Range) {
   R.IdealUs = static_cast<double>(W.idealNs()) / 1e3;
-  // The bounds come from the profile's own accesses and allocation
-  // lifetimes, whatever the policy: a plan is judged against the same bounds
-  // as every baseline (its arena workload knows no lifetimes).
-  std::optional<Workload> ProfileW;
-  if (O.Pol == Policy::Plan) {
+  // The bounds count the profile's data (its allocations' bytes, with their
+  // lifetimes), whatever the policy and whatever the layout: a plan, which
+  // lays the allocations out in its own arena, is judged against the same
+  // bounds as every baseline.
+  std::shared_ptr<Workload> Data = W.Data;
+  if (!Data) {
     llvm::Expected<Workload> PW = workloadFromProfile(P, Range);
     if (!PW)
       return fail(O.ProfileName + ": " + llvm::toString(PW.takeError()));
-    ProfileW = std::move(*PW);
-    ProfileW->DurationNs = W.DurationNs;
+    Data = PW->Data;
   }
-  // A plan's arena may pack a launch's tensors into fewer pages than the
-  // profile's addresses do. Where some launch of the profile does not even
-  // fit the capacity, the profile's bounds speak of a workload no policy
-  // runs in that layout, and the plan is judged by its own workload's.
-  if (ProfileW && !launchesFit(*ProfileW, R.GpuMemoryBytes))
-    ProfileW.reset();
-  const Workload &BW = ProfileW ? *ProfileW : W;
+  Data->DurationNs = W.DurationNs;
+  const Workload &BW = *Data;
   auto [InBytes, OutBytes] = transferBoundBytes(BW, R.GpuMemoryBytes);
   R.BoundUs = static_cast<double>(std::max(InBytes, OutBytes)) / O.Device.LinkBytesPerSecond * 1e6;
   R.BoundOrIdealUs = std::max(R.IdealUs, R.BoundUs);

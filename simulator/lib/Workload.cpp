@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 using namespace deepum::sim;
@@ -90,6 +91,68 @@ std::pair<uint32_t, uint32_t> detail::steadyIteration(const deepum::v1::Profile 
 
 namespace {
 
+/// W.FreshMasks: the pages of each use whose contents nobody produced since
+/// the page last died (every allocation over it freed): no write certainly
+/// touched it since (a kernel's WriteMasks, a host write of an input), so a
+/// read of it reads memory allocated anew, which no policy has to keep. A
+/// page that never dies keeps the contents it had before the iteration.
+template <typename Deaths> void markFresh(Workload &W, Deaths DeathsAt) {
+  constexpr unsigned PerBlock = Engine::PagesPerBlock;
+  W.FreshMasks.assign(W.Uses.size(), 0);
+  std::vector<std::vector<uint32_t>> UsesOf(W.UmBlocks.size()); // use indices in order
+  std::vector<uint32_t> PosOf(W.Uses.size());
+  for (uint32_t K = 0; K < W.Kernels; ++K)
+    for (uint32_t I = W.UseBegin[K]; I < W.UseBegin[K + 1]; ++I) {
+      UsesOf[W.Uses[I].Block].push_back(I);
+      PosOf[I] = K;
+    }
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> HostOf(W.UmBlocks.size());
+  for (uint32_t K = 0; K < W.Kernels; ++K)
+    for (const BlockUse &H : W.hostWrites(K))
+      HostOf[H.Block].push_back({K, H.PageMask});
+  for (uint32_t B = 0; B < UsesOf.size(); ++B) {
+    const auto &Us = UsesOf[B];
+    const auto &Hs = HostOf[B];
+    for (unsigned Page = 0; Page < PerBlock; ++Page) {
+      const std::vector<uint32_t> &D = DeathsAt(B, Page);
+      if (D.empty())
+        continue;
+      const uint32_t Bit = uint32_t{1} << Page;
+      // Two rounds of the cyclic iteration: the first finds whether the
+      // contents at its end (the start of the next) were produced, the
+      // second marks. At one position: deaths, then host writes, then uses.
+      bool Produced = false;
+      for (int Round = 0; Round < 2; ++Round) {
+        size_t Di = 0, Hi = 0;
+        for (size_t J = 0; J <= Us.size(); ++J) {
+          const uint32_t Pos = J < Us.size() ? PosOf[Us[J]] : W.Kernels;
+          for (;;) {
+            const uint32_t DPos = Di < D.size() ? D[Di] : UINT32_MAX;
+            const uint32_t HPos = Hi < Hs.size() ? Hs[Hi].first : UINT32_MAX;
+            if (DPos <= Pos && DPos <= HPos) {
+              Produced = false;
+              ++Di;
+            } else if (HPos <= Pos) {
+              Produced |= (Hs[Hi].second & Bit) != 0;
+              ++Hi;
+            } else {
+              break;
+            }
+          }
+          if (J == Us.size())
+            break;
+          const uint32_t I = Us[J];
+          if (!(W.Uses[I].PageMask & Bit))
+            continue;
+          if (Round == 1 && !Produced)
+            W.FreshMasks[I] |= Bit;
+          Produced |= (W.WriteMasks[I] & Bit) != 0;
+        }
+      }
+    }
+  }
+}
+
 /// An allocation or a free, at the launch position that observes it.
 struct AllocationEvent {
   uint32_t Pos;
@@ -132,6 +195,7 @@ public:
       W.Dead.insert(W.Dead.end(), L.begin(), L.end());
       W.DeadBegin.push_back(static_cast<uint32_t>(W.Dead.size()));
     }
+    buildData();
     return std::move(W);
   }
 
@@ -451,66 +515,249 @@ private:
     return DeathsOf;
   }
 
-  /// W.FreshMasks: the pages of each use whose contents nobody produced since
-  /// the page last died (every allocation over it freed): no write certainly
-  /// touched it since (a kernel's WriteMasks, a host write of an input), so a
-  /// read of it reads memory allocated anew, which no policy has to keep. A
-  /// page that never dies keeps the contents it had before the iteration.
-  void computeFreshMasks(const std::vector<std::vector<uint32_t>> &DeathsOf) {
-    constexpr unsigned PerBlock = Engine::PagesPerBlock;
-    W.FreshMasks.assign(W.Uses.size(), 0);
-    std::vector<std::vector<uint32_t>> UsesOf(W.UmBlocks.size()); // use indices in order
-    std::vector<uint32_t> PosOf(W.Uses.size());
-    for (uint32_t K = 0; K < Count; ++K)
-      for (uint32_t I = W.UseBegin[K]; I < W.UseBegin[K + 1]; ++I) {
-        UsesOf[W.Uses[I].Block].push_back(I);
-        PosOf[I] = K;
-      }
-    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> HostOf(W.UmBlocks.size());
-    for (uint32_t K = 0; K < Count; ++K)
-      for (const BlockUse &H : W.hostWrites(K))
-        HostOf[H.Block].push_back({K, H.PageMask});
-    for (uint32_t B = 0; B < UsesOf.size(); ++B) {
-      const auto &Us = UsesOf[B];
-      const auto &Hs = HostOf[B];
-      for (unsigned Page = 0; Page < PerBlock; ++Page) {
-        const auto &D = DeathsOf[static_cast<size_t>(B) * PerBlock + Page];
-        if (D.empty())
+  // The iteration as data, for the lower bounds (Workload.h, "The lower
+  // bounds count data, not pages"). A slot is one allocation: each has its
+  // own lifetime, even where the caching allocator hands its memory on to
+  // the next allocation of the same size before the old one's last use.
+
+  /// One launch's touch of one piece: a byte range of the piece, and whether
+  /// the access reads or writes it.
+  struct PieceTouch {
+    uint32_t Block; // dense block of the data workload
+    uint32_t Page;
+    uint64_t Begin, End;
+    bool Read, Write;
+  };
+
+  uint32_t slotOf(const deepum::v1::Allocation &A) {
+    auto [It, New] = Slots.try_emplace(A.id(), static_cast<uint32_t>(SlotBlocks.size()));
+    if (New)
+      SlotBlocks.emplace_back();
+    return It->second;
+  }
+
+  /// The data workload's dense block of `A`'s bytes in UM block `UmBlock`,
+  /// with the bytes of each of its pages.
+  uint32_t pieceBlockOf(const deepum::v1::Allocation &A, uint64_t UmBlock) {
+    const uint32_t Slot = slotOf(A);
+    auto [It, New] = PieceBlocks.try_emplace({Slot, UmBlock}, static_cast<uint32_t>(DW->UmBlocks.size()));
+    if (!New)
+      return It->second;
+    DW->UmBlocks.push_back(UmBlock);
+    SlotBlocks[Slot].push_back(It->second);
+    const uint64_t Begin = A.address(), End = allocationEnd(A);
+    for (unsigned Page = 0; Page < Engine::PagesPerBlock; ++Page) {
+      const uint64_t PB = (UmBlock * Engine::PagesPerBlock + Page) * kUmPageBytes;
+      const uint64_t Lo = std::max(Begin, PB), Hi = std::min(End, PB + kUmPageBytes);
+      DW->PageBytes.push_back(Hi > Lo ? static_cast<uint32_t>(Hi - Lo) : 0);
+    }
+    return It->second;
+  }
+
+  static uint64_t allocationEnd(const deepum::v1::Allocation &A) {
+    const uint64_t End = A.address() + A.size_bytes();
+    return End < A.address() ? UINT64_MAX : End; // validation refuses this; be exact anyway
+  }
+
+  /// The pieces kernel K's tensors touch, on the pages its blocks name.
+  void touchesOfTensors(uint32_t K, std::vector<PieceTouch> &Out) {
+    const deepum::v1::Kernel &Kr = kernel(K);
+    BlockIndex Pages; // UM block -> the kernel's page mask there
+    for (const deepum::v1::BlockAccess &B : Kr.blocks())
+      Pages.push_back({B.block(), B.page_mask() ? B.page_mask() : AllPages});
+    std::sort(Pages.begin(), Pages.end());
+    for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
+      auto It = Allocs.find(T.allocation_id());
+      if (It == Allocs.end())
+        continue;
+      const deepum::v1::Allocation &A = *It->second;
+      const uint64_t Size = A.size_bytes();
+      const uint64_t Begin = A.address() + std::min(T.offset(), Size);
+      const uint64_t End = A.address() + std::min(T.offset() + std::min(T.bytes(), Size), Size);
+      const bool Reads = T.mode() != deepum::v1::ACCESS_MODE_WRITE;
+      const bool Writes = T.mode() == deepum::v1::ACCESS_MODE_WRITE ||
+                          T.mode() == deepum::v1::ACCESS_MODE_READ_WRITE;
+      pagesOfUsed(Pages, Begin, End, false, [&](uint64_t UmBlock, uint32_t Mask, uint32_t M) {
+        M &= Mask;
+        if (!M)
+          return;
+        const uint32_t B = pieceBlockOf(A, UmBlock);
+        for (; M; M &= M - 1) {
+          const uint32_t Page = static_cast<uint32_t>(std::countr_zero(M));
+          const uint64_t PB = (UmBlock * Engine::PagesPerBlock + Page) * kUmPageBytes;
+          const uint64_t Lo = std::max(Begin, PB), Hi = std::min(End, PB + kUmPageBytes);
+          if (Hi > Lo)
+            Out.push_back({B, Page, Lo, Hi, Reads, Writes});
+        }
+      });
+    }
+  }
+
+  /// Without tensor data: every piece of an allocation live at the kernel's
+  /// start on the pages it touches, whole, in the block's mode (as the
+  /// planner maps block accesses to its arena).
+  void touchesOfBlocks(uint32_t K, const std::vector<std::vector<const deepum::v1::Allocation *>> &Live,
+                       std::vector<PieceTouch> &Out) {
+    for (const deepum::v1::BlockAccess &BA : kernel(K).blocks()) {
+      const uint32_t Mask = BA.page_mask() ? BA.page_mask() : AllPages;
+      const Access M = accessOf(BA.mode());
+      const uint32_t UmDense = Dense.at(BA.block());
+      for (const deepum::v1::Allocation *A : Live[UmDense]) {
+        uint32_t Over = Mask & pageMaskIn(A->address(), allocationEnd(*A), false, BA.block());
+        if (!Over)
           continue;
-        const uint32_t Bit = uint32_t{1} << Page;
-        // Two rounds of the cyclic iteration: the first finds whether the
-        // contents at its end (the start of the next) were produced, the
-        // second marks. At one position: deaths, then host writes, then uses.
-        bool Produced = false;
-        for (int Round = 0; Round < 2; ++Round) {
-          size_t Di = 0, Hi = 0;
-          for (size_t J = 0; J <= Us.size(); ++J) {
-            const uint32_t Pos = J < Us.size() ? PosOf[Us[J]] : Count;
-            for (;;) {
-              const uint32_t DPos = Di < D.size() ? D[Di] : UINT32_MAX;
-              const uint32_t HPos = Hi < Hs.size() ? Hs[Hi].first : UINT32_MAX;
-              if (DPos <= Pos && DPos <= HPos) {
-                Produced = false;
-                ++Di;
-              } else if (HPos <= Pos) {
-                Produced |= (Hs[Hi].second & Bit) != 0;
-                ++Hi;
-              } else {
-                break;
-              }
-            }
-            if (J == Us.size())
-              break;
-            const uint32_t I = Us[J];
-            if (!(W.Uses[I].PageMask & Bit))
-              continue;
-            if (Round == 1 && !Produced)
-              W.FreshMasks[I] |= Bit;
-            Produced |= (W.WriteMasks[I] & Bit) != 0;
-          }
+        const uint32_t B = pieceBlockOf(*A, BA.block());
+        for (; Over; Over &= Over - 1) {
+          const uint32_t Page = static_cast<uint32_t>(std::countr_zero(Over));
+          const uint64_t PB = (BA.block() * Engine::PagesPerBlock + Page) * kUmPageBytes;
+          const uint64_t Lo = std::max(A->address(), PB);
+          const uint64_t Hi = std::min(allocationEnd(*A), PB + kUmPageBytes);
+          Out.push_back({B, Page, Lo, Hi, M != Access::Write, M == Access::Write});
         }
       }
     }
+  }
+
+  /// A kernel's uses of the data workload from its touches: per piece, the
+  /// bytes touched (their union) and whether reads / writes cover it whole.
+  void addDataUses(std::vector<PieceTouch> &Touches) {
+    std::sort(Touches.begin(), Touches.end(), [](const PieceTouch &X, const PieceTouch &Y) {
+      return std::tie(X.Block, X.Page, X.Begin) < std::tie(Y.Block, Y.Page, Y.Begin);
+    });
+    uint64_t Held = 0;
+    for (size_t I = 0; I < Touches.size();) {
+      const uint32_t B = Touches[I].Block, Page = Touches[I].Page;
+      size_t J = I;
+      while (J < Touches.size() && Touches[J].Block == B && Touches[J].Page == Page)
+        ++J;
+      // The piece: the allocation's bytes in the page.
+      const uint64_t Bytes = DW->PageBytes[static_cast<size_t>(B) * Engine::PagesPerBlock + Page];
+      // The union of the wanted ranges (all within the piece, sorted by
+      // their start), and whether it is the whole piece.
+      auto covered = [&](auto Want) {
+        uint64_t Union = 0, Reached = 0;
+        for (size_t T = I; T < J; ++T) {
+          if (!Want(Touches[T]))
+            continue;
+          const uint64_t Lo = std::max(Reached, Touches[T].Begin);
+          if (Touches[T].End > Lo)
+            Union += Touches[T].End - Lo;
+          Reached = std::max(Reached, Touches[T].End);
+        }
+        return std::pair{Union, Bytes > 0 && Union >= Bytes};
+      };
+      Held += covered([](const PieceTouch &) { return true; }).first;
+      const bool Reads = covered([](const PieceTouch &T) { return T.Read; }).second;
+      const bool Writes = covered([](const PieceTouch &T) { return T.Write; }).second;
+      const uint32_t Bit = uint32_t{1} << Page;
+      auto [It, New] = UseOf.try_emplace(B, static_cast<uint32_t>(DW->Uses.size()));
+      if (New) {
+        DW->Uses.push_back({B, 0, Access::ReadWrite});
+        DW->ReadMasks.push_back(0);
+        DW->WriteMasks.push_back(0);
+      }
+      DW->Uses[It->second].PageMask |= Bit;
+      DW->ReadMasks[It->second] |= Reads ? Bit : 0;
+      DW->WriteMasks[It->second] |= Writes ? Bit : 0;
+      I = J;
+    }
+    DW->HeldBytes.push_back(Held);
+  }
+
+  /// W.Data: the data workload of the iteration.
+  void buildData() {
+    DW = std::make_shared<Workload>();
+    DW->Kernels = Count;
+    DW->FirstKernel = First;
+    DW->DurationNs = W.DurationNs;
+    // The allocations over each used block, made live and freed in time
+    // order as the kernels start (live: made at or before the start, freed
+    // after it), for the kernels without tensor data.
+    std::vector<std::pair<uint64_t, std::pair<int, const deepum::v1::Allocation *>>> Changes;
+    for (const deepum::v1::Allocation &A : P.allocations()) {
+        Changes.push_back({A.alloc_time_ns(), {+1, &A}});
+        if (A.freed())
+          Changes.push_back({A.free_time_ns(), {-1, &A}});
+      }
+    std::stable_sort(Changes.begin(), Changes.end(), [](const auto &X, const auto &Y) {
+      return X.first < Y.first;
+    });
+    std::vector<std::vector<const deepum::v1::Allocation *>> Live(W.UmBlocks.size());
+    size_t Next = 0;
+    std::vector<PieceTouch> Touches;
+    DW->UseBegin.push_back(0);
+    for (uint32_t K = 0; K < Count; ++K) {
+      const deepum::v1::Kernel &Kr = kernel(K);
+      for (; Next < Changes.size() && Changes[Next].first <= Kr.start_ns(); ++Next) {
+        const auto [Delta, A] = Changes[Next].second;
+        forBlocks(*A, [&](uint32_t B) {
+          auto &L = Live[B];
+          if (Delta > 0)
+            L.push_back(A);
+          else if (auto It = std::find(L.begin(), L.end(), A); It != L.end())
+            L.erase(It);
+        });
+      }
+      Touches.clear();
+      if (Kr.tensors_size() != 0)
+        touchesOfTensors(K, Touches);
+      else
+        touchesOfBlocks(K, Live, Touches);
+      UseOf.clear();
+      addDataUses(Touches);
+      DW->UseBegin.push_back(static_cast<uint32_t>(DW->Uses.size()));
+    }
+    DW->DeadBegin.assign(Count + 1, 0);
+    // Inputs: the host writes their pieces when they are allocated.
+    std::vector<std::vector<BlockUse>> HostAt(Count);
+    for (const deepum::v1::Allocation &A : P.allocations()) {
+      if (A.role() != deepum::v1::ALLOCATION_ROLE_INPUT)
+        continue;
+      auto S = Slots.find(A.id());
+      if (S == Slots.end())
+        continue;
+      const bool InIteration = A.alloc_time_ns() >= IterBegin && A.alloc_time_ns() <= IterEnd;
+      const bool LiveAcross =
+          A.alloc_time_ns() < IterBegin && (!A.freed() || A.free_time_ns() > IterEnd);
+      if (!InIteration && !LiveAcross)
+        continue;
+      const uint32_t Pos =
+          InIteration ? static_cast<uint32_t>(std::lower_bound(Starts.begin(), Starts.end(),
+                                                               A.alloc_time_ns()) -
+                                              Starts.begin()) %
+                            Count
+                      : 0;
+      for (uint32_t B : SlotBlocks[S->second])
+        HostAt[Pos].push_back({B, AllPages, Access::Write});
+    }
+    DW->HostWriteBegin.push_back(0);
+    for (auto &L : HostAt) {
+      DW->HostWrites.insert(DW->HostWrites.end(), L.begin(), L.end());
+      DW->HostWriteBegin.push_back(static_cast<uint32_t>(DW->HostWrites.size()));
+    }
+    // A piece dies when its allocation is freed (the events' positions).
+    std::vector<std::vector<uint32_t>> DeathsOf(DW->UmBlocks.size());
+    for (const AllocationEvent &E : Events) {
+      if (E.Delta > 0)
+        continue;
+      auto S = Slots.find(E.A->id());
+      if (S != Slots.end())
+        for (uint32_t B : SlotBlocks[S->second])
+          DeathsOf[B].push_back(E.Pos % Count);
+    }
+    for (auto &Dth : DeathsOf)
+      std::sort(Dth.begin(), Dth.end());
+    markFresh(*DW, [&](uint32_t B, unsigned) -> const std::vector<uint32_t> & {
+      return DeathsOf[B];
+    });
+    W.Data = std::move(DW);
+  }
+
+  /// W.FreshMasks from the pages' deaths (markFresh).
+  void computeFreshMasks(const std::vector<std::vector<uint32_t>> &DeathsOf) {
+    markFresh(W, [&](uint32_t B, unsigned Page) -> const std::vector<uint32_t> & {
+      return DeathsOf[static_cast<size_t>(B) * Engine::PagesPerBlock + Page];
+    });
   }
 
   const deepum::v1::Profile &P;
@@ -527,6 +774,12 @@ private:
   uint64_t IterBegin = 0, IterEnd = 0;
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> UseSpan; // id -> first, last
   std::vector<AllocationEvent> Events;
+  // The data workload being built (buildData).
+  std::shared_ptr<Workload> DW;
+  std::unordered_map<uint64_t, uint32_t> Slots;            // allocation id -> slot
+  std::vector<std::vector<uint32_t>> SlotBlocks;            // slot -> its dense blocks
+  std::map<std::pair<uint32_t, uint64_t>, uint32_t> PieceBlocks; // (slot, UM block) -> block
+  std::unordered_map<uint32_t, uint32_t> UseOf;             // block -> use of this kernel
 };
 
 } // namespace
@@ -635,15 +888,15 @@ std::pair<uint64_t, uint64_t> detail::transferBoundBytes(const Workload &W,
     for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
       ByBlock[W.Uses[I].Block].push_back(
           {P, W.Uses[I].PageMask, W.boundReads(I), W.WriteMasks[I]});
-  auto liveRange = [&](uint32_t From, uint32_t To) { // boundaries From+1 .. To, cyclic
+  auto liveRange = [&](uint32_t From, uint32_t To, int64_t Bytes) { // boundaries From+1 .. To, cyclic
     if (From < To) {
-      Diff[From + 1] += 1;
-      Diff[To + 1] -= 1;
+      Diff[From + 1] += Bytes;
+      Diff[To + 1] -= Bytes;
     } else { // wraps: From+1 .. K-1 and 0 .. To
-      Diff[From + 1] += 1;
-      Diff[K] -= 1;
-      Diff[0] += 1;
-      Diff[To + 1] -= 1;
+      Diff[From + 1] += Bytes;
+      Diff[K] -= Bytes;
+      Diff[0] += Bytes;
+      Diff[To + 1] -= Bytes;
     }
   };
   std::vector<std::pair<uint32_t, bool>> Seq; // position, reads the page
@@ -662,10 +915,11 @@ std::pair<uint64_t, uint64_t> detail::transferBoundBytes(const Workload &W,
         continue;
       if (Seq.front().second)
         NeedsIn[B] |= Bit;
+      const int64_t Bytes = static_cast<int64_t>(W.pageBytes(static_cast<uint32_t>(B), Page));
       for (size_t I = 0; I < Seq.size(); ++I) {
         const auto &Next = Seq[(I + 1) % Seq.size()];
         if (Next.second)
-          liveRange(Seq[I].first, Next.first);
+          liveRange(Seq[I].first, Next.first, Bytes);
       }
     }
   }
@@ -674,10 +928,10 @@ std::pair<uint64_t, uint64_t> detail::transferBoundBytes(const Workload &W,
     Live += Diff[P];
     MaxLive = std::max(MaxLive, Live);
   }
-  uint64_t In = static_cast<uint64_t>(MaxLive) * kUmPageBytes, Out = 0;
+  uint64_t In = static_cast<uint64_t>(MaxLive), Out = 0;
   for (size_t B = 0; B < ByBlock.size(); ++B)
-    Out += static_cast<uint64_t>(std::popcount(NeedsIn[B] & Written[B]));
-  Out *= kUmPageBytes;
+    for (uint32_t M = NeedsIn[B] & Written[B]; M; M &= M - 1)
+      Out += W.pageBytes(static_cast<uint32_t>(B), static_cast<unsigned>(std::countr_zero(M)));
   return {In > CapacityBytes ? In - CapacityBytes : 0,
           Out > CapacityBytes ? Out - CapacityBytes : 0};
 }
@@ -689,7 +943,7 @@ namespace {
 /// never written). Positions count launches, cyclically over two periods.
 struct Need {
   int64_t After, Until, LastWrite;
-  int64_t Pages; // pages of one block with this same history
+  int64_t Bytes; // of the pages of one block with this same history
 };
 
 /// The time the GPU must stall between launches, whatever the policy.
@@ -718,28 +972,28 @@ class Stalls {
 public:
   /// Compute[i]: the compute of launches 0..i-1 (at least K + 1 entries).
   Stalls(uint32_t Kernels, const std::vector<double> &Compute, const std::vector<Need> &Needs,
-         const std::vector<int64_t> &HeldPages, double Cap, double PageNs)
+         const std::vector<int64_t> &Held, double Cap, double ByteNs)
       : K(Kernels) {
-    // Windows of up to 64 launches, fewer on iterations of over 256k launches
-    // so that the tables stay within 2^24 entries each (128 MiB together).
+    // Windows of up to 64 launches, fewer on iterations of over 128k launches
+    // so that the tables stay within 2^23 entries each (128 MiB together).
     const int64_t Window =
-        std::clamp<int64_t>((int64_t{1} << 24) / K, 1, std::min<int64_t>(K, 64));
+        std::clamp<int64_t>((int64_t{1} << 23) / K, 1, std::min<int64_t>(K, 64));
     const int64_t Width = Window + 2;
-    // In[k][d], Out[k][d]: the pages fetched / written back between k's end
+    // In[k][d], Out[k][d]: the bytes fetched / written back between k's end
     // and the start of k + d (before room is counted).
-    std::vector<int32_t> In(static_cast<size_t>(K * Width), 0), Out(In.size(), 0);
-    auto at = [&](std::vector<int32_t> &V, int64_t At, int64_t D) -> int32_t & {
+    std::vector<int64_t> In(static_cast<size_t>(K * Width), 0), Out(In.size(), 0);
+    auto at = [&](std::vector<int64_t> &V, int64_t At, int64_t D) -> int64_t & {
       return V[static_cast<size_t>(At * Width + D)];
     };
     for (const Need &N : Needs)
       for (int64_t Shift : {-K, int64_t{0}}) {
         const int64_t A = N.After + Shift, U = N.Until + Shift;
-        const int32_t Pages = static_cast<int32_t>(N.Pages);
+        const int64_t Bytes = N.Bytes;
         // Fetched for the read at U when k lies strictly between the uses.
         for (int64_t At = std::max({A + 1, U - Window, int64_t{0}}); At <= std::min(U - 1, K - 1);
              ++At) {
-          at(In, At, U - At) += Pages;
-          at(In, At, Window + 1) -= Pages;
+          at(In, At, U - At) += Bytes;
+          at(In, At, Window + 1) -= Bytes;
         }
         // Written back, when the last write (at or before A) is not before
         // k and i lies strictly between the uses.
@@ -750,8 +1004,8 @@ public:
           const int64_t D0 = std::max<int64_t>(1, A + 1 - At), D1 = std::min(Window, U - 1 - At);
           if (D0 > D1)
             continue;
-          at(Out, At, D0) += Pages;
-          at(Out, At, D1 + 1) -= Pages;
+          at(Out, At, D0) += Bytes;
+          at(Out, At, D1 + 1) -= Bytes;
         }
       }
     for (int64_t At = 0; At < K; ++At)
@@ -759,15 +1013,14 @@ public:
         at(In, At, D) += at(In, At, D - 1);
         at(Out, At, D) += at(Out, At, D - 1);
       }
-    auto held = [&](int64_t I) {
-      return static_cast<double>(HeldPages[static_cast<size_t>(I % K)]);
-    };
+    auto held = [&](int64_t I) { return static_cast<double>(Held[static_cast<size_t>(I % K)]); };
     auto window = [&](int64_t At, int64_t I) { // r(At, I), At < I <= K
       if (std::max(held(At), held(I)) > Cap)
         return 0.0; // a launch that does not fit never runs: nothing to say
-      const double Pages = std::max({0.0, at(In, At, I - At) - (Cap - held(At)),
-                                     at(Out, At, I - At) - (Cap - held(I))});
-      return Pages * PageNs -
+      const double Bytes =
+          std::max({0.0, static_cast<double>(at(In, At, I - At)) - (Cap - held(At)),
+                    static_cast<double>(at(Out, At, I - At)) - (Cap - held(I))});
+      return Bytes * ByteNs -
              (Compute[static_cast<size_t>(I)] - Compute[static_cast<size_t>(At + 1)]);
     };
     // The longest path over gaps 1..K (gap K is gap 0 of the next period).
@@ -856,6 +1109,18 @@ std::vector<int64_t> detail::heldPages(const Workload &W) {
   return Held;
 }
 
+std::vector<int64_t> detail::heldBytes(const Workload &W) {
+  if (!W.HeldBytes.empty())
+    return std::vector<int64_t>(W.HeldBytes.begin(), W.HeldBytes.end());
+  std::vector<int64_t> Held(W.Kernels, 0);
+  for (uint32_t P = 0; P < W.Kernels; ++P)
+    for (uint32_t I = W.UseBegin[P]; I < W.UseBegin[P + 1]; ++I)
+      for (uint32_t M = W.Uses[I].PageMask; M; M &= M - 1)
+        Held[P] += static_cast<int64_t>(
+            W.pageBytes(W.Uses[I].Block, static_cast<unsigned>(std::countr_zero(M))));
+  return Held;
+}
+
 double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double LinkBytesPerSecond) {
   const uint32_t K = W.Kernels;
   if (K == 0)
@@ -907,7 +1172,8 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
                return A.Pos == B.Pos && A.Read == B.Read && A.Write == B.Write;
              });
     };
-    for (const auto &Uses : ByBlock) {
+    for (uint32_t B = 0; B < ByBlock.size(); ++B) {
+      const auto &Uses = ByBlock[B];
       uint32_t Pages = 0;
       for (auto [P, I] : Uses)
         Pages |= W.Uses[I].PageMask;
@@ -917,13 +1183,14 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
         const uint32_t Bit = 1u << Page;
         if (!(Pages & Bit))
           continue;
+        const int64_t PageBytes = static_cast<int64_t>(W.pageBytes(B, Page));
         Seq.clear();
         for (auto [P, I] : Uses)
           if (W.Uses[I].PageMask & Bit)
             Seq.push_back({P, (W.boundReads(I) & Bit) != 0, (W.WriteMasks[I] & Bit) != 0});
         if (!PrevSeq.empty() && same(Seq, PrevSeq)) { // the usual case: whole-block tensors
           for (size_t N = PrevBegin; N < Needs.size(); ++N)
-            ++Needs[N].Pages;
+            Needs[N].Bytes += PageBytes;
           continue;
         }
         std::swap(PrevSeq, Seq);
@@ -940,22 +1207,22 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
           const bool Wraps = I + 1 == Hist.size();
           const Touch &Next = Hist[Wraps ? 0 : I + 1];
           if (Next.Read)
-            Needs.push_back({Hist[I].Pos, Next.Pos + (Wraps ? K : 0), LastWrite, 1});
+            Needs.push_back({Hist[I].Pos, Next.Pos + (Wraps ? K : 0), LastWrite, PageBytes});
         }
       }
     }
   }
 
-  const std::vector<int64_t> HeldPages = heldPages(W);
-  const double PageNs = static_cast<double>(kUmPageBytes) / LinkBytesPerSecond * 1e9;
-  const double Cap = static_cast<double>(CapacityBytes / kUmPageBytes);
+  const std::vector<int64_t> HeldAll = heldBytes(W);
+  const double ByteNs = 1e9 / LinkBytesPerSecond;
+  const double Cap = static_cast<double>(CapacityBytes / kUmPageBytes * kUmPageBytes);
 
   // Compute over two periods, and the stalls a stretch of launches cannot
   // avoid (gaps [A, B]: those before launches A..B).
   std::vector<double> Prefix(2 * static_cast<size_t>(K) + 1, 0);
   for (uint32_t I = 0; I < 2 * K; ++I)
     Prefix[I + 1] = Prefix[I] + static_cast<double>(W.DurationNs[I % K]);
-  const Stalls Stall(K, Prefix, Needs, HeldPages, Cap, PageNs);
+  const Stalls Stall(K, Prefix, Needs, HeldAll, Cap, ByteNs);
 
   // A third instant sharpens the cut: the start of a launch j after p.
   // Pages j or a launch before it reads must be on the GPU by then, so their
@@ -998,8 +1265,8 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
         const bool Out = N.LastWrite != INT64_MIN && N.LastWrite + Shift >= Lo0;
         const bool In = N.Until + Shift <= Hi0;
         auto add = [&](std::vector<int64_t> &D) {
-          D[static_cast<size_t>(Lo - Lo0)] += N.Pages;
-          D[static_cast<size_t>(Hi - Lo0 + 1)] -= N.Pages;
+          D[static_cast<size_t>(Lo - Lo0)] += N.Bytes;
+          D[static_cast<size_t>(Hi - Lo0 + 1)] -= N.Bytes;
         };
         if (Out)
           add(DOut);
@@ -1009,9 +1276,9 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
           add(DBoth);
         if (N.After + Shift + 1 == Lo) { // last used by the launch just before Lo
           const size_t T = static_cast<size_t>(Lo - Lo0);
-          HeldOut[T] += Out && !In ? N.Pages : 0;
-          HeldIn[T] += In && !Out ? N.Pages : 0;
-          HeldBoth[T] += Out && In ? N.Pages : 0;
+          HeldOut[T] += Out && !In ? N.Bytes : 0;
+          HeldIn[T] += In && !Out ? N.Bytes : 0;
+          HeldBoth[T] += Out && In ? N.Bytes : 0;
         }
       }
     const double Tail =
@@ -1024,23 +1291,23 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
       const int64_t P = static_cast<int64_t>(Q) + T;
       const double Before = Prefix[P] - Prefix[Q] + Stall.in(Q, P - 1),
                    After = Prefix[static_cast<size_t>(J)] - Prefix[P] + Stall.in(P, J);
-      // The held pages of launch p-1 first.
-      const int64_t Held = HeldPages[(Q + T + K - 1) % K];
+      // The bytes launch p-1 holds first.
+      const int64_t Held = HeldAll[(Q + T + K - 1) % K];
       const bool Holds = static_cast<double>(Held) <= Cap;
       const double Free = Holds ? Cap - static_cast<double>(Held) : Cap;
       const int64_t HB = Holds ? HeldBoth[T] : 0, HO = Holds ? HeldOut[T] : 0,
                     HI = Holds ? HeldIn[T] : 0;
-      // Then keep pages in both sets, then spend what is left of the
+      // Then keep bytes in both sets, then spend what is left of the
       // capacity on whichever direction is still above its compute.
       const double A = static_cast<double>(Both - HB);
       const double KeptBoth = std::min(A, Free), Left = Free - KeptBoth;
-      const double OutNs = (static_cast<double>(Out - HB - HO) - KeptBoth) * PageNs;
-      const double InNs = (static_cast<double>(In - HB - HI) - KeptBoth) * PageNs;
+      const double OutNs = (static_cast<double>(Out - HB - HO) - KeptBoth) * ByteNs;
+      const double InNs = (static_cast<double>(In - HB - HI) - KeptBoth) * ByteNs;
       const double OutOnly = static_cast<double>(Out - Both - HO);
       const double InOnly = static_cast<double>(In - Both - HI);
       const double Spare =
-          std::min(Left * PageNs, std::min(std::max(0.0, OutNs - Before), OutOnly * PageNs) +
-                                      std::min(std::max(0.0, InNs - After), InOnly * PageNs));
+          std::min(Left * ByteNs, std::min(std::max(0.0, OutNs - Before), OutOnly * ByteNs) +
+                                      std::min(std::max(0.0, InNs - After), InOnly * ByteNs));
       const double Cand = std::max(Before, OutNs) + std::max(After, InNs) + Tail - Spare;
       Best = std::max(Best, Cand);
     }

@@ -9,6 +9,7 @@
 #ifndef DEEPUM_SIM_LIB_WORKLOAD_H
 #define DEEPUM_SIM_LIB_WORKLOAD_H
 
+#include "deepum/format/Format.h"
 #include "deepum/sim/Engine.h"
 #include "deepum/sim/Policy.h"
 #include "deepum/v1/plan.pb.h"
@@ -17,6 +18,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +69,19 @@ struct Workload {
   }
   /// Dense block id -> UM block number (profile) or arena block (plan).
   std::vector<uint64_t> UmBlocks;
+  /// Per page (dense block * Engine::PagesPerBlock + page), the bytes of data
+  /// it stands for in the lower bounds; empty: every page is a whole page.
+  std::vector<uint32_t> PageBytes;
+  /// Per launch, the bytes of data it holds while it runs, for the lower
+  /// bounds; empty: its pages' bytes.
+  std::vector<uint64_t> HeldBytes;
+  /// The iteration as data (pieces of allocations, whatever their addresses)
+  /// for the lower bounds; set by workloadFromProfile. See dataWorkload.
+  std::shared_ptr<Workload> Data;
+  uint64_t pageBytes(uint32_t Block, unsigned Page) const {
+    return PageBytes.empty() ? deepum::format::kUmPageBytes
+                             : PageBytes[static_cast<size_t>(Block) * Engine::PagesPerBlock + Page];
+  }
   /// DeepUM execution IDs: kernel name and launch configuration
   /// (deepum::format::executionId) folded with the kernel's pointer arguments
   /// (its tensors' addresses), as the paper hashes name and arguments.
@@ -108,6 +123,19 @@ llvm::Expected<Workload> workloadFromPlan(const deepum::v1::Plan &Plan,
                                           const deepum::v1::Profile &P, llvm::StringRef PlanName,
                                           llvm::StringRef ProfileName);
 
+/// The lower bounds count data, not pages (docs/simulator.md, "Data, not
+/// pages"): a plan lays allocations out anew, so a page at the profile's
+/// addresses is no unit any policy must move. Each allocation's bytes in each
+/// 64 KiB page it overlaps form a piece, a dense block of the data workload
+/// per (allocation address and size, UM block), whose PageBytes are those
+/// bytes. A launch touches a piece as its tensors do (or, without tensor
+/// data, every piece of a live allocation on its pages); it reads or writes
+/// the piece only where it covers all of it; HeldBytes are the bytes it
+/// touches. Lifetimes are the allocations' own: a piece dies when its
+/// allocation is freed. Bytes outside every allocation count for nothing.
+/// Whatever the layout, a policy moves at least these bytes and holds them
+/// in at most the capacity's bytes.
+
 /// Transfer lower bound per steady-state iteration, bytes per direction:
 /// HtoD >= max over launch boundaries of (pages whose next use reads them)
 /// minus the capacity; DtoH >= pages written and read first in the next
@@ -119,6 +147,8 @@ std::pair<uint64_t, uint64_t> transferBoundBytes(const Workload &W, uint64_t Cap
 /// profile's block accesses are validated strictly ascending; a plan's chains
 /// are merged).
 std::vector<int64_t> heldPages(const Workload &W);
+/// Bytes each launch holds: Workload::HeldBytes, or its pages' PageBytes.
+std::vector<int64_t> heldBytes(const Workload &W);
 
 /// Cut lower bound on the steady-state iteration time, ns. For every launch
 /// boundary p: pages written on the GPU before p and read after it that are

@@ -40,9 +40,13 @@ static cl::opt<std::string> OutMd("md", cl::desc("Markdown to write"),
                                   cl::init("docs/results/plan.md"), cl::cat(Category));
 static cl::opt<std::string> OutCsv("csv", cl::desc("CSV to write"),
                                    cl::init("docs/results/plan.csv"), cl::cat(Category));
-// 10 measured after 2 warm-up, as bench/sim/baselines.sh: the same cells agree.
+// 12 measured after 6 warm-up, as bench/sim/baselines.sh: the same cells
+// agree. Twelve is a whole number of repeats of a steady state that repeats
+// every 1, 2, 3, 4 or 6 iterations (docs/simulator.md, `repeats_every`).
 static cl::opt<unsigned> Iterations("iterations", cl::desc("Measured iterations per simulation"),
-                                    cl::init(10), cl::cat(Category));
+                                    cl::init(12), cl::cat(Category));
+static cl::opt<unsigned> Warmup("warmup", cl::desc("Warm-up iterations before the measured ones"),
+                                cl::init(6), cl::cat(Category));
 
 namespace {
 
@@ -96,7 +100,7 @@ Expected<Row> simulateRow(const std::string &Model, const std::string &Path, con
   O.Device = D;
   O.GpuMemoryBytes = Rw.Capacity;
   O.Iterations = Iterations;
-  O.WarmupIterations = 2;
+  O.WarmupIterations = Warmup;
   O.ProfileName = Path;
   for (sim::Policy Pol : Baselines) {
     O.Pol = Pol;
@@ -388,10 +392,11 @@ Error run() {
         "Regenerate with `bash bench/plan/results.sh` (builds, runs `deepum-plan-results`, "
         "plots). Numbers are deepum-sim's (`simulate()`, "
      << Iterations
-     << " measured iterations after 2 warm-up ones) on the shipped profiles in "
+     << " measured iterations after " << Warmup << " warm-up ones) on the shipped profiles in "
         "`tests/data`. Capacity = footprint / ratio, footprint = distinct 2 MiB UM blocks the "
         "steady-state iteration touches. `ideal` = compute alone; `bound` = the transfer lower "
-        "bound of the profile's UM blocks at that capacity; `plan` = `deepum-plan --strategy "
+        "bound of the profile's data (its allocations' bytes, whatever their addresses: "
+        "docs/simulator.md, \"Data, not pages\") at that capacity; `plan` = `deepum-plan --strategy "
         "prefetch` replayed by `deepum-sim --policy plan`; `plan-swap` = `deepum-plan "
         "--strategy swap`. `cut` = the cut lower bound (write-backs before a launch boundary and "
         "fetches after it cannot overlap; it includes compute; see docs/simulator.md). Times in "

@@ -13,8 +13,8 @@ cmake --build "$build" --target deepum-sim >/dev/null
 models=(resnet50 vgg16 vit_b_16 bert-large gpt2-medium bart-large llama-1b llama-1b-ckpt)
 devices=(v100-pcie-16gb h100-pcie)
 ratios=(1.25 1.5 2 3)
-iterations=10
-warmup=2
+iterations=12
+warmup=6
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 for model in "${models[@]}"; do

@@ -22,8 +22,8 @@ devices=(v100-pcie-16gb h100-pcie)
 calls=(0 5 20)
 links=(0.5 1)
 ratio=2
-iterations=10
-warmup=2
+iterations=12
+warmup=6
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

@@ -735,10 +735,15 @@ private:
       DW->HostWrites.insert(DW->HostWrites.end(), L.begin(), L.end());
       DW->HostWriteBegin.push_back(static_cast<uint32_t>(DW->HostWrites.size()));
     }
-    // A piece dies when its allocation is freed (the events' positions).
+    // A piece holds nothing before its allocation is made and after it is
+    // freed (the events' positions): either ends what it held. (An
+    // allocation made in the iteration and freed in the next one has no
+    // free here: its allocation ends the contents of the iteration before.
+    // One stamped at the first launch's start counts as made before the
+    // iteration, as the planner orders it.)
     std::vector<std::vector<uint32_t>> DeathsOf(DW->UmBlocks.size());
     for (const AllocationEvent &E : Events) {
-      if (E.Delta > 0)
+      if (E.Delta > 0 && E.A->alloc_time_ns() <= IterBegin)
         continue;
       auto S = Slots.find(E.A->id());
       if (S != Slots.end())

@@ -884,6 +884,37 @@ TEST(SimBound, MemoryHandedOnBeforeItsLastUseKeepsEachAllocationsLifetime) {
   }
 }
 
+TEST(SimBound, AnAllocationHoldsNothingBeforeItIsMade) {
+  // Each iteration allocates X as k1 is queued and frees it during the next
+  // iteration's k0; k1 reads and writes X (READ_WRITE), k2 reads it. The
+  // last iteration's X is never freed within the profile, so no free of it
+  // ends its contents: its allocation does. k1's read is of memory made
+  // anew (nothing to keep across the iteration boundary), k2's is of what k1
+  // wrote.
+  ProfileBuilder B;
+  const uint64_t W = B.allocate(2 * MiB, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  for (uint32_t It = 0; It < 3; ++It) {
+    const uint64_t T0 = B.now();
+    const int64_t Free = It < 2 ? static_cast<int64_t>(T0 + 350'000) : -1;
+    const uint64_t X = B.allocate(2 * MiB, T0 + 100'000, Free, v1::ALLOCATION_ROLE_ACTIVATION,
+                                  uint64_t{1} << 41);
+    B.kernel("k0", 100'000, {{W, ACCESS_MODE_READ}});
+    B.kernel("k1", 100'000, {{X, v1::ACCESS_MODE_READ_WRITE}});
+    B.kernel("k2", 100'000, {{X, ACCESS_MODE_READ}});
+    B.iteration(It * 3, 3);
+  }
+  v1::Profile P = B.build();
+  if (llvm::Error E = format::validateProfile(P))
+    FAIL() << llvm::toString(std::move(E));
+  auto Wl = takeOk(sim::detail::workloadFromProfile(P));
+  const sim::detail::Workload &D = *Wl.Data;
+  for (uint32_t K : {1u, 2u})
+    ASSERT_EQ(D.UseBegin[K + 1] - D.UseBegin[K], 1u) << "k" << K;
+  EXPECT_EQ(D.boundReads(D.UseBegin[1]), 0u) << "k1 reads memory made anew";
+  EXPECT_EQ(D.boundReads(D.UseBegin[2]), ~uint32_t{0}) << "k2 reads what k1 wrote";
+  EXPECT_EQ(Wl.boundReads(Wl.UseBegin[1]), 0u) << "pages agree";
+}
+
 TEST(SimBound, CutBoundSeparatesWriteBacksFromFetches) {
   // Forward/backward in miniature: k0 writes A, k1 writes B, k2 reads B, k3
   // reads A; 100 us each, 2 MiB tensors, room for one block. Before k2 both

@@ -689,7 +689,9 @@ private:
     for (uint32_t K = 0; K < Count; ++K) {
       const deepum::v1::Kernel &Kr = kernel(K);
       for (; Next < Changes.size() && Changes[Next].first <= Kr.start_ns(); ++Next) {
-        const auto [Delta, A] = Changes[Next].second;
+        // Named copies: clang before 16 does not let a lambda capture structured bindings.
+        const int Delta = Changes[Next].second.first;
+        const deepum::v1::Allocation *A = Changes[Next].second.second;
         forBlocks(*A, [&](uint32_t B) {
           auto &L = Live[B];
           if (Delta > 0)

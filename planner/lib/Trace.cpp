@@ -148,16 +148,17 @@ struct Sibling {
 /// follow, or that it recovers from the siblings.
 struct AccessCounts {
   uint64_t UnknownAllocationAccesses = 0, UnmappedBlocks = 0, KernelsWithoutAccesses = 0,
-           RecoveredBlocks = 0;
+           RecoveredBlocks = 0, SiblingsLeftOut = 0;
 };
 
 /// The steps of buildTrace over the state they share: the reference
 /// window, its allocations by group, their ticks and sequences.
 class TraceBuilder {
 public:
-  TraceBuilder(const Profile &Prof, const IterationAnalysis &Analysis, Trace &Out)
-      : P(Prof), A(Analysis), Ref(Analysis.Iterations[Analysis.Reference]), First(Ref.First),
-        N(Ref.Count), T(Out) {}
+  TraceBuilder(const Profile &Prof, const IterationAnalysis &Analysis, const TraceLimits &Lim,
+               Trace &Out)
+      : P(Prof), A(Analysis), Limits(Lim), Ref(Analysis.Iterations[Analysis.Reference]),
+        First(Ref.First), N(Ref.Count), T(Out) {}
 
   void classifyAllocations();
   void orderTicks();
@@ -165,7 +166,7 @@ public:
   void matchCarriedIn();
   Error layOutArena();
   void indexSiblings();
-  void mapAccesses();
+  Error mapAccesses();
   void mergeTensorUses();
   void reportIgnored();
 
@@ -176,6 +177,7 @@ private:
 
   const Profile &P;
   const IterationAnalysis &A;
+  const TraceLimits &Limits;
   const IterationSpan &Ref;
   const uint32_t First, N;
   Trace &T;
@@ -187,6 +189,9 @@ private:
   IdMap SeqOfId;
   std::vector<Sibling> Siblings;
   AccessCounts Counts;
+  // Mapping block accesses (collectAccesses): accesses of allocations made
+  // (each kept as a tensor use), and allocations scanned for them.
+  uint64_t Mappings = 0, MappingScans = 0;
   // recordBlockUses' scratch, kept across positions to reuse its memory.
   DenseMap<uint64_t, uint32_t> Slot; // block -> index in the position's uses
   std::vector<std::pair<uint64_t, uint64_t>> Written;
@@ -403,13 +408,30 @@ Sibling TraceBuilder::addressIndex(const IdMap &Seqs) const {
 /// are shared; window ones match by call order when the sizes agree). Fault
 /// records go missing (dropped, or no fault because the block was still
 /// resident), so every sibling contributes its blocks at each position.
+/// Only kernels without tensor data need them. Each sibling scans the
+/// allocations and indexes its own and the persistent ones: past
+/// kMaxSiblingWork (a profile of very many short iterations over very many
+/// allocations) the rest are left out and the plan says so.
 void TraceBuilder::indexSiblings() {
   Siblings.push_back(addressIndex(SeqOfId));
   Siblings.back().First = First;
+  bool BlockOnly = false;
+  for (uint32_t Pos = 0; Pos < N && !BlockOnly; ++Pos)
+    BlockOnly = P.kernels(static_cast<int>(First + Pos)).tensors_size() == 0;
+  if (!BlockOnly)
+    return;
+  // Scanning the allocations, and 5 words per index entry (40 bytes).
+  const uint64_t SiblingCost = static_cast<uint64_t>(P.allocations_size()) +
+                               5 * static_cast<uint64_t>(Persistent.size() + Window.size());
+  uint64_t Work = 0;
   for (uint32_t I = 0; I < A.Iterations.size(); ++I) {
     const IterationSpan &S = A.Iterations[I];
     if (I == A.Reference || S.Fingerprint != Ref.Fingerprint || S.Count != N)
       continue;
+    if ((Work += SiblingCost) > Limits.SiblingWork) {
+      ++Counts.SiblingsLeftOut;
+      continue;
+    }
     uint64_t SStart = P.kernels(static_cast<int>(S.First)).start_ns();
     uint64_t SEnd = S.First + N < static_cast<uint32_t>(P.kernels_size())
                         ? P.kernels(static_cast<int>(S.First + N)).start_ns()
@@ -439,8 +461,12 @@ void TraceBuilder::indexSiblings() {
   }
 }
 
-/// Every position's arena-block uses and tensor uses.
-void TraceBuilder::mapAccesses() {
+/// Every position's arena-block uses and tensor uses. Block accesses are
+/// mapped through the allocations live on them: a profile of very many
+/// allocations sharing blocks under very many launches is refused
+/// (kMaxBlockMappings, kMaxBlockMappingScans) rather than mapped into
+/// unbounded memory or time.
+Error TraceBuilder::mapAccesses() {
   T.Ids.assign(A.Ids.begin() + First, A.Ids.begin() + First + N);
   T.DurationUs.resize(N);
   T.Uses.resize(N);
@@ -450,10 +476,20 @@ void TraceBuilder::mapAccesses() {
     T.DurationUs[Pos] = static_cast<double>(deepum::format::computeNs(K)) / 1000.0;
     Accesses.clear();
     size_t RefAccesses = collectAccesses(Pos, Accesses);
+    if (Mappings > Limits.BlockMappings || MappingScans > Limits.BlockMappingScans)
+      return traceError(
+          Twine("the kernels' block accesses map to more than ") +
+          (Mappings > Limits.BlockMappings
+               ? Twine(Limits.BlockMappings) + " accesses of allocations"
+               : Twine(Limits.BlockMappingScans) + " allocations scanned") +
+          ", the planner's limit (very many allocations sharing the blocks of very many "
+          "launches; a profile with tensor accesses, as deepum-profile records for PyTorch, "
+          "needs no mapping)");
     if (Accesses.empty() && (K.tensors_size() > 0 || K.blocks_size() > 0))
       ++Counts.KernelsWithoutAccesses;
     recordBlockUses(Pos, Accesses, RefAccesses);
   }
+  return Error::success();
 }
 
 /// The arena bytes the kernel at Pos accesses: its tensors, or else its
@@ -491,6 +527,8 @@ size_t TraceBuilder::collectAccesses(uint32_t Pos, std::vector<ArenaAccess> &Acc
                                  [](const AddressRange &R, uint64_t V) { return R.Begin < V; });
       bool Mapped = false;
       for (; It != Sib.ByAddress.end() && It->Begin < VEnd; ++It) {
+        if (++MappingScans > Limits.BlockMappingScans)
+          return RefAccesses;
         if (It->End <= VBegin || SK.start_ns() < It->AllocNs || SK.start_ns() >= It->FreeNs)
           continue;
         for (unsigned Page = 0; Page < 32; ++Page) {
@@ -503,6 +541,8 @@ size_t TraceBuilder::collectAccesses(uint32_t Pos, std::vector<ArenaAccess> &Acc
           const PlannedAllocation &PA = T.Allocations[It->Sequence];
           Accesses.push_back({PA.Offset + (PBegin - It->Begin), PA.Offset + (PEnd - It->Begin),
                               BA.mode(), It->Sequence});
+          if (++Mappings > Limits.BlockMappings)
+            return RefAccesses;
           Mapped = true;
         }
       }
@@ -582,6 +622,12 @@ void TraceBuilder::mergeTensorUses() {
 }
 
 void TraceBuilder::reportIgnored() {
+  if (Counts.SiblingsLeftOut)
+    T.Ignored.push_back((Twine(Counts.SiblingsLeftOut) +
+                         " iterations with the same kernel sequence were not searched for block "
+                         "accesses missing from the reference iteration (the planner's limit on "
+                         "indexing them)")
+                            .str());
   if (Counts.UnknownAllocationAccesses)
     T.Ignored.push_back((Twine(Counts.UnknownAllocationAccesses) +
                          " tensor accesses name allocations that are not live in the reference "
@@ -604,7 +650,8 @@ void TraceBuilder::reportIgnored() {
 
 } // namespace
 
-Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
+Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A,
+                           const TraceLimits &Limits) {
   Trace T;
   const IterationSpan &Ref = A.Iterations[A.Reference];
   T.FirstKernel = Ref.First;
@@ -612,7 +659,7 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
   T.BlockBytes = P.um_block_bytes();
   if (Ref.Count == 0)
     return traceError("the reference iteration has no kernels");
-  TraceBuilder Builder(P, A, T);
+  TraceBuilder Builder(P, A, Limits, T);
   Builder.classifyAllocations();
   Builder.orderTicks();
   Builder.assignSequences();
@@ -620,7 +667,8 @@ Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A) {
   if (Error E = Builder.layOutArena())
     return E;
   Builder.indexSiblings();
-  Builder.mapAccesses();
+  if (Error E = Builder.mapAccesses())
+    return E;
   Builder.mergeTensorUses();
   Builder.reportIgnored();
   return T;

@@ -89,6 +89,7 @@ llvm::json::Value deepum::sim::toJson(const SimResult &R) {
       {"bound_or_ideal_us", R.BoundOrIdealUs},
       {"cut_bound_us", R.CutBoundUs},
       {"lower_bound_us", R.LowerBoundUs},
+      {"bounds_compute_only", R.BoundsComputeOnly},
       {"stall_us", R.StallUs},
       {"slowdown", R.SlowdownOverIdeal},
       {"faults", R.Faults},
@@ -135,6 +136,9 @@ void deepum::sim::print(llvm::raw_ostream &OS, const SimResult &R) {
                       formatMicros(R.BoundOrIdealUs));
   OS << llvm::formatv("  cut bound      {0}  (lower bound {1})\n", formatMicros(R.CutBoundUs),
                       formatMicros(R.LowerBoundUs));
+  if (R.BoundsComputeOnly)
+    OS << "  (bounds: compute only; the profile's allocations were too many to count "
+          "within the simulator's limit)\n";
   OS << llvm::formatv("  stall          {0}\n", formatMicros(R.StallUs));
   OS << llvm::formatv("  faults         {0:F1} in {1:F1} batches\n", R.Faults, R.FaultBatches);
   OS << llvm::formatv("  htod           {0} (demand {1}, driver prefetch {2}, prefetch {3})\n",

@@ -206,11 +206,19 @@ llvm::Error setBounds(SimResult &R, const Workload &W, const deepum::v1::Profile
   // lays the allocations out in its own arena, is judged against the same
   // bounds as every baseline.
   std::shared_ptr<Workload> Data = W.Data;
-  if (!Data) {
+  if (!Data && !W.DataOverBudget) {
     llvm::Expected<Workload> PW = workloadFromProfile(P, Range);
     if (!PW)
       return fail(O.ProfileName + ": " + llvm::toString(PW.takeError()));
     Data = PW->Data;
+  }
+  if (!Data) {
+    // The profile's data was too costly to count (dataWorkBudget): compute
+    // alone is still a bound no policy beats.
+    R.BoundsComputeOnly = true;
+    R.BoundUs = 0;
+    R.BoundOrIdealUs = R.CutBoundUs = R.LowerBoundUs = R.IdealUs;
+    return llvm::Error::success();
   }
   Data->DurationNs = W.DurationNs;
   const Workload &BW = *Data;

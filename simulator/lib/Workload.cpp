@@ -68,6 +68,17 @@ void pagesOfUsed(const BlockIndex &Used, uint64_t Begin, uint64_t End, bool Whol
       F(It->first, It->second, Mask);
 }
 
+/// How many blocks of `Used` pagesOfUsed visits for [Begin, End).
+size_t usedBlocksIn(const BlockIndex &Used, uint64_t Begin, uint64_t End) {
+  if (End <= Begin)
+    return 0;
+  auto Lo = std::lower_bound(Used.begin(), Used.end(),
+                             std::make_pair(Begin / kUmBlockBytes, uint32_t{0}));
+  auto Hi = std::upper_bound(Lo, Used.end(),
+                             std::make_pair((End - 1) / kUmBlockBytes, UINT32_MAX));
+  return static_cast<size_t>(Hi - Lo);
+}
+
 BlockIndex sortedIndex(BlockIndex Blocks) {
   std::sort(Blocks.begin(), Blocks.end());
   return Blocks;
@@ -167,12 +178,13 @@ public:
   ProfileFlattener(const deepum::v1::Profile &Profile, uint32_t FirstKernel, uint32_t Kernels)
       : P(Profile), First(FirstKernel), Count(Kernels) {}
 
-  Workload flatten() {
+  llvm::Expected<Workload> flatten() {
     W.Kernels = Count;
     W.FirstKernel = First;
     for (const deepum::v1::Allocation &A : P.allocations())
       Allocs[A.id()] = &A;
-    flattenKernels();
+    if (llvm::Error Err = flattenKernels())
+      return Err;
     // Every block the iteration uses, ascending, with its dense id.
     Used = sortedIndex(BlockIndex(Dense.begin(), Dense.end()));
     IterBegin = Starts.front();
@@ -186,6 +198,8 @@ public:
     if (HaveTensors)
       clampObjectLifetimes();
     collectAllocationEvents();
+    if (llvm::Error Err = chargeVisits(allocationVisits()))
+      return Err;
     std::vector<std::vector<uint32_t>> DeadAt = deadBlocksAt();
     computeFreshMasks(pageDeaths());
     W.DeadBegin.push_back(0);
@@ -200,6 +214,63 @@ public:
   }
 
 private:
+  /// Flattening visits the iteration's used blocks under each tensor access
+  /// (its kernel's blocks) and under each allocation live at the iteration's
+  /// start or made or freed within it (the page-level work is 32 times
+  /// that). Linear in the profile for tensors and allocations of ordinary
+  /// size; a profile of very many tensor accesses, or allocation events,
+  /// over very many blocks multiplies them. Past kMaxFlattenBlockVisits it is
+  /// refused. Also sets the budget of the data workload (dataWorkBudget).
+  llvm::Error chargeVisits(uint64_t N) {
+    Visits += N;
+    DataBudget = dataWorkBudget(Visits + W.Uses.size());
+    if (Visits <= kMaxFlattenBlockVisits)
+      return llvm::Error::success();
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("its allocations and tensor accesses lie over more than {0} of the "
+                      "iteration's used blocks, the simulator's limit (very many allocations "
+                      "or tensor accesses over very many blocks)",
+                      kMaxFlattenBlockVisits)
+            .str());
+  }
+
+  /// Blocks of kernel K's ascending block accesses under each of its tensors.
+  uint64_t tensorVisits(uint32_t K) const {
+    const deepum::v1::Kernel &Kr = kernel(K);
+    uint64_t N = 0;
+    for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
+      auto It = Allocs.find(T.allocation_id());
+      if (It == Allocs.end())
+        continue;
+      // Validation keeps a tensor inside its allocation.
+      const uint64_t Begin = It->second->address() + T.offset(), End = Begin + T.bytes();
+      if (End <= Begin)
+        continue;
+      auto Lo = std::partition_point(Kr.blocks().begin(), Kr.blocks().end(),
+                                     [&](const deepum::v1::BlockAccess &B) {
+                                       return B.block() < Begin / kUmBlockBytes;
+                                     });
+      auto Hi = std::partition_point(Lo, Kr.blocks().end(), [&](const deepum::v1::BlockAccess &B) {
+        return B.block() <= (End - 1) / kUmBlockBytes;
+      });
+      N += static_cast<uint64_t>(Hi - Lo);
+    }
+    return N;
+  }
+
+  /// Used blocks under the allocations live at the iteration's start and
+  /// under its allocation events (deadBlocksAt, pageDeaths).
+  uint64_t allocationVisits() const {
+    uint64_t N = 0;
+    for (const deepum::v1::Allocation &A : P.allocations())
+      if (liveAtBegin(A))
+        N += usedBlocksIn(Used, A.address(), allocationEnd(A));
+    for (const AllocationEvent &E : Events)
+      N += usedBlocksIn(Used, E.A->address(), allocationEnd(*E.A));
+    return N;
+  }
+
   const deepum::v1::Kernel &kernel(uint32_t K) const {
     return P.kernels(static_cast<int>(First + K));
   }
@@ -240,7 +311,7 @@ private:
 
   /// Durations, start times, block uses with their read / write masks, and
   /// launch IDs, kernel by kernel; notes the allocations the kernels use.
-  void flattenKernels() {
+  llvm::Error flattenKernels() {
     W.UseBegin.push_back(0);
     BlockIndex KernelBlocks; // UM block -> index in W.Uses, ascending
     for (uint32_t K = 0; K < Count; ++K) {
@@ -256,8 +327,11 @@ private:
         bool Writes = Kr.tensors_size() == 0 && W.Uses.back().Mode == Access::Write;
         W.WriteMasks.push_back(Writes ? W.Uses.back().PageMask : 0);
       }
-      if (Kr.tensors_size() != 0)
+      if (Kr.tensors_size() != 0) {
+        if (llvm::Error Err = chargeVisits(tensorVisits(K)))
+          return Err;
         maskByTensors(Kr, UsesBegin, KernelBlocks);
+      }
       W.LaunchIds.push_back(launchIdOf(Kr));
       for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
         HaveTensors = true;
@@ -266,6 +340,7 @@ private:
       }
       W.UseBegin.push_back(static_cast<uint32_t>(W.Uses.size()));
     }
+    return llvm::Error::success();
   }
 
   /// Read / write masks of the uses from `UsesBegin` on (kernel `Kr`'s) from
@@ -543,6 +618,7 @@ private:
     auto [It, New] = PieceBlocks.try_emplace({Slot, UmBlock}, static_cast<uint32_t>(DW->UmBlocks.size()));
     if (!New)
       return It->second;
+    spend(kPieceBlockWords);
     DW->UmBlocks.push_back(UmBlock);
     SlotBlocks[Slot].push_back(It->second);
     const uint64_t Begin = A.address(), End = allocationEnd(A);
@@ -577,9 +653,11 @@ private:
       const bool Reads = T.mode() != deepum::v1::ACCESS_MODE_WRITE;
       const bool Writes = T.mode() == deepum::v1::ACCESS_MODE_WRITE ||
                           T.mode() == deepum::v1::ACCESS_MODE_READ_WRITE;
+      if (!spend(1 + usedBlocksIn(Pages, Begin, End)))
+        return;
       pagesOfUsed(Pages, Begin, End, false, [&](uint64_t UmBlock, uint32_t Mask, uint32_t M) {
         M &= Mask;
-        if (!M)
+        if (!M || !spend(static_cast<unsigned>(std::popcount(M))))
           return;
         const uint32_t B = pieceBlockOf(A, UmBlock);
         for (; M; M &= M - 1) {
@@ -602,10 +680,14 @@ private:
       const uint32_t Mask = BA.page_mask() ? BA.page_mask() : AllPages;
       const Access M = accessOf(BA.mode());
       const uint32_t UmDense = Dense.at(BA.block());
+      if (!spend(1 + Live[UmDense].size()))
+        return;
       for (const deepum::v1::Allocation *A : Live[UmDense]) {
         uint32_t Over = Mask & pageMaskIn(A->address(), allocationEnd(*A), false, BA.block());
         if (!Over)
           continue;
+        if (!spend(static_cast<unsigned>(std::popcount(Over))))
+          return;
         const uint32_t B = pieceBlockOf(*A, BA.block());
         for (; Over; Over &= Over - 1) {
           const uint32_t Page = static_cast<uint32_t>(std::countr_zero(Over));
@@ -652,6 +734,7 @@ private:
       const uint32_t Bit = uint32_t{1} << Page;
       auto [It, New] = UseOf.try_emplace(B, static_cast<uint32_t>(DW->Uses.size()));
       if (New) {
+        spend(kUseWords);
         DW->Uses.push_back({B, 0, Access::ReadWrite});
         DW->ReadMasks.push_back(0);
         DW->WriteMasks.push_back(0);
@@ -672,17 +755,27 @@ private:
     DW->DurationNs = W.DurationNs;
     // The allocations over each used block, made live and freed in time
     // order as the kernels start (live: made at or before the start, freed
-    // after it), for the kernels without tensor data.
+    // after it), for the kernels without tensor data: those live at the
+    // first launch, then the changes after it.
+    bool BlockOnly = false;
+    for (uint32_t K = 0; K < Count && !BlockOnly; ++K)
+      BlockOnly = kernel(K).tensors_size() == 0;
+    std::vector<std::vector<const deepum::v1::Allocation *>> Live(W.UmBlocks.size());
     std::vector<std::pair<uint64_t, std::pair<int, const deepum::v1::Allocation *>>> Changes;
     for (const deepum::v1::Allocation &A : P.allocations()) {
+      if (!BlockOnly || OverBudget)
+        break;
+      if (A.alloc_time_ns() > IterBegin)
         Changes.push_back({A.alloc_time_ns(), {+1, &A}});
-        if (A.freed())
-          Changes.push_back({A.free_time_ns(), {-1, &A}});
-      }
+      if (A.freed() && A.free_time_ns() > IterBegin)
+        Changes.push_back({A.free_time_ns(), {-1, &A}});
+      if (A.alloc_time_ns() <= IterBegin && (!A.freed() || A.free_time_ns() > IterBegin) &&
+          spend(1 + usedBlocksIn(Used, A.address(), allocationEnd(A))))
+        forBlocks(A, [&](uint32_t B) { Live[B].push_back(&A); });
+    }
     std::stable_sort(Changes.begin(), Changes.end(), [](const auto &X, const auto &Y) {
       return X.first < Y.first;
     });
-    std::vector<std::vector<const deepum::v1::Allocation *>> Live(W.UmBlocks.size());
     size_t Next = 0;
     std::vector<PieceTouch> Touches;
     DW->UseBegin.push_back(0);
@@ -692,12 +785,17 @@ private:
         // Named copies: clang before 16 does not let a lambda capture structured bindings.
         const int Delta = Changes[Next].second.first;
         const deepum::v1::Allocation *A = Changes[Next].second.second;
+        if (!spend(1 + usedBlocksIn(Used, A->address(), allocationEnd(*A))))
+          break;
         forBlocks(*A, [&](uint32_t B) {
           auto &L = Live[B];
-          if (Delta > 0)
-            L.push_back(A);
-          else if (auto It = std::find(L.begin(), L.end(), A); It != L.end())
-            L.erase(It);
+          if (Delta > 0) {
+            if (spend(1))
+              L.push_back(A);
+          } else if (spend(L.size())) {
+            if (auto It = std::find(L.begin(), L.end(), A); It != L.end())
+              L.erase(It);
+          }
         });
       }
       Touches.clear();
@@ -705,6 +803,12 @@ private:
         touchesOfTensors(K, Touches);
       else
         touchesOfBlocks(K, Live, Touches);
+      if (OverBudget) {
+        // Too costly to count: the bounds count compute only.
+        DW.reset();
+        W.DataOverBudget = true;
+        return;
+      }
       UseOf.clear();
       addDataUses(Touches);
       DW->UseBegin.push_back(static_cast<uint32_t>(DW->Uses.size()));
@@ -787,6 +891,17 @@ private:
   std::vector<std::vector<uint32_t>> SlotBlocks;            // slot -> its dense blocks
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> PieceBlocks; // (slot, UM block) -> block
   std::unordered_map<uint32_t, uint32_t> UseOf;             // block -> use of this kernel
+  // The cost of building it, against DataBudget: list entries scanned and
+  // touches made, and 8-byte words kept (a use; a piece block and its pages).
+  static constexpr uint64_t kUseWords = 3, kPieceBlockWords = 24;
+  uint64_t Visits = 0, Work = 0, DataBudget = 0;
+  bool OverBudget = false;
+  /// Charges N steps; false (and OverBudget) once past the budget.
+  bool spend(uint64_t N) {
+    Work += N;
+    OverBudget = OverBudget || Work > DataBudget;
+    return !OverBudget;
+  }
 };
 
 } // namespace

@@ -78,6 +78,10 @@ struct Workload {
   /// The iteration as data (pieces of allocations, whatever their addresses)
   /// for the lower bounds; set by workloadFromProfile. See dataWorkload.
   std::shared_ptr<Workload> Data;
+  /// workloadFromProfile left Data unset: counting the data would have cost
+  /// more than dataWorkBudget steps (a profile of very many small allocations
+  /// under very many launches); the bounds count compute only.
+  bool DataOverBudget = false;
   uint64_t pageBytes(uint32_t Block, unsigned Page) const {
     return PageBytes.empty() ? deepum::format::kUmPageBytes
                              : PageBytes[static_cast<size_t>(Block) * Engine::PagesPerBlock + Page];
@@ -135,6 +139,20 @@ llvm::Expected<Workload> workloadFromPlan(const deepum::v1::Plan &Plan,
 /// allocation is freed. Bytes outside every allocation count for nothing.
 /// Whatever the layout, a policy moves at least these bytes and holds them
 /// in at most the capacity's bytes.
+
+/// The steps (list entries scanned, touches of pieces made, 8-byte words
+/// kept) that building a profile's data workload may take before it gives up
+/// (Workload::DataOverBudget): linear in the profile's size, `Size` being its
+/// iteration's block uses plus the used blocks under its tensor accesses and
+/// allocation events. The shipped profiles take about 16 steps per unit of
+/// size; what the budget cuts off is the product of very many small
+/// allocations sharing blocks and very many launches over those blocks.
+constexpr uint64_t dataWorkBudget(uint64_t Size) { return (uint64_t{1} << 26) + 256 * Size; }
+/// Used blocks that an iteration's tensor accesses, the allocations live at
+/// its start and its allocation events may lie over, summed, before
+/// workloadFromProfile refuses the profile (the page-level work and memory
+/// are up to 32 times this; the shipped profiles' largest is 0.41 M).
+inline constexpr uint64_t kMaxFlattenBlockVisits = uint64_t{1} << 24;
 
 /// Transfer lower bound per steady-state iteration, bytes per direction:
 /// HtoD >= max over launch boundaries of (pages whose next use reads them)

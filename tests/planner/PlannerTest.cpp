@@ -509,6 +509,55 @@ TEST(PlannerPlan, MissingFaultRecordsAreFilledFromOtherIterations) {
   EXPECT_TRUE(Said);
 }
 
+TEST(PlannerPlan, BlockMappingPastItsLimitIsRefused) {
+  // Kernels without tensor data have their blocks mapped onto the
+  // allocations live on them; a profile that needs more mapping than the
+  // limits allow (very many allocations sharing the blocks of very many
+  // launches) is refused in one line, before its memory grows.
+  SyntheticOptions O;
+  O.BlocksOnly = true;
+  Profile P = syntheticTraining(O);
+  auto A = takeOk(analyzeIterations(P));
+  ASSERT_TRUE(static_cast<bool>(buildTrace(P, A)));
+  TraceLimits Few;
+  Few.BlockMappings = 10;
+  std::string E = errorText(buildTrace(P, A, Few));
+  EXPECT_NE(E.find("the kernels' block accesses map to more than 10 accesses of allocations, "
+                   "the planner's limit"),
+            std::string::npos)
+      << E;
+  EXPECT_EQ(E.find('\n'), std::string::npos) << E;
+  Few = TraceLimits{};
+  Few.BlockMappingScans = 10;
+  E = errorText(buildTrace(P, A, Few));
+  EXPECT_NE(E.find("more than 10 allocations scanned"), std::string::npos) << E;
+}
+
+TEST(PlannerPlan, IterationsPastTheSiblingLimitAreLeftOutAndSaid) {
+  // The other iterations fill in block records missing from the reference
+  // one; indexing each costs a scan of the allocations. Past the limit the
+  // rest are not searched, and the trace says how many.
+  SyntheticOptions O;
+  O.BlocksOnly = true;
+  O.Iterations = 5;
+  Profile P = syntheticTraining(O);
+  auto A = takeOk(analyzeIterations(P));
+  auto Said = [](const Trace &T) {
+    std::string All;
+    for (const std::string &L : T.Ignored)
+      All += L + "\n";
+    return All;
+  };
+  const std::string None = Said(takeOk(buildTrace(P, A)));
+  EXPECT_EQ(None.find("not searched"), std::string::npos) << None;
+  TraceLimits Few;
+  Few.SiblingWork = 1;
+  const std::string All = Said(takeOk(buildTrace(P, A, Few)));
+  EXPECT_NE(All.find("4 iterations with the same kernel sequence were not searched"),
+            std::string::npos)
+      << All;
+}
+
 TEST(PlannerPlan, Deterministic) {
   Profile P = syntheticTraining();
   std::string A, B;

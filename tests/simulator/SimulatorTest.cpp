@@ -915,6 +915,104 @@ TEST(SimBound, AnAllocationHoldsNothingBeforeItIsMade) {
   EXPECT_EQ(Wl.boundReads(Wl.UseBegin[1]), 0u) << "pages agree";
 }
 
+/// A profile of `Kernels` block-only launches (no tensor data) over one UM
+/// block that 16,384 live allocations of 128 bytes share: the data workload
+/// has a piece per allocation, which every launch touches.
+v1::Profile sharedBlockProfile(uint32_t Kernels) {
+  ProfileBuilder B;
+  const uint64_t Base = uint64_t{1} << 40;
+  for (uint64_t I = 0; I < 16384; ++I)
+    B.allocate(128, 0, -1, v1::ALLOCATION_ROLE_PARAMETER, Base + I * 128);
+  v1::Profile P = B.build();
+  for (uint32_t K = 0; K < Kernels; ++K) {
+    v1::Kernel *Kr = P.add_kernels();
+    Kr->set_name("k");
+    Kr->set_start_ns(uint64_t{K} * 10'000);
+    Kr->set_end_ns(uint64_t{K} * 10'000 + 10'000);
+    v1::BlockAccess *A = Kr->add_blocks();
+    A->set_block(Base / MiB / 2);
+    A->set_mode(v1::ACCESS_MODE_READ_WRITE);
+  }
+  return P;
+}
+
+TEST(SimBound, AProfileTooCostlyToCountHasComputeBounds) {
+  // 16,384 pieces under each of 1,200 launches: about 80,000 steps a launch,
+  // 98 M in all, past the budget for a profile of this size (2^26 + 256 x
+  // 17,584 = 71.6 M). The bounds give up and count compute only; 200
+  // launches (16 M steps) are counted.
+  v1::Profile Small = sharedBlockProfile(200);
+  if (llvm::Error E = format::validateProfile(Small))
+    FAIL() << llvm::toString(std::move(E));
+  auto Counted = takeOk(sim::detail::workloadFromProfile(Small));
+  EXPECT_TRUE(Counted.Data);
+  EXPECT_FALSE(Counted.DataOverBudget);
+  ASSERT_EQ(Counted.Data->UseBegin.size(), 201u);
+  EXPECT_EQ(Counted.Data->UseBegin[1], 16384u) << "a use per allocation's piece";
+
+  v1::Profile Large = sharedBlockProfile(1200);
+  SimResult R = run(Large, opts(Policy::Um, 2 * MiB, 1, 1));
+  EXPECT_TRUE(R.BoundsComputeOnly);
+  EXPECT_EQ(R.BoundUs, 0);
+  EXPECT_EQ(R.CutBoundUs, R.IdealUs);
+  EXPECT_EQ(R.LowerBoundUs, R.IdealUs);
+  EXPECT_GE(R.IterationUs, R.LowerBoundUs);
+  llvm::json::Value V = toJson(R);
+  EXPECT_EQ(V.getAsObject()->getBoolean("bounds_compute_only"), true);
+}
+
+TEST(SimWorkload, RefusesAProfileWhoseAllocationsLieOverTooManyBlocks) {
+  // 1,000 launches over 20 blocks each, 20,000 in all, and 1,000
+  // allocations made one after another during the iteration, each over all
+  // of them: about 40 M visits of used blocks (two events each), past the
+  // limit of 2^24 (the profile is 190 KB). The profile is refused at once,
+  // in one line, rather than flattened for seconds into gigabytes (before
+  // the limit: 16.7 s, 2.7 GB). The same allocations made before the
+  // iteration are no events of it, and cost nothing.
+  auto Spread = [](bool InIteration) {
+    v1::Profile P = ProfileBuilder().build();
+    const uint64_t Base = uint64_t{1} << 40, Step = 100'000;
+    for (uint64_t I = 0; I < 1000; ++I) {
+      v1::Allocation *A = P.add_allocations();
+      A->set_id(I + 1);
+      A->set_address(Base);
+      A->set_size_bytes(20'000 * 2 * MiB);
+      A->set_alloc_time_ns(InIteration ? I * Step + 1 : I);
+      if (I + 1 < 1000) {
+        A->set_freed(true);
+        A->set_free_time_ns(InIteration ? (I + 1) * Step + 1 : I + 1);
+      }
+      v1::Kernel *Kr = P.add_kernels();
+      Kr->set_name("k");
+      Kr->set_start_ns(I * Step + 10'000);
+      Kr->set_end_ns(I * Step + 11'000);
+      for (uint64_t B = 0; B < 20; ++B) {
+        v1::BlockAccess *U = Kr->add_blocks();
+        U->set_block(Base / MiB / 2 + I * 20 + B);
+        U->set_mode(v1::ACCESS_MODE_READ);
+      }
+    }
+    return P;
+  };
+  v1::Profile P = Spread(true);
+  if (llvm::Error E = format::validateProfile(P))
+    FAIL() << llvm::toString(std::move(E));
+  const std::string Text = errorText(sim::detail::workloadFromProfile(P));
+  EXPECT_NE(Text.find("lie over more than 16777216 of the iteration's used blocks, the "
+                      "simulator's limit"),
+            std::string::npos)
+      << Text;
+  SimOptions O = opts(Policy::Um, uint64_t{64} << 30);
+  O.ProfileName = "hostile.pb";
+  const std::string Sim = errorText(simulate(P, O));
+  EXPECT_EQ(Sim.rfind("hostile.pb: its allocations and tensor accesses lie over", 0), 0u) << Sim;
+  EXPECT_EQ(Sim.find('\n'), std::string::npos);
+  v1::Profile Before = Spread(false);
+  if (llvm::Error E = format::validateProfile(Before))
+    FAIL() << llvm::toString(std::move(E));
+  EXPECT_TRUE(takeOk(sim::detail::workloadFromProfile(Before)).Data);
+}
+
 TEST(SimBound, CutBoundSeparatesWriteBacksFromFetches) {
   // Forward/backward in miniature: k0 writes A, k1 writes B, k2 reads B, k3
   // reads A; 100 us each, 2 MiB tensors, room for one block. Before k2 both

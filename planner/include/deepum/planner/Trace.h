@@ -195,9 +195,6 @@ struct Trace {
   bool blockDiesBetween(uint64_t Block, uint32_t FromTick, uint32_t ToTick) const;
 };
 
-/// Builds the reference iteration's trace; lays out the pool.
-llvm::Expected<Trace> buildTrace(const deepum::v1::Profile &P, const IterationAnalysis &A);
-
 /// Zhang et al. 2019 lifetime-aware layout: persistent allocations packed
 /// first, then the others largest first, each at the best-fitting gap left by
 /// the already-placed allocations whose lifetimes overlap it. Sets Offset of
@@ -223,6 +220,32 @@ inline constexpr uint64_t kArenaAlignment = 512;
 /// fits in it. buildTrace refuses more: "the reference iteration's
 /// allocations add up to N bytes, more than the planner's limit of 64 TiB".
 inline constexpr uint64_t kMaxPlannedBytes = uint64_t{1} << 46;
+
+/// Block accesses (kernels without tensor data) are mapped onto the
+/// allocations live on their blocks. buildTrace makes at most this many such
+/// accesses of allocations (each kept as a tensor use: about 2 GiB of memory
+/// at the most) and scans at most kMaxBlockMappingScans allocations for them
+/// (about 15 s): a block-only profile of gpt2-medium makes 14.4 M and scans
+/// 70 M. It refuses more: "the kernels' block accesses map to more than N
+/// accesses of allocations" (docs/hostile-input.md).
+inline constexpr uint64_t kMaxBlockMappings = uint64_t{1} << 25;
+inline constexpr uint64_t kMaxBlockMappingScans = uint64_t{1} << 31;
+/// Steps (allocations scanned, 5 per allocation indexed) buildTrace spends on
+/// indexing the reference iteration's siblings for kernels without tensor
+/// data; the iterations past it are not searched, and the plan says so.
+inline constexpr uint64_t kMaxSiblingWork = uint64_t{1} << 26;
+
+/// What buildTrace spends on kernels without tensor data at most (the
+/// constants above; tests lower them).
+struct TraceLimits {
+  uint64_t BlockMappings = kMaxBlockMappings;
+  uint64_t BlockMappingScans = kMaxBlockMappingScans;
+  uint64_t SiblingWork = kMaxSiblingWork;
+};
+
+/// Builds the reference iteration's trace; lays out the pool.
+llvm::Expected<Trace> buildTrace(const deepum::v1::Profile &P, const IterationAnalysis &A,
+                                 const TraceLimits &Limits = {});
 
 // The arena itself is bounded by the plan format (format::PlanLimits: bytes
 // and UM blocks a plan may lay out): buildTrace refuses a layout that no plan

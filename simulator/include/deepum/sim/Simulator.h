@@ -121,6 +121,10 @@ struct SimResult {
   /// after it cannot overlap each other (see cutBoundNs); includes compute.
   double CutBoundUs = 0;
   double LowerBoundUs = 0;          // [lower_bound_us] max(ideal, bound, cut bound)
+  /// [bounds_compute_only] the profile's data was too costly to count (very
+  /// many small allocations under very many launches): every bound is the
+  /// ideal time.
+  bool BoundsComputeOnly = false;
   double StallUs = 0;               // [stall_us] compute lane idle
   double SlowdownOverIdeal = 0;     // [slowdown]
   double Faults = 0;                // [faults] 64 KiB pages demand-faulted

@@ -112,6 +112,11 @@ llvm::json::Value deepum::sim::toJson(const SimResult &R) {
   return O;
 }
 
+/// What the reports say of SimResult::BoundsComputeOnly.
+static constexpr llvm::StringLiteral kComputeOnlyNote =
+    "bounds: compute only; the profile's allocations were too many to count within the "
+    "simulator's limit";
+
 void deepum::sim::print(llvm::raw_ostream &OS, const SimResult &R) {
   auto B = [](double X) { return formatBytes(static_cast<uint64_t>(X)); };
   OS << llvm::formatv("policy {0} on {1}, {2} of GPU memory ({3:F2}x oversubscribed)\n",
@@ -137,8 +142,7 @@ void deepum::sim::print(llvm::raw_ostream &OS, const SimResult &R) {
   OS << llvm::formatv("  cut bound      {0}  (lower bound {1})\n", formatMicros(R.CutBoundUs),
                       formatMicros(R.LowerBoundUs));
   if (R.BoundsComputeOnly)
-    OS << "  (bounds: compute only; the profile's allocations were too many to count "
-          "within the simulator's limit)\n";
+    OS << "  (" << kComputeOnlyNote << ")\n";
   OS << llvm::formatv("  stall          {0}\n", formatMicros(R.StallUs));
   OS << llvm::formatv("  faults         {0:F1} in {1:F1} batches\n", R.Faults, R.FaultBatches);
   OS << llvm::formatv("  htod           {0} (demand {1}, driver prefetch {2}, prefetch {3})\n",
@@ -175,6 +179,8 @@ void deepum::sim::printComparison(llvm::raw_ostream &OS, const std::vector<SimRe
       F.Model.empty() ? "(unnamed)" : F.Model, F.DeviceName, formatBytes(F.GpuMemoryBytes),
       formatBytes(F.FootprintBytes), formatMicros(F.IdealUs), formatMicros(F.BoundUs),
       formatMicros(F.CutBoundUs));
+  if (F.BoundsComputeOnly)
+    OS << "(" << kComputeOnlyNote << ")\n";
   OS << llvm::formatv("{0,-13} {1,14} {2,9} {3,12} {4,10} {5,12} {6,12} {7,10} {8,10}\n", "policy",
                       "iteration", "x ideal", "stall", "faults", "htod", "dtoh", "evictions",
                       "pf hits");

@@ -959,6 +959,12 @@ TEST(SimBound, AProfileTooCostlyToCountHasComputeBounds) {
   EXPECT_GE(R.IterationUs, R.LowerBoundUs);
   llvm::json::Value V = toJson(R);
   EXPECT_EQ(V.getAsObject()->getBoolean("bounds_compute_only"), true);
+  std::string Text, Table;
+  llvm::raw_string_ostream TS(Text), CS(Table);
+  print(TS, R);
+  printComparison(CS, {R});
+  EXPECT_NE(Text.find("(bounds: compute only;"), std::string::npos) << Text;
+  EXPECT_NE(Table.find("(bounds: compute only;"), std::string::npos) << Table;
 }
 
 TEST(SimWorkload, RefusesAProfileWhoseAllocationsLieOverTooManyBlocks) {

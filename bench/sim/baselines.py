@@ -6,10 +6,6 @@ import argparse
 import json
 import os
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 POLICIES = ["um", "deepum", "deepum-tuned", "swap-layer", "swap-opt"]
 HEADERS = {"deepum": "deepum L8", "deepum-tuned": "deepum tuned"}
@@ -21,6 +17,23 @@ def load(runs, model, device, ratio):
     with open(os.path.join(runs, f"{model}@{device}@{ratio}.tuned.json")) as f:
         rs["deepum-tuned"] = json.load(f)
     return rs
+
+
+def check_bounds(data):
+    """Refuses to publish a row where a policy ran faster than a lower bound its own run
+    reports: the bound, or the simulator, would be wrong. Returns the number of runs checked."""
+    checked = 0
+    for (model, device, ratio), rs in sorted(data.items()):
+        for policy in POLICIES:
+            r = rs[policy]
+            for key in ("lower_bound_us", "bound_or_ideal_us", "cut_bound_us"):
+                if r["iteration_us"] < r[key] * (1 - 1e-9):
+                    raise SystemExit(
+                        f"baselines: {model} on {device} at {ratio}x: {policy} ran "
+                        f"{r['iteration_us']:.3f} us, below its {key} of {r[key]:.3f} us; "
+                        "refusing to publish")
+            checked += 1
+    return checked
 
 
 def setting(r):
@@ -49,6 +62,7 @@ def main():
     ap.add_argument("--ratios", nargs="+", required=True)
     a = ap.parse_args()
     data = {(m, d, r): load(a.runs, m, d, r) for m in a.models for d in a.devices for r in a.ratios}
+    check_bounds(data)
 
     lines = [
         "# Baselines: Unified Memory under oversubscription (deepum-sim)",
@@ -123,6 +137,11 @@ def main():
         f.write("\n".join(lines))
 
     ratios = [float(r) for r in a.ratios]
+    # Imported here: check_bounds and the table need no matplotlib (bench/sim/test_baselines.py).
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(len(a.devices), len(a.models), figsize=(4 * len(a.models), 3.4 * len(a.devices)),
                              sharex=True, squeeze=False)
     styles = {"um": "o-", "deepum": "s-", "deepum-tuned": "D-", "swap-layer": "^-", "swap-opt": "v-",

@@ -147,6 +147,34 @@ struct Row {
   sim::SimResult R;
 };
 
+/// A baseline policy, with DeepUM's setting (0, 0: the default).
+struct Setting {
+  sim::Policy Pol;
+  unsigned Lookahead = 0;
+  double Watermark = 0;
+  std::string name() const {
+    std::string N(sim::policyName(Pol));
+    if (Lookahead)
+      N += " lookahead " + std::to_string(Lookahead) + " watermark " + std::to_string(Watermark);
+    return N;
+  }
+};
+
+/// The four baselines at their defaults, and DeepUM at one of the settings
+/// its tuning sweeps (sim::kDeepUmLookaheads, no watermark or one of
+/// sim::kDeepUmWatermarks), drawn by `Seed`.
+std::vector<Setting> settingsFor(uint64_t Seed) {
+  constexpr size_t Lookaheads = std::size(sim::kDeepUmLookaheads);
+  constexpr size_t Watermarks = std::size(sim::kDeepUmWatermarks);
+  const size_t W = Seed / Lookaheads % (Watermarks + 1);
+  return {{sim::Policy::Um},
+          {sim::Policy::DeepUm},
+          {sim::Policy::SwapLayer},
+          {sim::Policy::SwapOpt},
+          {sim::Policy::DeepUm, sim::kDeepUmLookaheads[Seed % Lookaheads],
+           W == 0 ? 0.0 : sim::kDeepUmWatermarks[W - 1]}};
+}
+
 void expectAboveEveryBound(const Row &X) {
   SCOPED_TRACE(X.What);
   const sim::SimResult &R = X.R;
@@ -207,12 +235,15 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
             static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio) / (64 * KiB) * (64 * KiB);
         const std::string Where = D.Name + ", seed " + std::to_string(Seed) + " at " +
                                   std::to_string(Ratio) + "x";
-        for (sim::Policy Pol : {sim::Policy::Um, sim::Policy::DeepUm, sim::Policy::SwapLayer,
-                                sim::Policy::SwapOpt}) {
+        // Every baseline, and DeepUM once more in a setting the tuning
+        // sweeps (a lookahead and a watermark drawn by the seed).
+        for (const Setting &St : settingsFor(Seed)) {
           sim::SimOptions O;
           O.Device = D;
           O.GpuMemoryBytes = Capacity;
-          O.Pol = Pol;
+          O.Pol = St.Pol;
+          O.DeepUmLookahead = St.Lookahead;
+          O.DeepUmWatermark = St.Watermark;
           O.Iterations = kMeasured;
           O.WarmupIterations = kWarmup;
           auto R = sim::simulate(P, O);
@@ -220,7 +251,7 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
             llvm::consumeError(R.takeError());
             continue;
           }
-          expectAboveEveryBound({Where + ", " + std::string(sim::policyName(Pol)), *R});
+          expectAboveEveryBound({Where + ", " + St.name(), *R});
           ++Checked;
         }
         for (planner::Strategy S : {planner::Strategy::Prefetch, planner::Strategy::Swap}) {
@@ -260,26 +291,30 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
 
 TEST(SimBoundProperty, NoPolicyOrPlanBeatsABoundOnTheShippedProfiles) {
   const sim::DeviceModel D = takeOk(sim::loadDeviceModel("h100-pcie"));
-  for (const std::string &Model : shippedModels()) {
+  std::vector<std::string> Models = shippedModels();
+  Models.push_back("resnet50-b32"); // shipped for the planner's speed series
+  for (size_t M = 0; M < Models.size(); ++M) {
+    const std::string &Model = Models[M];
     const std::string Path = shippedProfilePath(Model);
     v1::Profile P = takeOk(format::readProfile(Path));
     const uint64_t Footprint = sim::footprintBytes(P);
-    // The baselines at 1.5x and 3x, the plans (slower to make) at 2x.
+    // The baselines at 1.5x and 3x (DeepUM also in a tuned setting, one per
+    // model), the plans (slower to make) at 2x.
     for (double Ratio : {1.5, 2.0, 3.0}) {
       const uint64_t Capacity = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio);
       const std::string Where = Model + " at " + std::to_string(Ratio) + "x";
-      for (sim::Policy Pol : {sim::Policy::Um, sim::Policy::DeepUm, sim::Policy::SwapLayer,
-                              sim::Policy::SwapOpt}) {
+      for (const Setting &St : settingsFor(M * 7 + 3)) {
         if (Ratio == 2.0)
           break;
         sim::SimOptions O;
         O.Device = D;
         O.GpuMemoryBytes = Capacity;
-        O.Pol = Pol;
+        O.Pol = St.Pol;
+        O.DeepUmLookahead = St.Lookahead;
+        O.DeepUmWatermark = St.Watermark;
         O.Iterations = 2;
         O.WarmupIterations = 1;
-        expectAboveEveryBound(
-            {Where + ", " + std::string(sim::policyName(Pol)), takeOk(sim::simulate(P, O))});
+        expectAboveEveryBound({Where + ", " + St.name(), takeOk(sim::simulate(P, O))});
       }
       for (planner::Strategy S : {planner::Strategy::Prefetch, planner::Strategy::Swap}) {
         if (Ratio != 2.0)

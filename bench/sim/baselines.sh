@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/results/baselines.md and docs/results/baselines.png: every
 # shipped model at 1.25x, 1.5x, 2x and 3x oversubscription (capacity =
-# footprint / ratio) on v100-pcie-16gb and h100-pcie, every baseline policy,
+# footprint / ratio, in whole 2 MiB blocks) on v100-pcie-16gb and h100-pcie, every baseline policy,
 # and DeepUM tuned per row (deepum-sim --deepum-tune).
 #
 #   bench/sim/baselines.sh [BUILD_DIR]     (default: build; builds deepum-sim if needed)
@@ -23,12 +23,19 @@ for model in "${models[@]}"; do
     echo "baselines: $profile is missing" >&2
     exit 1
   fi
+  # Capacity = footprint / ratio rounded down to whole 2 MiB blocks, as
+  # docs/results/plan.md's generator (bench/plan/PlanResults.cpp) has it.
+  footprint="$("$sim" "$profile" --policy ideal --json --iterations 1 --warmup 0 |
+    /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["footprint_bytes"])')"
   for device in "${devices[@]}"; do
     for ratio in "${ratios[@]}"; do
-      "$sim" "$profile" --device "$device" --oversubscription "$ratio" --compare --json \
+      capacity="$(/usr/bin/python3 -c \
+        'import sys; b = 2 << 20; print(int(int(sys.argv[1]) / float(sys.argv[2])) // b * b)' \
+        "$footprint" "$ratio")"
+      "$sim" "$profile" --device "$device" --gpu-memory "$capacity" --compare --json \
         --iterations "$iterations" --warmup "$warmup" >"$work/$model@$device@$ratio.json"
       # DeepUM at its best lookahead and watermark for this model and capacity.
-      "$sim" "$profile" --device "$device" --oversubscription "$ratio" --policy deepum \
+      "$sim" "$profile" --device "$device" --gpu-memory "$capacity" --policy deepum \
         --deepum-tune --json --iterations "$iterations" --warmup "$warmup" \
         >"$work/$model@$device@$ratio.tuned.json"
     done

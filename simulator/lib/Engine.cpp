@@ -403,6 +403,15 @@ bool Engine::prefetchPages(uint32_t B, uint32_t Mask, bool RespectProtection) {
   return true;
 }
 
+void Engine::populatePages(uint32_t B, uint32_t Mask) {
+  const uint32_t Empty = Mask & ~Valid[B] & ~Resident[B];
+  if (!Empty)
+    return;
+  const uint64_t RoomNs = makeRoom(pages(Empty), IssueNs, /*ProtectUpTo=*/-1);
+  if (RoomNs != Never)
+    fetch(B, Empty, IssueNs, RoomNs, Cause::User); // nothing to copy
+}
+
 uint64_t Engine::preEvictTo(uint64_t FreeBytes) {
   const uint64_t Want = std::min<uint64_t>(FreeBytes / PageBytes, CapacityPages);
   uint64_t Have = CapacityPages - ResidentPages; // free now or once write-backs end

@@ -307,11 +307,21 @@ public:
 };
 
 /// swap-layer and swap-opt: a schedule compiled before the run, each range
-/// its own cudaMemPrefetchAsync / cudaMemDiscardAsync call.
+/// its own cudaMemPrefetchAsync / cudaMemDiscardAsync call. Their memory
+/// managers hand out device memory from a pool: memory with no contents
+/// (never written, or freed) that a launch uses is simply there, with no
+/// fault and no call; the engine populates it before the launch.
 class SchedulePolicy final : public InvalidatingPolicy {
 public:
-  explicit SchedulePolicy(Schedule S) : Sched(std::move(S)) {}
+  SchedulePolicy(const Workload &Wl, Schedule S) : W(Wl), Sched(std::move(S)) {}
   void launchObserved(Engine &E, uint32_t P) override {
+    issue(E, P);
+    for (const BlockUse &U : W.uses(P))
+      E.populatePages(U.Block, U.PageMask);
+  }
+
+private:
+  void issue(Engine &E, uint32_t P) {
     llvm::ArrayRef<Command> Cmds = Sched.at(P);
     for (CmdKind Kind : {CmdKind::Evict, CmdKind::Discard, CmdKind::Prefetch}) {
       llvm::SmallVector<Command, 16> Of;
@@ -336,7 +346,7 @@ public:
     }
   }
 
-private:
+  const Workload &W;
   Schedule Sched;
 };
 
@@ -362,9 +372,9 @@ std::unique_ptr<SimPolicy> detail::makePolicy(Policy P, const Workload &W, const
     return std::make_unique<DeepUmPolicy>(W, O.DeepUmLookahead ? O.DeepUmLookahead : O.Lookahead,
                                           O.DeepUmWatermark);
   case Policy::SwapLayer:
-    return std::make_unique<SchedulePolicy>(swapLayerSchedule(W, O.Lookahead));
+    return std::make_unique<SchedulePolicy>(W, swapLayerSchedule(W, O.Lookahead));
   case Policy::SwapOpt:
-    return std::make_unique<SchedulePolicy>(swapOptSchedule(W, CapacityBytes, O.Device));
+    return std::make_unique<SchedulePolicy>(W, swapOptSchedule(W, CapacityBytes, O.Device));
   case Policy::Um:
   case Policy::Plan:
     break;

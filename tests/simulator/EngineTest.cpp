@@ -61,6 +61,26 @@ TEST(SimEngine, DiscardDropsContentsSoRefetchCopiesNothing) {
   EXPECT_EQ(E.stats().LostReads, 0u);
 }
 
+TEST(SimEngine, PopulateHandsOutEmptyPagesOnlyWithoutFaultOrCopy) {
+  // A device-memory pool's allocation: pages with no contents become
+  // resident at once, nothing copied, no call, no fault when used. Pages
+  // with contents (on the host here) are left alone: they must be copied.
+  Engine E(handDevice(), 8 * MiB);
+  uint32_t B = E.blockId(Base / (2 * MiB));
+  ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
+  E.evictToHost(Base, 1 * MiB);         // pages 0-15 written back: contents on the host
+  E.discard(Base + 1 * MiB, 1 * MiB);   // pages 16-31 freed: no contents anywhere
+  ASSERT_EQ(E.residentBytes(), 0u);
+  const uint64_t In = E.stats().BytesHtoD, Faults = E.stats().Faults, Issue = E.issueNs();
+  E.populatePages(B, 0xffffffffu);
+  EXPECT_EQ(E.residentMask(B), 0xffff0000u) << "only the empty pages 16-31";
+  EXPECT_EQ(E.issueNs(), Issue) << "no host call";
+  ASSERT_FALSE(E.launch({{B, 0xffff0000u, Access::Write}}, 1000));
+  EXPECT_EQ(E.stats().Faults, Faults);
+  EXPECT_EQ(E.stats().BytesHtoD, In);
+  EXPECT_EQ(E.stats().PrefetchHits, 0u) << "not a prefetch";
+}
+
 TEST(SimEngine, EvictionIsLeastRecentlyMigratedAndSkipsTheRunningKernel) {
   Engine E(handDevice(), 4 * MiB);
   uint32_t A = E.blockId(1), B = E.blockId(2), C = E.blockId(3);

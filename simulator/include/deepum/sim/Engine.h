@@ -193,6 +193,11 @@ public:
   /// this block's (needed no later) are not evicted for room; then the
   /// prefetch may fail (false) for lack of room, and nothing is fetched.
   bool prefetchPages(uint32_t Block, uint32_t Mask, bool RespectProtection = false);
+  /// Makes the pages of `Mask` that have no contents anywhere resident
+  /// without a copy, a fault or a call: memory a device-memory pool hands out
+  /// (the swapping systems' managers own their memory). Room is made as for
+  /// a prefetch.
+  void populatePages(uint32_t Block, uint32_t Mask);
   void evictPages(uint32_t Block, uint32_t Mask);
   void discardPages(uint32_t Block, uint32_t Mask);
   /// The host overwrites the pages (e.g. the data loader fills an input

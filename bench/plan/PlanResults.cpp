@@ -214,6 +214,8 @@ struct RowJudgement {
   double PlanOverLower = 0;            // plan / the tightest valid lower bound
   double DeepUmOverLower = 0;          // the tuned DeepUM / the same bound
   double VsDeepUm = 0;                 // the tuned DeepUM / plan
+  double VsFastest = 0;                // the fastest baseline / plan
+  std::string Fastest;                 // which baseline that is
   std::vector<std::string> SlowerThan; // baselines the plan is slower than
 };
 
@@ -223,9 +225,15 @@ RowJudgement judgeRow(const Row &Rw) {
   J.PlanOverLower = Plan.IterationUs / Um.LowerBoundUs;
   J.DeepUmOverLower = Rw.R.at("deepum-tuned").IterationUs / Um.LowerBoundUs;
   J.VsDeepUm = Rw.R.at("deepum-tuned").IterationUs / Plan.IterationUs;
-  for (const char *Base : {"um", "deepum", "deepum-tuned", "swap-layer", "swap-opt"})
-    if (Plan.IterationUs > Rw.R.at(Base).IterationUs * 1.0001)
+  for (const char *Base : {"um", "deepum", "deepum-tuned", "swap-layer", "swap-opt"}) {
+    const double Us = Rw.R.at(Base).IterationUs;
+    if (Plan.IterationUs > Us * 1.0001)
       J.SlowerThan.push_back(Base);
+    if (J.Fastest.empty() || Us / Plan.IterationUs < J.VsFastest) {
+      J.VsFastest = Us / Plan.IterationUs;
+      J.Fastest = Base;
+    }
+  }
   return J;
 }
 
@@ -242,7 +250,11 @@ bool writeTargets(raw_ostream &OS, const std::vector<std::string> &Devices,
   bool AllMet = true;
   auto Mark = [](bool Met) { return Met ? "yes" : "**no**"; };
   for (const std::string &Dev : Devices) {
-    std::vector<double> LowerAtTwo, BestAtTwo, VsDeepUmJudged, VsDeepUmAtTwo, VsDeepUmL8AtTwo;
+    std::vector<double> LowerAtTwo, BestAtTwo, VsDeepUmJudged, VsDeepUmAtTwo, VsDeepUmL8AtTwo,
+        VsFastestAtTwo;
+    std::map<std::string, unsigned> FastestAtTwo; // baseline -> rows at 2x where it is fastest
+    std::string Closest;                          // the 2x row where the plan's lead is least
+    double ClosestLead = 0;
     std::vector<std::string> Above110, NearBound, Slower;
     unsigned FaultyRows = 0, FitRows = 0, Total = 0, Runs = 0, Unsteady = 0;
     double WidestSpread = 0; // slowest - fastest measured iteration, over the mean
@@ -279,6 +291,12 @@ bool writeTargets(raw_ostream &OS, const std::vector<std::string> &Devices,
       BestAtTwo.push_back(Rw.R.at("plan").IterationUs / std::max(Um.IdealUs, Um.BoundUs));
       VsDeepUmAtTwo.push_back(J.VsDeepUm);
       VsDeepUmL8AtTwo.push_back(Rw.R.at("deepum").IterationUs / Rw.R.at("plan").IterationUs);
+      VsFastestAtTwo.push_back(J.VsFastest);
+      ++FastestAtTwo[J.Fastest];
+      if (Closest.empty() || J.VsFastest < ClosestLead) {
+        ClosestLead = J.VsFastest;
+        Closest = Rw.Model + " over " + J.Fastest;
+      }
       if (J.DeepUmOverLower > 1.3)
         VsDeepUmJudged.push_back(J.VsDeepUm);
       else
@@ -311,6 +329,13 @@ bool writeTargets(raw_ostream &OS, const std::vector<std::string> &Devices,
     OS << formatv("| (for reference) geomean speedup over deepum at 2x, every row: tuned / "
                   "lookahead 8 | {0} | {1:f3} / {2:f3} | - |\n",
                   Dev, geomean(VsDeepUmAtTwo), geomean(VsDeepUmL8AtTwo));
+    std::vector<std::string> Counts;
+    for (const auto &[Base, N] : FastestAtTwo)
+      Counts.push_back(formatv("{0} {1}", Base, N).str());
+    OS << formatv("| (for reference) geomean speedup over the fastest baseline of each row at 2x "
+                  "(which baseline, in how many rows) | {0} | {1:f3} ({2}); least {3:f3} "
+                  "({4}) | - |\n",
+                  Dev, geomean(VsFastestAtTwo), join(Counts, ", "), ClosestLead, Closest);
     OS << formatv("| (for reference) geomean plan / max(ideal, bound) at 2x | {0} | {1:f3} | - |\n",
                   Dev, geomean(BestAtTwo));
     OS << formatv("| (for reference) runs whose measured iterations are not whole repeats of a "

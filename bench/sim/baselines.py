@@ -120,8 +120,8 @@ def main():
                     prod *= v / rs["ideal"]["iteration_us"]
                 cells.append(f"{prod ** (1 / len(a.models)):.2f}x")
             lines.append(f"| {d} | {r} | " + " | ".join(cells) + " |")
-    lines += ["", "Demand faults per iteration (64 KiB pages; with invalidation, freed memory that is used",
-              "again faults once to be repopulated, copying nothing) and bytes moved host-to-device, at 2x:", "",
+    lines += ["", "Demand faults per iteration (64 KiB pages; under DeepUM's invalidation freed memory used again",
+              "faults once to be repopulated, copying nothing; the swapping systems' device pool hands it out without a fault) and bytes moved host-to-device, at 2x:", "",
               "| device | model | " + " | ".join(f"{HEADERS.get(p, p)} faults / HtoD GiB" for p in POLICIES)
               + " |",
               "|---|---|" + "---:|" * len(POLICIES)]

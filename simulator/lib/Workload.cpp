@@ -235,27 +235,24 @@ private:
             .str());
   }
 
-  /// Blocks of kernel K's ascending block accesses under each of its tensors.
-  uint64_t tensorVisits(uint32_t K) const {
-    const deepum::v1::Kernel &Kr = kernel(K);
+  /// The bytes [Begin, End) of tensor access T; none when its allocation is
+  /// unknown (validation rejects that; be robust anyway).
+  std::optional<std::pair<uint64_t, uint64_t>>
+  tensorRange(const deepum::v1::TensorAccess &T) const {
+    auto It = Allocs.find(T.allocation_id());
+    if (It == Allocs.end())
+      return std::nullopt;
+    const uint64_t Begin = It->second->address() + T.offset();
+    return std::pair{Begin, Begin + T.bytes()};
+  }
+
+  /// Blocks of `KernelBlocks` (a kernel's) under each of its tensors: what
+  /// maskByTensors visits.
+  uint64_t tensorVisits(const deepum::v1::Kernel &Kr, const BlockIndex &KernelBlocks) const {
     uint64_t N = 0;
-    for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
-      auto It = Allocs.find(T.allocation_id());
-      if (It == Allocs.end())
-        continue;
-      // Validation keeps a tensor inside its allocation.
-      const uint64_t Begin = It->second->address() + T.offset(), End = Begin + T.bytes();
-      if (End <= Begin)
-        continue;
-      auto Lo = std::partition_point(Kr.blocks().begin(), Kr.blocks().end(),
-                                     [&](const deepum::v1::BlockAccess &B) {
-                                       return B.block() < Begin / kUmBlockBytes;
-                                     });
-      auto Hi = std::partition_point(Lo, Kr.blocks().end(), [&](const deepum::v1::BlockAccess &B) {
-        return B.block() <= (End - 1) / kUmBlockBytes;
-      });
-      N += static_cast<uint64_t>(Hi - Lo);
-    }
+    for (const deepum::v1::TensorAccess &T : Kr.tensors())
+      if (auto R = tensorRange(T))
+        N += usedBlocksIn(KernelBlocks, R->first, R->second);
     return N;
   }
 
@@ -328,9 +325,13 @@ private:
         W.WriteMasks.push_back(Writes ? W.Uses.back().PageMask : 0);
       }
       if (Kr.tensors_size() != 0) {
-        if (llvm::Error Err = chargeVisits(tensorVisits(K)))
+        KernelBlocks.clear();
+        for (size_t U = UsesBegin; U < W.Uses.size(); ++U)
+          KernelBlocks.push_back({W.UmBlocks[W.Uses[U].Block], static_cast<uint32_t>(U)});
+        std::sort(KernelBlocks.begin(), KernelBlocks.end());
+        if (llvm::Error Err = chargeVisits(tensorVisits(Kr, KernelBlocks)))
           return Err;
-        maskByTensors(Kr, UsesBegin, KernelBlocks);
+        maskByTensors(Kr, KernelBlocks);
       }
       W.LaunchIds.push_back(launchIdOf(Kr));
       for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
@@ -343,23 +344,18 @@ private:
     return llvm::Error::success();
   }
 
-  /// Read / write masks of the uses from `UsesBegin` on (kernel `Kr`'s) from
-  /// its tensors: pages read by its READ / READ_WRITE / unspecified tensors,
-  /// pages written by its WRITE / READ_WRITE ones.
-  void maskByTensors(const deepum::v1::Kernel &Kr, size_t UsesBegin, BlockIndex &KernelBlocks) {
-    KernelBlocks.clear();
-    for (size_t U = UsesBegin; U < W.Uses.size(); ++U)
-      KernelBlocks.push_back({W.UmBlocks[W.Uses[U].Block], static_cast<uint32_t>(U)});
-    std::sort(KernelBlocks.begin(), KernelBlocks.end());
+  /// Read / write masks of kernel `Kr`'s uses (`KernelBlocks`: UM block ->
+  /// use, ascending) from its tensors: pages read by its READ / READ_WRITE /
+  /// unspecified tensors, pages written by its WRITE / READ_WRITE ones.
+  void maskByTensors(const deepum::v1::Kernel &Kr, const BlockIndex &KernelBlocks) {
     for (const deepum::v1::TensorAccess &T : Kr.tensors()) {
-      auto It = Allocs.find(T.allocation_id());
-      if (It == Allocs.end())
+      const auto R = tensorRange(T);
+      if (!R)
         continue;
       bool Reads = T.mode() != deepum::v1::ACCESS_MODE_WRITE;
       bool Writes = T.mode() == deepum::v1::ACCESS_MODE_WRITE ||
                     T.mode() == deepum::v1::ACCESS_MODE_READ_WRITE;
-      uint64_t Begin = It->second->address() + T.offset();
-      pagesOfUsed(KernelBlocks, Begin, Begin + T.bytes(), false,
+      pagesOfUsed(KernelBlocks, R->first, R->second, false,
                   [&](uint64_t, uint32_t U, uint32_t M) {
                     if (Reads)
                       W.ReadMasks[U] |= M & W.Uses[U].PageMask;
@@ -762,9 +758,8 @@ private:
       BlockOnly = kernel(K).tensors_size() == 0;
     std::vector<std::vector<const deepum::v1::Allocation *>> Live(W.UmBlocks.size());
     std::vector<std::pair<uint64_t, std::pair<int, const deepum::v1::Allocation *>>> Changes;
-    for (const deepum::v1::Allocation &A : P.allocations()) {
-      if (!BlockOnly || OverBudget)
-        break;
+    for (int I = 0; BlockOnly && !OverBudget && I < P.allocations_size(); ++I) {
+      const deepum::v1::Allocation &A = P.allocations(I);
       if (A.alloc_time_ns() > IterBegin)
         Changes.push_back({A.alloc_time_ns(), {+1, &A}});
       if (A.freed() && A.free_time_ns() > IterBegin)

@@ -101,11 +101,13 @@ class Op:
 class Trace:
     """One training step. events: ("alloc", storage), ("free", storage), ("op", op), in order;
     persistent storages have no events. Every transient storage is allocated and freed
-    within the step."""
+    within the step. moved_frees: in an extrapolated trace, how many frees the two traced
+    steps saw at different points (each kept at the later one)."""
     batch: int
     storages: List[Storage] = field(default_factory=list)
     ops: List[Op] = field(default_factory=list)
     events: List[Tuple[str, int]] = field(default_factory=list)
+    moved_frees: int = 0
 
 
 def _storage_key(t):

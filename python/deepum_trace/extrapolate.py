@@ -7,8 +7,14 @@ predicted shapes, since some (the largest operand of an op) are not affine. Two 
 function, so the trace at batch B follows exactly: v(B) = v1 + (v2 - v1) * (B - b1) / (b2 - b1).
 
 The assumption is checked rather than trusted: both traces must agree on everything that
-is not a number (operators, tensors, event order, modes, roles), and every predicted
-number must come out a non-negative integer.
+is not a number (operators, tensors, the order of allocations and operators, modes, roles),
+and every predicted number must come out a non-negative integer.
+
+Frees are the one exception to a strict order. A free is seen where the last reference to a
+storage goes, and that reference may belong to another thread: DistributedDataParallel's
+gloo worker lets go of the buffers it broadcast a little before or after the training
+thread's next operator. A free seen at different points in the two traces is kept at the
+later one, where the storage is dead in both (merge_frees).
 """
 
 from fractions import Fraction
@@ -43,9 +49,9 @@ def extrapolate(small, large, batch):
 
     same(len(small.storages), len(large.storages), "number of tensors")
     same(len(small.ops), len(large.ops), "number of operators")
-    same(small.events, large.events, "allocation/free/operator order")
+    events, moved = merge_frees(small.events, large.events, same)
 
-    out = Trace(batch=batch)
+    out = Trace(batch=batch, moved_frees=moved)
     for i, (s1, s2) in enumerate(zip(small.storages, large.storages)):
         same((s1.role, s1.label, s1.persistent), (s2.role, s2.label, s2.persistent),
              f"tensor {i}")
@@ -67,5 +73,41 @@ def extrapolate(small, large, batch):
                            lin(a1.nbytes, a2.nbytes, f"bytes accessed by {what}"), a1.mode)
                     for a1, a2 in zip(o1.accesses, o2.accesses)]
         out.ops.append(Op(o1.name, shapes, o1.params, accesses))
-    out.events = list(small.events)
+    out.events = events
     return out
+
+
+def _first_difference(a, b):
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def merge_frees(small, large, same):
+    """One event order for two traces' `small` and `large` events: allocations and operators
+    as both have them (`same` refuses any difference), each free at the later of its two
+    points. Returns the events and how many frees were seen at different points."""
+    def split(events):
+        rest, slot = [], {}   # slot: storage -> how many allocations and operators precede
+        for kind, i in events:
+            if kind == "free":
+                slot[i] = len(rest)
+            else:
+                rest.append((kind, i))
+        return rest, slot
+
+    rest1, slot1 = split(small)
+    rest2, slot2 = split(large)
+    first = _first_difference(rest1, rest2)
+    same(rest1[first:first + 4], rest2[first:first + 4],
+         f"order of allocations and operators from event {first} on ({len(rest1)} and "
+         f"{len(rest2)} such events)")
+    same(sorted(slot1), sorted(slot2), "storages freed during the step")
+    rank = {i: n for n, i in enumerate(slot1)}      # the small trace's order of frees
+    frees = sorted(slot1, key=lambda i: (max(slot1[i], slot2[i]), slot1[i], rank[i]))
+    events, f = [], 0
+    for n, event in enumerate(rest1 + [None]):
+        while f < len(frees) and max(slot1[frees[f]], slot2[frees[f]]) == n:
+            events.append(("free", frees[f]))
+            f += 1
+        if event is not None:
+            events.append(event)
+    return events, sum(slot1[i] != slot2[i] for i in slot1)

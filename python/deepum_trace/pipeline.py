@@ -24,4 +24,8 @@ def trace_workload(workload, batch, direct=False, trace_batches=None, seed=0, pr
         traces.append(capture.trace_step(workload, b, seed))
     progress(f"{workload.name}: extrapolating to batch {batch}")
     trace = extrapolate.extrapolate(traces[0], traces[1], batch)
-    return trace, f"sizes and flops extrapolated linearly from traced batches {b1} and {b2}"
+    how = f"sizes and flops extrapolated linearly from traced batches {b1} and {b2}"
+    if trace.moved_frees:
+        how += (f" ({trace.moved_frees} free(s) seen at different points in the two traced "
+                "steps, each kept at the later point)")
+    return trace, how

@@ -5,13 +5,14 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from deepum_trace import build, devices, extrapolate, models, pb
-from deepum_trace.capture import READ, READ_WRITE, WRITE
+from deepum_trace.capture import READ, READ_WRITE, WRITE, Access, Op, Storage, Trace
 from deepum_trace.pipeline import trace_workload
 
 torch.set_num_threads(1)
@@ -178,6 +179,83 @@ class ExtrapolationTest(unittest.TestCase):
             real, _ = trace_workload(make("cpu"), 3, direct=True)
             meta, _ = trace_workload(make("meta"), 3, direct=True)
             self.assertEqual(trace_summary(real), trace_summary(meta))
+
+
+def hand_trace(batch, events):
+    """Two activations (8 bytes per sample) and one operator per ("op", i) in `events`, the
+    i-th reading activation 0 and writing activation 1."""
+    trace = Trace(batch=batch, events=list(events))
+    trace.storages = [Storage(8 * batch, "ACTIVATION", f"a{i}", False) for i in range(2)]
+    n_ops = sum(kind == "op" for kind, _ in events)
+    trace.ops = [Op("aten::relu", [("float32", (2 * batch,), False),
+                                   ("float32", (2 * batch,), True)], (),
+                    [Access(0, 0, 8 * batch, READ), Access(1, 0, 8 * batch, WRITE)])
+                 for _ in range(n_ops)]
+    return trace
+
+
+class FreeOrderTest(unittest.TestCase):
+    """A free seen earlier in one traced step than in the other (another thread let go of
+    the storage) is kept at the later point; any other difference in order is refused."""
+    OPS = [("alloc", 0), ("op", 0), ("alloc", 1), ("op", 1), ("op", 2)]
+
+    def with_frees(self, where):
+        """OPS with ("free", s) inserted before OPS[n] for each (n, s) in `where`."""
+        events = list(self.OPS)
+        for n, s in sorted(where, reverse=True):
+            events.insert(n, ("free", s))
+        return events
+
+    def test_equal_orders_are_kept(self):
+        events = self.with_frees([(4, 0), (5, 1)])
+        out = extrapolate.extrapolate(hand_trace(2, events), hand_trace(4, events), 8)
+        self.assertEqual(out.events, events)
+        self.assertEqual(out.moved_frees, 0)
+        self.assertEqual([s.nbytes for s in out.storages], [64, 64])
+
+    def test_a_free_seen_at_two_points_is_kept_at_the_later(self):
+        early = self.with_frees([(2, 0), (5, 1)])     # storage 0 freed before "alloc 1"
+        late = self.with_frees([(4, 0), (5, 1)])      # ... or only after operator 1
+        for small, large in ((early, late), (late, early)):
+            out = extrapolate.extrapolate(hand_trace(2, small), hand_trace(4, large), 8)
+            self.assertEqual(out.events, late)
+            self.assertEqual(out.moved_frees, 1)
+
+    def test_frees_at_one_point_keep_the_small_traces_order(self):
+        small = self.with_frees([(5, 1), (5, 0)])
+        large = self.with_frees([(3, 0), (5, 1)])
+        out = extrapolate.extrapolate(hand_trace(2, small), hand_trace(4, large), 8)
+        self.assertEqual(out.events, small)
+        self.assertEqual(out.moved_frees, 1)
+
+    def test_other_differences_are_refused(self):
+        frees = [(5, 0), (5, 1)]
+        swapped = [("alloc", 0), ("alloc", 1), ("op", 0), ("op", 1), ("op", 2),
+                   ("free", 0), ("free", 1)]
+        with self.assertRaisesRegex(extrapolate.ExtrapolationError,
+                                    r"order of allocations and operators from event 1 on"):
+            extrapolate.extrapolate(hand_trace(2, self.with_frees(frees)),
+                                    hand_trace(4, swapped), 8)
+        with self.assertRaisesRegex(extrapolate.ExtrapolationError, "storages freed"):
+            extrapolate.extrapolate(hand_trace(2, self.with_frees(frees)),
+                                    hand_trace(4, self.with_frees(frees[:1])), 8)
+
+    def test_the_pipeline_says_when_frees_moved(self):
+        workload = linear_workload()
+        real = extrapolate.extrapolate
+        def moving(small, large, batch):
+            # The first free of the small trace seen one event earlier than traced.
+            events = list(small.events)
+            n = next(i for i, (kind, _) in enumerate(events) if kind == "free" and i > 0
+                     and events[i - 1][0] != "free")
+            events[n - 1], events[n] = events[n], events[n - 1]
+            return real(Trace(small.batch, small.storages, small.ops, events), large, batch)
+        with unittest.mock.patch.object(extrapolate, "extrapolate", moving):
+            trace, how = trace_workload(workload, 8, trace_batches=(2, 4))
+        self.assertEqual(trace.moved_frees, 1)
+        self.assertIn("1 free(s) seen at different points in the two traced steps", how)
+        _, how = trace_workload(linear_workload(), 8, trace_batches=(2, 4))
+        self.assertNotIn("free(s)", how)
 
 
 class RealModelTest(unittest.TestCase):

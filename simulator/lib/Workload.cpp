@@ -1085,6 +1085,13 @@ struct Need {
 /// iterations): G(i) = max over k of G(k) + r(k, i). The path's windows are
 /// disjoint; a stretch of launches stalls at least r in each window it
 /// contains, and the single-gap stall in each gap of a window it cuts.
+///
+/// The steady state is a cycle: where the profile marks the iteration's
+/// first launch is no boundary of the GPU's. A path starting at gap 0 never
+/// has a window across it, so the path is also tried from each of the W - 1
+/// gaps before it where a window across gap 0 starts that stalls more than
+/// its gaps alone, within a budget of window evaluations; the longest is
+/// kept.
 class Stalls {
 public:
   /// Compute[i]: the compute of launches 0..i-1 (at least K + 1 entries).
@@ -1103,7 +1110,9 @@ public:
       return V[static_cast<size_t>(At * Width + D)];
     };
     for (const Need &N : Needs)
-      for (int64_t Shift : {-K, int64_t{0}}) {
+      // Windows start in [0, K) and may end in the next period: needs from
+      // the period before, this one and (write-backs) the next.
+      for (int64_t Shift : {-K, int64_t{0}, K}) {
         const int64_t A = N.After + Shift, U = N.Until + Shift;
         const int64_t Bytes = N.Bytes;
         // Fetched for the read at U when k lies strictly between the uses.
@@ -1130,8 +1139,13 @@ public:
         at(In, At, D) += at(In, At, D - 1);
         at(Out, At, D) += at(Out, At, D - 1);
       }
-    auto held = [&](int64_t I) { return static_cast<double>(Held[static_cast<size_t>(I % K)]); };
-    auto window = [&](int64_t At, int64_t I) { // r(At, I), At < I <= K
+    auto mod = [&](int64_t I) { return static_cast<size_t>(((I % K) + K) % K); };
+    auto held = [&](int64_t I) { return static_cast<double>(Held[mod(I)]); };
+    auto window = [&](int64_t At, int64_t I) { // r(At, I), At < I <= At + Window
+      if (At < 0) { // the same window one period on
+        At += K;
+        I += K;
+      }
       if (std::max(held(At), held(I)) > Cap)
         return 0.0; // a launch that does not fit never runs: nothing to say
       const double Bytes =
@@ -1140,37 +1154,68 @@ public:
       return Bytes * ByteNs -
              (Compute[static_cast<size_t>(I)] - Compute[static_cast<size_t>(At + 1)]);
     };
-    // The longest path over gaps 1..K (gap K is gap 0 of the next period).
-    std::vector<double> G(static_cast<size_t>(K) + 1, 0);
-    std::vector<int64_t> From(static_cast<size_t>(K) + 1, 0);
     Single.assign(static_cast<size_t>(K), 0);
-    for (int64_t I = 1; I <= K; ++I) {
-      Single[static_cast<size_t>(I % K)] = std::max(0.0, window(I - 1, I));
-      double Best = G[static_cast<size_t>(I - 1)] + Single[static_cast<size_t>(I % K)];
-      int64_t Arg = I - 1;
-      for (int64_t At = I - 2; At >= std::max<int64_t>(0, I - Window); --At)
-        if (double V = G[static_cast<size_t>(At)] + window(At, I); V > Best) {
-          Best = V;
-          Arg = At;
+    for (int64_t I = 1; I <= K; ++I)
+      Single[mod(I)] = std::max(0.0, window(I - 1, I));
+    // The longest path over gaps C+1..C+K (gap C+K is gap C of the next
+    // period), node X standing for gap C+X; C = 0, -1, ... while the budget
+    // lasts.
+    // A path whose window across gap 0 stalls no more than that window's
+    // gaps alone does no better than one from gap 0 with those gaps: only
+    // starts of windows across gap 0 that stall more need a path of their own.
+    std::vector<double> SingleUpTo(static_cast<size_t>(Window) + 1, 0); // gaps 1..D
+    for (int64_t D = 1; D <= Window; ++D)
+      SingleUpTo[static_cast<size_t>(D)] = SingleUpTo[static_cast<size_t>(D - 1)] + Single[mod(D)];
+    std::vector<int64_t> Starts = {0};
+    for (int64_t Start = -1; Start > -Window; --Start) {
+      double Alone = 0; // the single-gap stalls of gaps Start+1..0
+      for (int64_t Gap = Start + 1; Gap <= 0; ++Gap)
+        Alone += Single[mod(Gap)];
+      for (int64_t I = 1; I <= Start + Window; ++I)
+        if (window(Start, I) > Alone + SingleUpTo[static_cast<size_t>(I)] + 1e-9) {
+          Starts.push_back(Start);
+          break;
         }
-      G[static_cast<size_t>(I)] = Best;
-      From[static_cast<size_t>(I)] = Arg;
+    }
+    Starts.resize(static_cast<size_t>(
+        std::clamp<int64_t>(kWindowBudget / (K * Window), 1, static_cast<int64_t>(Starts.size()))));
+    std::vector<double> G(static_cast<size_t>(K) + 1), BestG;
+    std::vector<int64_t> From(G.size()), BestFrom;
+    int64_t C = 0;
+    for (int64_t Start : Starts) {
+      G[0] = 0;
+      for (int64_t X = 1; X <= K; ++X) {
+        double Best = G[static_cast<size_t>(X - 1)] + Single[mod(Start + X)];
+        int64_t Arg = X - 1;
+        for (int64_t Y = X - 2; Y >= std::max<int64_t>(0, X - Window); --Y)
+          if (double V = G[static_cast<size_t>(Y)] + window(Start + Y, Start + X); V > Best) {
+            Best = V;
+            Arg = Y;
+          }
+        G[static_cast<size_t>(X)] = Best;
+        From[static_cast<size_t>(X)] = Arg;
+      }
+      if (BestG.empty() || G.back() > BestG.back()) {
+        BestG = G;
+        BestFrom = From;
+        C = Start;
+      }
     }
     // The path's windows, by gap over [0, 2K] (the period's copies).
     Lo.assign(2 * static_cast<size_t>(K) + 1, 0);
     Hi.assign(Lo.size(), 0);
     std::vector<double> R(Lo.size(), 0);
-    for (int64_t I = K; I > 0; I = From[static_cast<size_t>(I)]) {
-      const int64_t First = From[static_cast<size_t>(I)] + 1;
-      const double V = G[static_cast<size_t>(I)] - G[static_cast<size_t>(First - 1)];
-      for (int64_t Gap = First; Gap <= I; ++Gap)
-        for (int64_t Shift : {-K, int64_t{0}, K}) {
+    for (int64_t I = K; I > 0; I = BestFrom[static_cast<size_t>(I)]) {
+      const int64_t First = BestFrom[static_cast<size_t>(I)] + 1;
+      const double V = BestG[static_cast<size_t>(I)] - BestG[static_cast<size_t>(First - 1)];
+      for (int64_t Gap = C + First; Gap <= C + I; ++Gap)
+        for (int64_t Shift : {-K, int64_t{0}, K, 2 * K}) {
           const int64_t At = Gap + Shift;
           if (At < 0 || At > 2 * K)
             continue;
-          Lo[static_cast<size_t>(At)] = First + Shift;
-          Hi[static_cast<size_t>(At)] = I + Shift;
-          if (Gap == I)
+          Lo[static_cast<size_t>(At)] = C + First + Shift;
+          Hi[static_cast<size_t>(At)] = C + I + Shift;
+          if (Gap == C + I)
             R[static_cast<size_t>(At)] = V;
         }
     }
@@ -1180,7 +1225,7 @@ public:
       SingleSum[Gap + 1] = SingleSum[Gap] + Single[Gap % static_cast<size_t>(K)];
       WindowSum[Gap + 1] = WindowSum[Gap] + R[Gap];
     }
-    PeriodNs = G[static_cast<size_t>(K)];
+    PeriodNs = BestG.back();
   }
 
   /// The least stall in gaps A..B (0 <= A, B <= 2K; none when A > B).
@@ -1207,6 +1252,10 @@ public:
 
   /// The least stall over one period.
   double period() const { return PeriodNs; }
+
+  /// Window evaluations the paths from gaps before gap 0 may take together
+  /// (each path takes K x W).
+  static constexpr int64_t kWindowBudget = int64_t{1} << 25;
 
 private:
   int64_t K;

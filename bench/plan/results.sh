@@ -32,15 +32,13 @@ trap 'rm -rf "$work"' EXIT
 
 ## Where the plan still loses time, and why
 
-Every target is met: the plan's distance to the tightest lower bound at 2x is 1.008
-(v100-pcie-16gb) and 1.013 (h100-pcie) (geomean; target 1.02), no row is above 1.10 (the
-furthest, vgg16 at 3x, is 1.088 and 1.064); it is never slower than any baseline in any row,
-takes no demand fault in steady state, and is 1.39x (v100, 5 rows) and 1.38x (h100, 4 rows)
-faster than the tuned DeepUM at 2x over the rows where that DeepUM is more than 1.3x from the
-lower bound. The strongest baseline is now swap-opt in most rows (it allocates from a device
-pool, as the system it stands for does): at 2x the plan leads the fastest baseline of each row
-by 1.19x (v100) and 1.17x (h100) geomean, and by only 1.2% in llama-1b-ckpt on h100-pcie, where
-both are within 2% of the lower bound. The bounds count the profile's data, each allocation's bytes with its own
+TEXT
+  # The figures of the next two paragraphs, from this run's plan.csv.
+  /usr/bin/python3 bench/plan/summary.py "$out/plan.csv"
+  cat <<'TEXT'
+
+The strongest baseline is swap-opt in most rows (it allocates from a device pool, as the system
+it stands for does). The bounds count the profile's data, each allocation's bytes with its own
 lifetime, not pages at the profile's addresses, so they hold for the plan's own arena layout
 too: on 20,000 random workloads no policy, plans included, comes under a bound (docs/simulator.md,
 "Data, not pages", "Soundness is tested"). The last rows of the targets table count the runs
@@ -59,23 +57,24 @@ checks every policy against it — and the plan's distance to it (`x lower`) is 
 could still win; the distance from `cut` to max(ideal, bound) needs less data to move
 (recomputation, compression), not better timing.
 
-Where the remaining 1-4% goes at 2x (timelines of `deepum-sim --policy plan --perfetto`, stall
-per launch against the cut's critical boundary; docs/planner.md):
+Where the remaining time goes (timelines of `deepum-sim --policy plan --perfetto`, stall per
+launch against the cut's critical boundary; docs/planner.md; the stall figures are from those
+timelines, the ratios above from this run):
 
-- **resnet50 (1.018 / 1.037), gpt2-medium (1.015 / 1.019), bart-large (1.008 / 1.018)**: the forward pass is bound by
+- **resnet50, gpt2-medium, bart-large at 2x**: the forward pass is bound by
   write-back (gpt2-medium on h100-pcie: 234 ms of stall in launches 373-1120 while the
   host-to-device engine is idle), the backward pass by fetching (51 ms), and in the optimizer
   step both directions are saturated (about 28 ms). What would pay is a victim choice that moves
   forward-pass write-backs into the backward pass's spare fetch bandwidth; the three searched
   victim rules (Belady with two margins, dead blocks first) and populates giving their slots to
   fetches change none of these rows.
-- **vgg16 at 3x (1.088 / 1.064)**: the capacity is 2,686 blocks; two adjacent kernels of the
+- **vgg16 at 3x**: the capacity is 2,686 blocks; two adjacent kernels of the
   backward pass touch 2,356 and 2,353 blocks (88% of it), 3,139 together, so at least 453 block
   transfers fall between them, while nothing computes (78.5 ms on v100-pcie-16gb, 19.8 ms on
   h100-pcie), and the short kernels before them, each holding thousands of blocks between
-  90 ms ones, force more (51 ms on v100). The cut bound now counts these stalls
-  (docs/simulator.md, "Stalls between launches", "A deadline launch"): 1325.4 -> 1415.3 ms
-  (v100) and 370.1 -> 388.1 ms (h100). The plan still stalls 121 ms before the larger kernel on
+  90 ms ones, force more (51 ms on v100). The cut bound counts these stalls
+  (docs/simulator.md, "Stalls between launches", "A deadline launch"; 1325.4 and 370.1 ms before
+  it did, 1415.3 and 388.1 ms before its stall path ran around the cycle). The plan still stalls 121 ms before the larger kernel on
   v100 where the bound forces 78.5: 693 blocks cross in that gap, 240 more than must, while the
   host-to-device link idled 79 ms under the 90 ms kernel four launches earlier. The
   planner's share in the optimizer step (populates taking the room the optimizer's fetches

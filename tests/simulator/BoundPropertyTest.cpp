@@ -36,7 +36,10 @@ constexpr uint64_t KiB = uint64_t{1} << 10;
 
 /// One random iteration, repeated three times (marked), with the same
 /// addresses each time, as a steady training loop has.
-v1::Profile randomWorkload(uint64_t Seed, bool ExactModes) {
+/// `MidStep`: the profile marks its iterations from a launch inside the step
+/// (drawn by the seed apart from the rest), so that temporaries live across
+/// the mark: made in one marked iteration, freed in the next.
+v1::Profile randomWorkload(uint64_t Seed, bool ExactModes, bool MidStep = false) {
   std::mt19937_64 Rng(Seed);
   auto uniform = [&](uint64_t Lo, uint64_t Hi) {
     return std::uniform_int_distribution<uint64_t>(Lo, Hi)(Rng);
@@ -138,8 +141,12 @@ v1::Profile randomWorkload(uint64_t Seed, bool ExactModes) {
                         Pk.Mode});
       B.kernel("k" + std::to_string(P), Duration[P], Uses);
     }
-    B.iteration(It * K, K);
+    if (!MidStep)
+      B.iteration(It * K, K);
   }
+  if (MidStep) // the last marked iteration is launches K+R .. 2K+R-1
+    for (uint32_t It = 0, R = 1 + static_cast<uint32_t>(Seed % (K - 1)); It < 2; ++It)
+      B.iteration(It * K + R, K);
   return B.build();
 }
 
@@ -204,23 +211,10 @@ constexpr unsigned kWarmup = 10;
 /// of repeats of 1, 2, 3, 4 or 6 iterations.
 constexpr unsigned kMeasured = 12;
 
-TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
-  // Seeds 1-200, and those of longer runs that found a defect: 5654 (room
-  // of a pending free handed out early), 15159 (a steady state of period
-  // two), 15155, 17835 and 19270 (plans beat bounds that counted pages at the
-  // profile's addresses). DEEPUM_BOUND_SEEDS=FIRST-LAST tries others instead.
-  std::vector<uint64_t> Seeds;
-  for (uint64_t S = 1; S <= 200; ++S)
-    Seeds.push_back(S);
-  for (uint64_t S : {5654, 15155, 15159, 17835, 19270})
-    Seeds.push_back(S);
-  if (const char *Range = std::getenv("DEEPUM_BOUND_SEEDS")) {
-    unsigned long long F = 0, L = 0;
-    ASSERT_EQ(std::sscanf(Range, "%llu-%llu", &F, &L), 2) << "DEEPUM_BOUND_SEEDS=" << Range;
-    Seeds.clear();
-    for (uint64_t S = F; S <= L; ++S)
-      Seeds.push_back(S);
-  }
+/// Every baseline (DeepUM also in a tuned setting) and both plan strategies
+/// on the random workloads of `Seeds` at 1.25x, 2x and 3x, on the hand device
+/// and h100-pcie: none beats a bound. Prints how tight the bound is.
+void checkRandomWorkloads(const std::vector<uint64_t> &Seeds, bool MidStep) {
   // The hand device: no per-call costs and clean evictions dropped, the
   // cheapest transfers the engine allows, so a policy is as fast as it can be.
   for (const sim::DeviceModel &D : {handDevice(), takeOk(sim::loadDeviceModel("h100-pcie"))}) {
@@ -231,7 +225,7 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
     std::vector<std::pair<double, std::string>> Tightness;
     for (uint64_t Seed : Seeds) {
       const bool Exact = Seed % 2 == 0;
-      v1::Profile P = randomWorkload(Seed, Exact);
+      v1::Profile P = randomWorkload(Seed, Exact, MidStep);
       if (llvm::Error E = format::validateProfile(P))
         FAIL() << "seed " << Seed << ": " << llvm::toString(std::move(E));
       const uint64_t Footprint = sim::footprintBytes(P);
@@ -305,15 +299,61 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
                            [&](const auto &T) { return T.first <= X; });
     };
     if (!Tightness.empty())
-      std::printf("%s: fastest policy or plan / lower bound over %zu cases: within 0.1%% in %zu, "
+      std::printf("%s%s: fastest policy or plan / lower bound over %zu cases: within 0.1%% in %zu, "
                   "1%% in %zu, 10%% in %zu; median %.4f; widest %.4f (%s)\n",
-                  D.Name.c_str(), Tightness.size(), static_cast<size_t>(within(1.001)),
+                  D.Name.c_str(), MidStep ? " (marked mid-step)" : "", Tightness.size(),
+                  static_cast<size_t>(within(1.001)),
                   static_cast<size_t>(within(1.01)), static_cast<size_t>(within(1.10)),
                   Tightness[Tightness.size() / 2].first, Tightness.back().first,
                   Tightness.back().second.c_str());
-    EXPECT_GT(Checked, 500u) << D.Name;
-    EXPECT_GT(PlansChecked, 150u) << D.Name;
+    // Not every case runs (a launch alone may exceed the capacity), but most
+    // seeds run at 1.25x.
+    EXPECT_GT(Checked, 2 * Seeds.size()) << D.Name;
+    EXPECT_GT(PlansChecked, Seeds.size() / 2) << D.Name;
   }
+}
+
+TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
+  // Seeds 1-200, and those of longer runs that found a defect: 5654 (room
+  // of a pending free handed out early), 15159 (a steady state of period
+  // two), 15155, 17835 and 19270 (plans beat bounds that counted pages at the
+  // profile's addresses). DEEPUM_BOUND_SEEDS=FIRST-LAST tries others instead.
+  std::vector<uint64_t> Seeds;
+  for (uint64_t S = 1; S <= 200; ++S)
+    Seeds.push_back(S);
+  for (uint64_t S : {5654, 15155, 15159, 17835, 19270})
+    Seeds.push_back(S);
+  if (const char *Range = std::getenv("DEEPUM_BOUND_SEEDS")) {
+    unsigned long long F = 0, L = 0;
+    ASSERT_EQ(std::sscanf(Range, "%llu-%llu", &F, &L), 2) << "DEEPUM_BOUND_SEEDS=" << Range;
+    Seeds.clear();
+    for (uint64_t S = F; S <= L; ++S)
+      Seeds.push_back(S);
+  }
+  checkRandomWorkloads(Seeds, false);
+}
+
+/// Seeds in DEEPUM_BOUND_SEEDS=FIRST-LAST, or First..Last.
+std::vector<uint64_t> seedsOr(uint64_t First, uint64_t Last) {
+  if (const char *Range = std::getenv("DEEPUM_BOUND_SEEDS")) {
+    unsigned long long F = 0, L = 0;
+    if (std::sscanf(Range, "%llu-%llu", &F, &L) == 2)
+      std::tie(First, Last) = std::pair<uint64_t, uint64_t>(F, L);
+    else
+      ADD_FAILURE() << "DEEPUM_BOUND_SEEDS=" << Range;
+  }
+  std::vector<uint64_t> Seeds;
+  for (uint64_t S = First; S <= Last; ++S)
+    Seeds.push_back(S);
+  return Seeds;
+}
+
+TEST(SimBoundProperty, NoPolicyBeatsABoundWhereTheIterationIsMarkedMidStep) {
+  // The same workloads marked from a launch inside the step: temporaries
+  // live across the mark, the bounds count their reads after it as fresh
+  // (docs/simulator.md, "Data, not pages") and the planner pairs them with
+  // the next iteration's. Seeds 1-100.
+  checkRandomWorkloads(seedsOr(1, 100), true);
 }
 
 TEST(SimBoundProperty, NoPolicyOrPlanBeatsABoundOnTheShippedProfiles) {

@@ -1157,9 +1157,6 @@ public:
     Single.assign(static_cast<size_t>(K), 0);
     for (int64_t I = 1; I <= K; ++I)
       Single[mod(I)] = std::max(0.0, window(I - 1, I));
-    // The longest path over gaps C+1..C+K (gap C+K is gap C of the next
-    // period), node X standing for gap C+X; C = 0, -1, ... while the budget
-    // lasts.
     // A path whose window across gap 0 stalls no more than that window's
     // gaps alone does no better than one from gap 0 with those gaps: only
     // starts of windows across gap 0 that stall more need a path of their own.
@@ -1167,10 +1164,9 @@ public:
     for (int64_t D = 1; D <= Window; ++D)
       SingleUpTo[static_cast<size_t>(D)] = SingleUpTo[static_cast<size_t>(D - 1)] + Single[mod(D)];
     std::vector<int64_t> Starts = {0};
+    double Alone = 0; // the single-gap stalls of gaps Start+1..0
     for (int64_t Start = -1; Start > -Window; --Start) {
-      double Alone = 0; // the single-gap stalls of gaps Start+1..0
-      for (int64_t Gap = Start + 1; Gap <= 0; ++Gap)
-        Alone += Single[mod(Gap)];
+      Alone += Single[mod(Start + 1)];
       for (int64_t I = 1; I <= Start + Window; ++I)
         if (window(Start, I) > Alone + SingleUpTo[static_cast<size_t>(I)] + 1e-9) {
           Starts.push_back(Start);
@@ -1179,6 +1175,8 @@ public:
     }
     Starts.resize(static_cast<size_t>(
         std::clamp<int64_t>(kWindowBudget / (K * Window), 1, static_cast<int64_t>(Starts.size()))));
+    // The longest path over gaps C+1..C+K (gap C+K is gap C of the next
+    // period), node X standing for gap C+X, from each start C kept.
     std::vector<double> G(static_cast<size_t>(K) + 1), BestG;
     std::vector<int64_t> From(G.size()), BestFrom;
     int64_t C = 0;

@@ -211,6 +211,23 @@ constexpr unsigned kWarmup = 10;
 /// of repeats of 1, 2, 3, 4 or 6 iterations.
 constexpr unsigned kMeasured = 12;
 
+/// Seeds First..Last.
+std::vector<uint64_t> seeds(uint64_t First, uint64_t Last) {
+  std::vector<uint64_t> S;
+  for (uint64_t I = First; I <= Last; ++I)
+    S.push_back(I);
+  return S;
+}
+
+/// DEEPUM_BOUND_SEEDS=FIRST-LAST, when set, replaces `Seeds`.
+void seedsFromEnvironment(std::vector<uint64_t> &Seeds) {
+  if (const char *Range = std::getenv("DEEPUM_BOUND_SEEDS")) {
+    unsigned long long F = 0, L = 0;
+    ASSERT_EQ(std::sscanf(Range, "%llu-%llu", &F, &L), 2) << "DEEPUM_BOUND_SEEDS=" << Range;
+    Seeds = seeds(F, L);
+  }
+}
+
 /// Every baseline (DeepUM also in a tuned setting) and both plan strategies
 /// on the random workloads of `Seeds` at 1.25x, 2x and 3x, on the hand device
 /// and h100-pcie: none beats a bound. Prints how tight the bound is.
@@ -318,34 +335,11 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundOnRandomWorkloads) {
   // of a pending free handed out early), 15159 (a steady state of period
   // two), 15155, 17835 and 19270 (plans beat bounds that counted pages at the
   // profile's addresses). DEEPUM_BOUND_SEEDS=FIRST-LAST tries others instead.
-  std::vector<uint64_t> Seeds;
-  for (uint64_t S = 1; S <= 200; ++S)
-    Seeds.push_back(S);
+  std::vector<uint64_t> Seeds = seeds(1, 200);
   for (uint64_t S : {5654, 15155, 15159, 17835, 19270})
     Seeds.push_back(S);
-  if (const char *Range = std::getenv("DEEPUM_BOUND_SEEDS")) {
-    unsigned long long F = 0, L = 0;
-    ASSERT_EQ(std::sscanf(Range, "%llu-%llu", &F, &L), 2) << "DEEPUM_BOUND_SEEDS=" << Range;
-    Seeds.clear();
-    for (uint64_t S = F; S <= L; ++S)
-      Seeds.push_back(S);
-  }
+  ASSERT_NO_FATAL_FAILURE(seedsFromEnvironment(Seeds));
   checkRandomWorkloads(Seeds, false);
-}
-
-/// Seeds in DEEPUM_BOUND_SEEDS=FIRST-LAST, or First..Last.
-std::vector<uint64_t> seedsOr(uint64_t First, uint64_t Last) {
-  if (const char *Range = std::getenv("DEEPUM_BOUND_SEEDS")) {
-    unsigned long long F = 0, L = 0;
-    if (std::sscanf(Range, "%llu-%llu", &F, &L) == 2)
-      std::tie(First, Last) = std::pair<uint64_t, uint64_t>(F, L);
-    else
-      ADD_FAILURE() << "DEEPUM_BOUND_SEEDS=" << Range;
-  }
-  std::vector<uint64_t> Seeds;
-  for (uint64_t S = First; S <= Last; ++S)
-    Seeds.push_back(S);
-  return Seeds;
 }
 
 TEST(SimBoundProperty, NoPolicyBeatsABoundWhereTheIterationIsMarkedMidStep) {
@@ -353,7 +347,9 @@ TEST(SimBoundProperty, NoPolicyBeatsABoundWhereTheIterationIsMarkedMidStep) {
   // live across the mark, the bounds count their reads after it as fresh
   // (docs/simulator.md, "Data, not pages") and the planner pairs them with
   // the next iteration's. Seeds 1-100.
-  checkRandomWorkloads(seedsOr(1, 100), true);
+  std::vector<uint64_t> Seeds = seeds(1, 100);
+  ASSERT_NO_FATAL_FAILURE(seedsFromEnvironment(Seeds));
+  checkRandomWorkloads(Seeds, true);
 }
 
 TEST(SimBoundProperty, NoPolicyOrPlanBeatsABoundOnTheShippedProfiles) {

@@ -7,6 +7,10 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 using namespace llvm;
 
 static cl::OptionCategory Category("deepum-plan options");
@@ -34,6 +38,16 @@ static cl::opt<bool> Quiet("quiet", cl::desc("Print neither the plan's summary n
 
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
+#ifdef __GLIBC__
+  // The planner builds and drops tables of tens to hundreds of MiB, once per
+  // schedule it searches. glibc maps each block over 32 MiB afresh and unmaps
+  // it when freed, so every search faulted its pages in again: on a profile
+  // of 100k launches and 1M block uses, system time fell from 0.31 to 0.22 s
+  // with freed memory kept in the heap (peak RSS +3%; +16% on a profile of
+  // 5M block uses).
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
   cl::HideUnrelatedOptions(Category);
   deepum::tools::parseCommandLine(argc, argv, "compile a deepum profile into a prefetch plan\n");
   deepum::planner::PlanToolOptions Opts;

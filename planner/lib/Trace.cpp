@@ -96,6 +96,14 @@ void Trace::indexOwners() {
     OwnerStart[B + 1] = OwnerSpans.size();
     UnionStart[B + 1] = Union.size();
   }
+  SpanLeaves = 1;
+  while (SpanLeaves < OwnerSpans.size())
+    SpanLeaves *= 2;
+  SpanMaxEnd.assign(2 * SpanLeaves, 0);
+  for (size_t K = 0; K < OwnerSpans.size(); ++K)
+    SpanMaxEnd[SpanLeaves + K] = OwnerSpans[K].End;
+  for (uint64_t Node = SpanLeaves; Node-- > 1;)
+    SpanMaxEnd[Node] = std::max(SpanMaxEnd[2 * Node], SpanMaxEnd[2 * Node + 1]);
 }
 
 bool Trace::blockLiveAt(uint64_t Block, uint32_t Tick) const {

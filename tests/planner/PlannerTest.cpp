@@ -16,6 +16,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <set>
 
 using namespace deepum;
@@ -201,6 +202,56 @@ TEST(PlannerProperties, CapacityDiscardsAndFaults) {
         EXPECT_GE(R.Stats.PredictedIterationUs, R.Stats.ComputeUs);
       }
   }
+}
+
+TEST(PlannerTrace, OwnersLiveAtATickAreThoseAScanOfEveryOwnerFinds) {
+  // Blocks reused by many allocations over the iteration, beside one that
+  // lives through most of it: the walk back from the tick cannot stop early
+  // (the long span might reach it), and past a few steps a tree of span ends
+  // takes over. Every tick of every block is checked against a scan of all
+  // owners, on random lifetimes, some wrapping around the iteration.
+  std::mt19937 Rng(7);
+  Trace T;
+  T.BlockBytes = 2 * MiB;
+  T.Blocks = 6;
+  T.Ticks = 4000;
+  T.BlockOwners.assign(T.Blocks, {});
+  auto Add = [&](uint64_t Block, TickInterval A, TickInterval B) {
+    PlannedAllocation PA;
+    PA.Sequence = static_cast<uint32_t>(T.Allocations.size());
+    PA.Live[0] = A;
+    PA.Live[1] = B;
+    T.BlockOwners[Block].push_back(PA.Sequence);
+    T.Allocations.push_back(PA);
+  };
+  for (uint64_t B = 0; B < T.Blocks; ++B) {
+    if (B % 2 == 0)
+      Add(B, {5, T.Ticks - 5}, {}); // the long-lived owner
+    if (B == 3)
+      Add(B, {T.Ticks - 100, T.Ticks}, {0, T.Ticks - 200}); // wraps, nearly all of it
+    unsigned Short = B == 5 ? 3 : 400;
+    for (unsigned K = 0; K < Short; ++K) {
+      uint32_t Begin = static_cast<uint32_t>(Rng() % T.Ticks);
+      uint32_t Length = 1 + static_cast<uint32_t>(Rng() % 40);
+      uint32_t End = std::min<uint32_t>(Begin + Length, T.Ticks);
+      Add(B, {Begin, End}, Begin + Length > T.Ticks ? TickInterval{0, Begin + Length - T.Ticks}
+                                                    : TickInterval{});
+    }
+  }
+  T.indexOwners();
+  size_t Found = 0;
+  for (uint64_t B = 0; B < T.Blocks; ++B)
+    for (uint32_t Tick = 0; Tick <= T.Ticks; ++Tick) {
+      std::multiset<uint32_t> Expected, Got;
+      for (uint32_t S : T.BlockOwners[B])
+        for (const TickInterval &L : T.Allocations[S].Live)
+          if (!L.empty() && L.Begin <= Tick && Tick < L.End)
+            Expected.insert(S);
+      T.forOwnersLiveAt(B, Tick, [&](uint32_t S) { Got.insert(S); });
+      ASSERT_EQ(Got, Expected) << "block " << B << " tick " << Tick;
+      Found += Got.size();
+    }
+  EXPECT_GT(Found, 3 * T.Ticks); // the long owners alone are live at most ticks
 }
 
 TEST(PlannerSchedule, DeadDataIsDiscardedNotWrittenBack) {

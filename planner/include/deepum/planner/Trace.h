@@ -164,10 +164,18 @@ struct Trace {
   std::vector<TickInterval> Union;
   /// Builds the per-block indexes above from BlockOwners and Allocations.
   void indexOwners();
-  /// Calls F(sequence) for each allocation overlapping Block live at Tick.
+  /// The largest End in each subtree of a binary tree over OwnerSpans
+  /// (node 1 the root, span k at leaf SpanLeaves + k): finds the spans that
+  /// reach past a tick among many that began before it.
+  std::vector<uint32_t> SpanMaxEnd;
+  uint64_t SpanLeaves = 0;
+  /// Calls F(sequence) for each allocation overlapping Block live at Tick,
+  /// in no particular order.
   template <typename Fn> void forOwnersLiveAt(uint64_t Block, uint32_t Tick, Fn F) const {
     uint64_t Lo = OwnerStart[Block], Hi = OwnerStart[Block + 1];
-    // Last span beginning at or before Tick, then back while one could reach it.
+    // Last span beginning at or before Tick, then back while one could reach
+    // it: a few steps unless a long-lived owner shares the block with many
+    // short ones, where the tree takes over so the query stays logarithmic.
     uint64_t I = Lo, J = Hi;
     while (I < J) {
       uint64_t M = I + (J - I) / 2;
@@ -176,13 +184,34 @@ struct Trace {
       else
         J = M;
     }
+    constexpr unsigned kWalk = 8;
+    unsigned Steps = 0;
     for (uint64_t K = I; K-- > Lo;) {
       const OwnerSpan &S = OwnerSpans[K];
       if (static_cast<uint64_t>(S.Begin) + OwnerMaxSpan[Block] <= Tick)
-        break;
+        return;
+      if (++Steps > kWalk) {
+        visitSpansReaching(1, 0, SpanLeaves, Lo, K + 1, Tick, F);
+        return;
+      }
       if (S.End > Tick)
         F(S.Sequence);
     }
+  }
+  /// F(sequence) for the spans in [Lo, Hi) under Node (covering leaves
+  /// [NodeLo, NodeHi)) whose End is past Tick.
+  template <typename Fn>
+  void visitSpansReaching(uint64_t Node, uint64_t NodeLo, uint64_t NodeHi, uint64_t Lo,
+                          uint64_t Hi, uint32_t Tick, Fn &F) const {
+    if (NodeHi <= Lo || NodeLo >= Hi || SpanMaxEnd[Node] <= Tick)
+      return;
+    if (Node >= SpanLeaves) {
+      F(OwnerSpans[Node - SpanLeaves].Sequence);
+      return;
+    }
+    uint64_t Mid = NodeLo + (NodeHi - NodeLo) / 2;
+    visitSpansReaching(2 * Node, NodeLo, Mid, Lo, Hi, Tick, F);
+    visitSpansReaching(2 * Node + 1, Mid, NodeHi, Lo, Hi, Tick, F);
   }
   /// Profile kernel index of position 0 (for messages).
   uint32_t FirstKernel = 0;

@@ -18,11 +18,14 @@
 //===----------------------------------------------------------------------===//
 #include "deepum/planner/Trace.h"
 
+#include "deepum/format/Window.h"
+
 #include "deepum/base/Error.h"
 #include "deepum/format/PlanWire.h"
 #include "deepum/format/Signature.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
@@ -190,7 +193,9 @@ private:
   const uint32_t First, N;
   Trace &T;
   uint64_t WindowStart = 0, WindowEnd = 0;
-  std::vector<uint32_t> Persistent, Window, CarriedIn;
+  deepum::format::WindowAllocations Classes;
+  std::vector<uint32_t> &Persistent = Classes.Persistent, &Window = Classes.Made,
+                        &CarriedIn = Classes.CarriedIn;
   DenseMap<uint32_t, uint32_t> AllocTick, FreeTick; // profile allocation index -> tick
   // Profile allocation id -> sequence. Ids are any uint64: not a DenseMap,
   // which reserves two keys (2^64-1, 2^64-2) for itself.
@@ -210,21 +215,7 @@ void TraceBuilder::classifyAllocations() {
   WindowStart = P.kernels(First).start_ns();
   WindowEnd = First + N < static_cast<uint32_t>(P.kernels_size()) ? P.kernels(First + N).start_ns()
                                                                   : UINT64_MAX;
-  for (int I = 0; I < P.allocations_size(); ++I) {
-    const Allocation &Al = P.allocations(I);
-    uint64_t Free = Al.freed() ? Al.free_time_ns() : UINT64_MAX;
-    if (Al.alloc_time_ns() < WindowStart) {
-      if (Free >= WindowEnd)
-        Persistent.push_back(I);
-      else if (Free >= WindowStart)
-        CarriedIn.push_back(I);
-    } else if (Al.alloc_time_ns() < WindowEnd) {
-      Window.push_back(I);
-    }
-  }
-  std::stable_sort(Window.begin(), Window.end(), [&](uint32_t X, uint32_t Y) {
-    return P.allocations(X).alloc_time_ns() < P.allocations(Y).alloc_time_ns();
-  });
+  Classes = deepum::format::classifyAllocations(P, WindowStart, WindowEnd);
 }
 
 /// Ticks: frees before allocations before kernels at equal times (a kernel
@@ -293,36 +284,26 @@ void TraceBuilder::assignSequences() {
 /// Matches carried-in allocations to wrapping window allocations by size, in
 /// order, and gives the window allocations their lifetimes.
 void TraceBuilder::matchCarriedIn() {
-  std::map<uint64_t, std::vector<uint32_t>> WrapsBySize, CarriedBySize;
-  for (uint32_t I : Window)
-    if (!FreeTick.count(I))
-      WrapsBySize[P.allocations(I).size_bytes()].push_back(I);
-  for (uint32_t I : CarriedIn)
-    CarriedBySize[P.allocations(I).size_bytes()].push_back(I);
   DenseMap<uint32_t, uint32_t> WrapEnd; // window allocation index -> tick of its counterpart's free
-  unsigned UnmatchedCarried = 0, UnmatchedWraps = 0;
-  for (auto &[Size, Wraps] : WrapsBySize) {
-    auto It = CarriedBySize.find(Size);
-    size_t Matched = It == CarriedBySize.end() ? 0 : std::min(Wraps.size(), It->second.size());
-    for (size_t K = 0; K < Matched; ++K) {
-      uint32_t C = It->second[K];
-      WrapEnd[Wraps[K]] = FreeTick[C];
-      SeqOfId[P.allocations(C).id()] = SeqOfId[P.allocations(Wraps[K]).id()];
-    }
-    UnmatchedWraps += Wraps.size() - Matched;
+  DenseSet<uint32_t> Matched;           // carried-in allocation indexes
+  size_t Wraps = 0;
+  for (uint32_t I : Window)
+    Wraps += !FreeTick.count(I);
+  for (auto [C, W] : deepum::format::matchCarriedIn(P, Classes, WindowEnd)) {
+    WrapEnd[W] = FreeTick[C];
+    SeqOfId[P.allocations(C).id()] = SeqOfId[P.allocations(W).id()];
+    Matched.insert(C);
   }
+  const size_t UnmatchedWraps = Wraps - Matched.size();
   // Only a carried-in allocation that is still live when the window's first
   // kernel runs can be accessed there. One freed at the window's start (its
   // free sorts before that kernel, as an iteration's last frees do in traces
   // whose iterations run back to back) is dead for the whole window: having no
   // counterpart drops nothing.
-  for (auto &[Size, Carried] : CarriedBySize) {
-    auto It = WrapsBySize.find(Size);
-    size_t Have = It == WrapsBySize.end() ? 0 : It->second.size();
-    for (size_t K = Have; K < Carried.size(); ++K)
-      if (FreeTick[Carried[K]] > T.KernelTick[0])
-        ++UnmatchedCarried;
-  }
+  unsigned UnmatchedCarried = 0;
+  for (uint32_t C : CarriedIn)
+    if (!Matched.count(C) && FreeTick[C] > T.KernelTick[0])
+      ++UnmatchedCarried;
   for (uint32_t I : Window) {
     PlannedAllocation &PA = T.Allocations[SeqOfId[P.allocations(I).id()]];
     uint32_t Begin = AllocTick[I];

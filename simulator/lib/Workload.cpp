@@ -4,6 +4,7 @@
 #include "deepum/base/Hash.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Signature.h"
+#include "deepum/format/Window.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -189,6 +190,7 @@ public:
     Used = sortedIndex(BlockIndex(Dense.begin(), Dense.end()));
     IterBegin = Starts.front();
     IterEnd = kernel(Count - 1).end_ns();
+    pairAcrossTheMark();
     if (HaveTensors)
       buildTensorObjects();
     else
@@ -384,9 +386,17 @@ private:
   /// Swap objects: the allocations used in the iteration, with their pages,
   /// lifetimes and uses.
   void buildTensorObjects() {
+    // An allocation carried in at the address of one the iteration makes
+    // and leaves to the next is that one's previous instance: one object,
+    // allocated late in the iteration and freed early in the next (liveAt's
+    // wrap), so that a swap schedule keeps what the next iteration reads.
     size_t N = 0;
     for (auto &[Id, Slot] : ObjectOf)
-      Slot = N++;
+      if (!SameAddress.count(Id) || !ObjectOf.count(SameAddress.at(Id)))
+        Slot = N++;
+    for (auto &[Id, Slot] : ObjectOf)
+      if (SameAddress.count(Id) && ObjectOf.count(SameAddress.at(Id)))
+        Slot = ObjectOf.at(SameAddress.at(Id));
     W.Objects.resize(N);
     for (auto &[Id, Slot] : ObjectOf) {
       const deepum::v1::Allocation &A = *Allocs[Id];
@@ -486,9 +496,12 @@ private:
       auto Span = UseSpan.find(Id);
       if (Span == UseSpan.end())
         continue;
-      if (O.AllocPos >= 0)
+      // By this allocation's own uses: an object may be two (buildTensorObjects).
+      const deepum::v1::Allocation &A = *Allocs.at(Id);
+      if (O.AllocPos >= 0 && A.alloc_time_ns() > IterBegin && A.alloc_time_ns() <= IterEnd)
         O.AllocPos = std::min<int64_t>(O.AllocPos, Span->second.first);
-      if (O.FreePos >= 0)
+      if (O.FreePos >= 0 && A.freed() && A.free_time_ns() >= IterBegin &&
+          A.free_time_ns() <= IterEnd)
         O.FreePos = std::max<int64_t>(O.FreePos, Span->second.second + 1);
       if (O.FreePos >= Count) // freed after the last launch: lives to the end
         O.FreePos = -1;
@@ -601,7 +614,7 @@ private:
   };
 
   uint32_t slotOf(const deepum::v1::Allocation &A) {
-    auto [It, New] = Slots.try_emplace(A.id(), static_cast<uint32_t>(SlotBlocks.size()));
+    auto [It, New] = Slots.try_emplace(dataOf(A.id()), static_cast<uint32_t>(SlotBlocks.size()));
     if (New)
       SlotBlocks.emplace_back();
     return It->second;
@@ -743,6 +756,47 @@ private:
     DW->HeldBytes.push_back(Held);
   }
 
+  /// Allocations carried in that continue one the iteration makes and
+  /// leaves to the next (live from its event here to the iteration's end;
+  /// the one carried in freed here). SameAddress: at the same address and
+  /// size, the same memory in the profile's replay, whose swap objects are
+  /// one. SameData: those the planner pairs too (deepum/format/Window.h), so
+  /// that the data is one piece in the plan's arena and at the profile's
+  /// addresses alike: the lower bounds count them as one.
+  void pairAcrossTheMark() {
+    const uint64_t TailEnd = tailEnd();
+    const uint64_t WindowEnd = First + Count < static_cast<uint64_t>(P.kernels_size())
+                                   ? kernel(Count).start_ns()
+                                   : UINT64_MAX;
+    deepum::format::WindowAllocations Classes =
+        deepum::format::classifyAllocations(P, IterBegin, WindowEnd);
+    std::map<std::pair<uint64_t, uint64_t>, uint64_t> Wrapping; // (address, size) -> id
+    for (uint32_t I : Classes.Made) {
+      const deepum::v1::Allocation &A = P.allocations(static_cast<int>(I));
+      if (A.alloc_time_ns() <= IterEnd && !(A.freed() && A.free_time_ns() <= TailEnd))
+        Wrapping[{A.address(), A.size_bytes()}] = A.id();
+    }
+    for (uint32_t I : Classes.CarriedIn) {
+      const deepum::v1::Allocation &A = P.allocations(static_cast<int>(I));
+      auto It = Wrapping.find({A.address(), A.size_bytes()});
+      if (It != Wrapping.end() && A.free_time_ns() <= TailEnd)
+        SameAddress[A.id()] = It->second;
+    }
+    for (auto [C, M] : deepum::format::matchCarriedIn(P, Classes, WindowEnd)) {
+      const uint64_t Carried = P.allocations(static_cast<int>(C)).id();
+      auto It = SameAddress.find(Carried);
+      if (It != SameAddress.end() && It->second == P.allocations(static_cast<int>(M)).id())
+        SameData[Carried] = It->second;
+    }
+  }
+
+  /// The allocation whose data `Id`'s bytes hold: itself, or for one carried
+  /// in, the allocation it pairs with.
+  uint64_t dataOf(uint64_t Id) const {
+    auto It = SameData.find(Id);
+    return It == SameData.end() ? Id : It->second;
+  }
+
   /// W.Data: the data workload of the iteration.
   void buildData() {
     DW = std::make_shared<Workload>();
@@ -814,7 +868,7 @@ private:
     for (const deepum::v1::Allocation &A : P.allocations()) {
       if (A.role() != deepum::v1::ALLOCATION_ROLE_INPUT)
         continue;
-      auto S = Slots.find(A.id());
+      auto S = Slots.find(dataOf(A.id()));
       if (S == Slots.end())
         continue;
       const bool InIteration = A.alloc_time_ns() >= IterBegin && A.alloc_time_ns() <= IterEnd;
@@ -846,7 +900,7 @@ private:
     for (const AllocationEvent &E : Events) {
       if (E.Delta > 0 && E.A->alloc_time_ns() <= IterBegin)
         continue;
-      auto S = Slots.find(E.A->id());
+      auto S = Slots.find(dataOf(E.A->id()));
       if (S != Slots.end())
         for (uint32_t B : SlotBlocks[S->second])
           DeathsOf[B].push_back(E.Pos % Count);
@@ -882,7 +936,9 @@ private:
   std::vector<AllocationEvent> Events;
   // The data workload being built (buildData).
   std::shared_ptr<Workload> DW;
-  std::unordered_map<uint64_t, uint32_t> Slots;            // allocation id -> slot
+  // Carried in -> made (pairAcrossTheMark).
+  std::unordered_map<uint64_t, uint64_t> SameAddress, SameData;
+  std::unordered_map<uint64_t, uint32_t> Slots;            // data's allocation id -> slot
   std::vector<std::vector<uint32_t>> SlotBlocks;            // slot -> its dense blocks
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> PieceBlocks; // (slot, UM block) -> block
   std::unordered_map<uint32_t, uint32_t> UseOf;             // block -> use of this kernel

@@ -7,6 +7,10 @@
 // disk and `deepum-plan` is run on it as a child process, so the wall time and
 // peak resident memory reported are the tool's own, reading included.
 //
+// With --instructions it runs under valgrind's callgrind instead and reports
+// the instructions deepum-plan executes per block use: flat along a series
+// when its work is linear in the profile, whatever the caches do to its time.
+//
 //===----------------------------------------------------------------------===//
 #include "deepum/format/Format.h"
 #include "deepum/format/Perfetto.h"
@@ -15,6 +19,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -42,6 +48,10 @@ static cl::list<unsigned> UseSizes("block-uses",
                                    cl::CommaSeparated, cl::cat(Category));
 static cl::opt<unsigned> ProfileIterations("iterations", cl::desc("Iterations per profile"),
                                            cl::init(2), cl::cat(Category));
+static cl::opt<bool> Instructions("instructions",
+                                  cl::desc("Count instructions under valgrind --tool=callgrind "
+                                           "instead of timing"),
+                                  cl::cat(Category));
 static cl::opt<std::string> OutMd("md", cl::desc("Markdown table to write"), cl::init(""),
                                   cl::cat(Category));
 
@@ -150,7 +160,29 @@ Measured runTool(const std::vector<std::string> &Args) {
   return M;
 }
 
+/// The instruction count callgrind wrote to `Path` (its "summary:" line).
+Expected<uint64_t> callgrindTotal(const std::string &Path) {
+  auto Buffer = MemoryBuffer::getFile(Path);
+  if (!Buffer)
+    return createStringError(Buffer.getError(), Path + ": cannot read");
+  SmallVector<StringRef, 0> Lines;
+  (*Buffer)->getBuffer().split(Lines, '\n');
+  for (StringRef L : Lines) {
+    uint64_t N = 0;
+    if (L.consume_front("summary: ") && !L.trim().getAsInteger(10, N))
+      return N;
+  }
+  return createStringError(inconvertibleErrorCode(), Path + ": no summary line");
+}
+
 Error run() {
+  std::string Valgrind;
+  if (Instructions) {
+    auto Found = sys::findProgramByName("valgrind");
+    if (!Found)
+      return createStringError(Found.getError(), "--instructions needs valgrind on the PATH");
+    Valgrind = *Found;
+  }
   auto P = deepum::format::readProfile(Input);
   if (!P)
     return P.takeError();
@@ -170,9 +202,12 @@ Error run() {
     Targets = {25000, 50000, 100000};
   if (ByUses && BlockUses == 0)
     return createStringError(inconvertibleErrorCode(), Input + ": no block uses to repeat");
-  std::string Md = "| profile | kernels / iteration | block uses / iteration | file size | "
-                   "deepum-plan wall (s) | CPU (s) | peak RSS (MiB) | CPU s per 1M block uses "
-                   "|\n|---|---|---|---|---|---|---|---|\n";
+  std::string Md = Instructions
+                       ? "| profile | kernels / iteration | block uses / iteration | "
+                         "instructions (G) | instructions per block use |\n|---|---|---|---|---|\n"
+                       : "| profile | kernels / iteration | block uses / iteration | file size | "
+                         "deepum-plan wall (s) | CPU (s) | peak RSS (MiB) | CPU s per 1M block "
+                         "uses |\n|---|---|---|---|---|---|---|---|\n";
   for (unsigned Target : Targets) {
     double Unit = ByUses ? double(BlockUses) : double(PerIteration);
     unsigned Copies = std::max(1u, static_cast<unsigned>(std::ceil(double(Target) / Unit)));
@@ -188,12 +223,31 @@ Error run() {
       for (const BlockAccess &B : R.kernels(static_cast<int>(K)).blocks())
         Blocks.insert(B.block());
     Capacity = std::max<uint64_t>(Capacity, Blocks.size() * deepum::format::kUmBlockBytes / 2);
-    Measured M = runTool({Tool, Path, "--gpu-memory", std::to_string(Capacity), "--device",
-                          "v100-pcie-16gb", "--quiet", "-o", Plan});
+    std::vector<std::string> Args = {Tool, Path, "--gpu-memory", std::to_string(Capacity),
+                                     "--device", "v100-pcie-16gb", "--quiet", "-o", Plan};
+    const std::string Counts = WorkDir + "/repeated-" + std::to_string(Target) + ".callgrind";
+    if (Instructions)
+      Args.insert(Args.begin(), {Valgrind, "--tool=callgrind", "--quiet",
+                                 "--callgrind-out-file=" + Counts});
+    Measured M = runTool(Args);
     if (M.Status != 0)
       return createStringError(inconvertibleErrorCode(), "deepum-plan failed on " + Path +
                                                              " (status " +
                                                              std::to_string(M.Status) + ")");
+    if (Instructions) {
+      Expected<uint64_t> Total = callgrindTotal(Counts);
+      if (!Total)
+        return Total.takeError();
+      std::string Line = formatv("| {0} x{1} | {2} | {3} | {4:f2} | {5:f0} |\n",
+                                 P->workload().model(), Copies, Copies * PerIteration,
+                                 Copies * BlockUses, double(*Total) / 1e9,
+                                 double(*Total) / double(std::max<uint64_t>(1, Copies * BlockUses)))
+                             .str();
+      outs() << Line;
+      outs().flush();
+      Md += Line;
+      continue;
+    }
     uint64_t Bytes = static_cast<uint64_t>(R.ByteSizeLong());
     std::string Line =
         formatv("| {0} x{1} | {2} | {3} | {4} | {5:f2} | {6:f2} | {7:f0} | {8:f2} |\n",

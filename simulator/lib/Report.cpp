@@ -106,6 +106,7 @@ llvm::json::Value deepum::sim::toJson(const SimResult &R) {
       {"thrashing_events", R.ThrashingEvents},
       {"throttled_batches", R.ThrottledBatches},
       {"lost_reads", R.LostReads},
+      {"lost_contents", R.LostContents},
       {"peak_resident_bytes", U(R.PeakResidentBytes)},
       {"invariant_violations", U(R.InvariantViolations)},
   };
@@ -166,6 +167,10 @@ void deepum::sim::print(llvm::raw_ostream &OS, const SimResult &R) {
   if (R.LostReads > 0)
     OS << llvm::formatv("  warning: {0:F1} pages per iteration read after being discarded\n",
                         R.LostReads);
+  if (R.LostContents > 0)
+    OS << llvm::formatv("  warning: {0:F1} pages per iteration read whose contents the policy "
+                        "dropped\n",
+                        R.LostContents);
   if (R.InvariantViolations)
     OS << llvm::formatv("  warning: {0} invariant violations\n", R.InvariantViolations);
 }

@@ -301,6 +301,12 @@ llvm::Error replayOnEngine(SimResult &R, const Workload &W, const deepum::v1::Pr
       llvm::StringRef Name =
           Record ? llvm::StringRef(P.kernels(static_cast<int>(W.FirstKernel + K)).name())
                  : llvm::StringRef("kernel");
+      // What the launch reads that someone produced before (not memory
+      // allocated anew, by the profile's lifetimes) must still exist: a
+      // policy that dropped it ran on data it destroyed.
+      if (!W.FreshMasks.empty())
+        for (uint32_t I = W.UseBegin[K]; I < W.UseBegin[K + 1]; ++I)
+          E.expectContents(W.Uses[I].Block, W.boundReads(I));
       if (llvm::Error Err = E.launch(W.uses(K), W.DurationNs[K], Name))
         return fail(O.ProfileName + ": " + llvm::toString(std::move(Err)));
       Pol.kernelEnded(E, K);

@@ -195,6 +195,9 @@ void expectAboveEveryBound(const Row &X) {
   EXPECT_GE(R.IterationUs + SlackUs, R.BoundOrIdealUs);
   EXPECT_GE(R.IterationUs + SlackUs, R.CutBoundUs);
   EXPECT_GE(R.IterationUs + SlackUs, R.LowerBoundUs);
+  // A policy can only beat a bound by destroying data: none may read
+  // contents it dropped (swap-opt did, on tensors living across the mark).
+  EXPECT_EQ(R.LostContents, 0);
 }
 
 /// Warm-up iterations before the measured ones: a policy whose transfers

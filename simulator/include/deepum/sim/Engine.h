@@ -34,6 +34,7 @@
 #include "llvm/Support/Error.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <deque>
 #include <queue>
@@ -78,6 +79,7 @@ struct EngineStats {
   uint64_t ThrashingEvents = 0;
   uint64_t ThrottledBatches = 0;
   uint64_t LostReads = 0; // pages read with no valid copy anywhere
+  uint64_t LostContents = 0; // pages whose kept contents a launch reads, with no valid copy
   uint64_t InvariantViolations = 0;
   uint64_t StallNs = 0;           // compute lane idle between kernels
   uint64_t FaultEntries = 0;      // 4 KiB fault-buffer entries serviced
@@ -111,6 +113,7 @@ inline void fillPerIteration(SimResult &R, const EngineStats &Before, const Engi
   R.ThrashingEvents = Per(&EngineStats::ThrashingEvents);
   R.ThrottledBatches = Per(&EngineStats::ThrottledBatches);
   R.LostReads = Per(&EngineStats::LostReads);
+  R.LostContents = Per(&EngineStats::LostContents);
   R.PeakResidentBytes = After.PeakResidentBytes;
 }
 
@@ -226,6 +229,11 @@ public:
   uint64_t capacityBytes() const { return CapacityPages * PageBytes; }
   bool isResident(uint32_t Block, uint32_t Mask) const { return (Resident[Block] & Mask) == Mask; }
   uint32_t residentMask(uint32_t Block) const { return Resident[Block]; }
+  /// Counts the pages of Mask in Block with no valid copy anywhere as lost
+  /// contents: the caller knows the launch about to run reads what they held.
+  void expectContents(uint32_t Block, uint32_t Mask) {
+    Stats.LostContents += static_cast<unsigned>(std::popcount(Mask & ~Valid[Block]));
+  }
   /// Time the host issues commands now, ns.
   uint64_t issueNs() const { return IssueNs; }
   /// End of the last kernel, ns.

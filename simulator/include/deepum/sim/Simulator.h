@@ -141,6 +141,7 @@ struct SimResult {
   double ThrashingEvents = 0;       // [thrashing_events]
   double ThrottledBatches = 0;      // [throttled_batches]
   double LostReads = 0;             // [lost_reads] pages read after a discard
+  double LostContents = 0;          // [lost_contents] pages read whose contents had to be kept, gone
   uint64_t PeakResidentBytes = 0;   // [peak_resident_bytes] incl. evictions in flight
   uint64_t InvariantViolations = 0; // [invariant_violations] with CheckInvariants
 };

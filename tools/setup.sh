@@ -16,6 +16,8 @@ packages=(
   python3 python3-protobuf python3-torch python3-torchvision python3-matplotlib
   # pip install . (pyproject.toml) into a virtual environment.
   python3-pip python3-venv
+  # make results: the planner's instructions per block use (bench/plan/results.sh).
+  valgrind
 )
 
 missing=()

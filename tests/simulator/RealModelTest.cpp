@@ -60,6 +60,7 @@ TEST_P(SimRealModel, InvariantsHoldForEveryPolicy) {
     EXPECT_NEAR(R.BytesHtoD, R.BytesDemand + R.BytesDriverPrefetched + R.BytesPrefetched, 1);
     EXPECT_LE(R.BytesDtoH, R.BytesHtoD + static_cast<double>(O.GpuMemoryBytes));
     EXPECT_EQ(R.LostReads, 0);
+    EXPECT_EQ(R.LostContents, 0);
     EXPECT_GE(R.StallUs, 0);
     EXPECT_NEAR(R.IterationUs, R.IdealUs + R.StallUs, 1e-3 * R.IterationUs);
   }

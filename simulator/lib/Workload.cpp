@@ -404,12 +404,15 @@ private:
       O.Bytes = A.size_bytes();
       O.Activation = A.role() == deepum::v1::ALLOCATION_ROLE_ACTIVATION;
       uint64_t Begin = A.address(), End = A.address() + A.size_bytes();
-      pagesOfUsed(Used, Begin, End, false, [&](uint64_t, uint32_t D, uint32_t M) {
-        O.Overlap.push_back({D, M, Access::ReadWrite});
-      });
-      pagesOfUsed(Used, Begin, End, true, [&](uint64_t, uint32_t D, uint32_t M) {
-        O.Whole.push_back({D, M, Access::ReadWrite});
-      });
+      // The pages once: the two allocations of one object lie on the same.
+      if (O.Overlap.empty() && O.Whole.empty()) {
+        pagesOfUsed(Used, Begin, End, false, [&](uint64_t, uint32_t D, uint32_t M) {
+          O.Overlap.push_back({D, M, Access::ReadWrite});
+        });
+        pagesOfUsed(Used, Begin, End, true, [&](uint64_t, uint32_t D, uint32_t M) {
+          O.Whole.push_back({D, M, Access::ReadWrite});
+        });
+      }
       if (A.alloc_time_ns() > IterBegin && A.alloc_time_ns() <= IterEnd)
         O.AllocPos = positionOf(A.alloc_time_ns());
       if (A.freed() && A.free_time_ns() >= IterBegin && A.free_time_ns() <= IterEnd)

@@ -1264,6 +1264,16 @@ TEST(SimBound, ATensorLivingAcrossTheMarkIsOneTensor) {
     I->set_start_ns(P.kernels(static_cast<int>(6 + First)).start_ns());
     I->set_end_ns(P.kernels(static_cast<int>(8 + First)).end_ns());
     ASSERT_FALSE(bool(format::validateProfile(P)));
+    // One swap object for X, its page range once, used by a and by c.
+    auto Wl = takeOk(sim::detail::workloadFromProfile(P));
+    size_t Activations = 0;
+    for (const sim::detail::SwapObject &O : Wl.Objects)
+      if (O.Activation) {
+        ++Activations;
+        EXPECT_EQ(O.Whole.size(), 1u);
+        EXPECT_EQ(O.Uses.size(), 2u);
+      }
+    EXPECT_EQ(Activations, 1u);
     const SimResult Swap = run(P, opts(Policy::SwapOpt, 4 * MiB, 12, 10));
     EXPECT_GE(Swap.BytesDtoH, 2.0 * MiB);
     EXPECT_GE(Swap.BytesHtoD, 2.0 * MiB);

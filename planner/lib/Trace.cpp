@@ -18,11 +18,10 @@
 //===----------------------------------------------------------------------===//
 #include "deepum/planner/Trace.h"
 
-#include "deepum/format/Window.h"
-
 #include "deepum/base/Error.h"
 #include "deepum/format/PlanWire.h"
 #include "deepum/format/Signature.h"
+#include "deepum/format/Window.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"

@@ -93,24 +93,13 @@ Schedule detail::swapOptSchedule(const Workload &W, uint64_t CapacityBytes, cons
         Load[P] += static_cast<int64_t>(O.Bytes);
   const int64_t Limit = static_cast<int64_t>(CapacityBytes);
 
-  // Idle intervals: between consecutive uses (cyclically: the last use of an
-  // iteration to the first of the next), strictly between the two positions.
-  struct Gap {
-    uint32_t Object, From, To; // uses at From and To; idle at From+1 .. To-1 (mod K)
+  // Candidates are >= 1 MiB.
+  struct Gap : SwapGap {
     bool Chosen = false;
   };
   std::vector<Gap> Gaps;
-  for (uint32_t I = 0; I < W.Objects.size(); ++I) {
-    const SwapObject &O = W.Objects[I];
-    if (O.Bytes < (uint64_t{1} << 20) || O.Uses.empty()) // candidates are >= 1 MiB
-      continue;
-    for (size_t U = 0; U < O.Uses.size(); ++U) {
-      uint32_t From = O.Uses[U].first;
-      uint32_t To = U + 1 < O.Uses.size() ? O.Uses[U + 1].first : O.Uses.front().first + K;
-      if (To > From + 1)
-        Gaps.push_back({I, From, To});
-    }
-  }
+  for (const SwapGap &G : swapGaps(W, uint64_t{1} << 20))
+    Gaps.push_back({G});
   auto Spans = [&](const Gap &G, uint32_t P) {
     return (P > G.From && P < G.To) || (P + K > G.From && P + K < G.To);
   };
@@ -167,15 +156,42 @@ Schedule detail::swapOptSchedule(const Workload &W, uint64_t CapacityBytes, cons
     for (uint32_t P = G.From + 1; P < G.To; ++P)
       Load[P % K] -= static_cast<int64_t>(W.Objects[G.Object].Bytes);
   }
+  std::sort(Chosen.begin(), Chosen.end());
+  std::vector<SwapGap> Out;
+  for (size_t GI : Chosen)
+    Out.push_back(Gaps[GI]);
+  return swapScheduleOf(W, Out, D);
+}
 
+std::vector<SwapGap> detail::swapGaps(const Workload &W, uint64_t MinBytes) {
+  // Idle intervals: between consecutive uses (cyclically: the last use of an
+  // iteration to the first of the next), strictly between the two positions.
+  const uint32_t K = W.Kernels;
+  std::vector<SwapGap> Gaps;
+  for (uint32_t I = 0; I < W.Objects.size(); ++I) {
+    const SwapObject &O = W.Objects[I];
+    if (O.Bytes < MinBytes || O.Uses.empty())
+      continue;
+    for (size_t U = 0; U < O.Uses.size(); ++U) {
+      uint32_t From = O.Uses[U].first;
+      uint32_t To = U + 1 < O.Uses.size() ? O.Uses[U + 1].first : O.Uses.front().first + K;
+      if (To > From + 1)
+        Gaps.push_back({I, From, To});
+    }
+  }
+  return Gaps;
+}
+
+Schedule detail::swapScheduleOf(const Workload &W, llvm::ArrayRef<SwapGap> Chosen,
+                                const DeviceModel &D) {
+  const uint32_t K = W.Kernels;
+  std::vector<double> Dur(W.DurationNs.begin(), W.DurationNs.end());
   // Timing: out right after the use before the gap; back in as late as still
   // arrives in time (transfer + one fault-batch latency of slack before the
   // use) if the link is free, so the copy never stalls compute; a dead value
   // (next use writes it whole) is discarded and not brought back.
   std::vector<std::pair<uint32_t, Command>> Items;
-  std::sort(Chosen.begin(), Chosen.end());
-  for (size_t GI : Chosen) {
-    const Gap &G = Gaps[GI];
+  for (const SwapGap &G : Chosen) {
     const SwapObject &O = W.Objects[G.Object];
     Access Next = O.Uses[static_cast<size_t>(
                              std::find_if(O.Uses.begin(), O.Uses.end(),
@@ -362,6 +378,10 @@ private:
 };
 
 } // namespace
+
+std::unique_ptr<SimPolicy> detail::makeSchedulePolicy(const Workload &W, Schedule S) {
+  return std::make_unique<SchedulePolicy>(W, std::move(S));
+}
 
 std::unique_ptr<SimPolicy> detail::makePolicy(Policy P, const Workload &W, const SimOptions &O,
                                               uint64_t CapacityBytes) {

@@ -333,8 +333,14 @@ llvm::Error replayOnEngine(SimResult &R, const Workload &W, const deepum::v1::Pr
 
 } // namespace
 
-llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, const SimOptions &O,
-                                                deepum::format::TraceWriter *Timeline) {
+namespace {
+
+/// simulate() with the policy `MakePolicy` makes for the workload at the
+/// run's capacity.
+llvm::Expected<SimResult> simulateWith(
+    const deepum::v1::Profile &P, const SimOptions &O, deepum::format::TraceWriter *Timeline,
+    llvm::function_ref<llvm::Expected<std::unique_ptr<SimPolicy>>(const Workload &, uint64_t)>
+        MakePolicy) {
   if (O.Iterations == 0)
     return fail("--iterations must be at least 1");
   if (O.Pol == Policy::Plan && !O.Plan)
@@ -353,7 +359,7 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
     return llvm::Expected<SimResult>(std::move(Err));
 
   // The policy may keep a reference to the workload: W outlives it.
-  llvm::Expected<std::unique_ptr<SimPolicy>> Pol = makeSimPolicy(*W, O, R.GpuMemoryBytes);
+  llvm::Expected<std::unique_ptr<SimPolicy>> Pol = MakePolicy(*W, R.GpuMemoryBytes);
   if (!Pol)
     return Pol.takeError();
   if (!(*Pol)->usesMemory()) {
@@ -363,4 +369,23 @@ llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, co
   if (llvm::Error Err = replayOnEngine(R, *W, P, O, **Pol, Timeline))
     return llvm::Expected<SimResult>(std::move(Err));
   return R;
+}
+
+} // namespace
+
+llvm::Expected<SimResult> deepum::sim::simulate(const deepum::v1::Profile &P, const SimOptions &O,
+                                                deepum::format::TraceWriter *Timeline) {
+  return simulateWith(P, O, Timeline, [&](const Workload &W, uint64_t Capacity) {
+    return makeSimPolicy(W, O, Capacity);
+  });
+}
+
+llvm::Expected<SimResult>
+deepum::sim::detail::simulateSchedule(const deepum::v1::Profile &P, const SimOptions &O,
+                                      llvm::function_ref<Schedule(const Workload &)> MakeSchedule) {
+  return simulateWith(
+      P, O, nullptr,
+      [&](const Workload &W, uint64_t) -> llvm::Expected<std::unique_ptr<SimPolicy>> {
+        return makeSchedulePolicy(W, MakeSchedule(W));
+      });
 }

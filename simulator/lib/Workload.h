@@ -15,6 +15,7 @@
 #include "deepum/v1/plan.pb.h"
 #include "deepum/v1/profile.pb.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -198,6 +199,27 @@ Schedule makeSchedule(uint32_t Kernels, std::vector<std::pair<uint32_t, Command>
 
 Schedule swapLayerSchedule(const Workload &W, unsigned Lookahead);
 Schedule swapOptSchedule(const Workload &W, uint64_t CapacityBytes, const DeviceModel &D);
+
+/// An idle interval of swap object Object: uses at From and To (To may pass
+/// the iteration's end: the next iteration's first use, + Kernels), idle in
+/// between.
+struct SwapGap {
+  uint32_t Object, From, To;
+};
+/// Every idle interval of the objects of at least MinBytes: the choices a
+/// swap schedule makes (swap-opt takes them greedily at 1 MiB).
+std::vector<SwapGap> swapGaps(const Workload &W, uint64_t MinBytes);
+/// The schedule that swaps out the gaps `Chosen`, each timed as swap-opt
+/// times its own: out after the use before it, back as late as arrives in
+/// time, discarded when the next use overwrites it.
+Schedule swapScheduleOf(const Workload &W, llvm::ArrayRef<SwapGap> Chosen, const DeviceModel &D);
+/// The policy that issues `S`, as swap-layer and swap-opt issue theirs.
+std::unique_ptr<SimPolicy> makeSchedulePolicy(const Workload &W, Schedule S);
+/// simulate() with the schedule MakeSchedule makes for the workload issued
+/// as swap-opt issues its own (O.Pol is not asked): a search over swap
+/// schedules (tests/simulator/BoundPropertyTest.cpp).
+llvm::Expected<SimResult> simulateSchedule(const deepum::v1::Profile &P, const SimOptions &O,
+                                           llvm::function_ref<Schedule(const Workload &)> MakeSchedule);
 
 /// DeepUM's online correlation prefetcher (Jung et al., ASPLOS'23).
 class DeepUmPrefetcher {

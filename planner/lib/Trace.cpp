@@ -28,6 +28,7 @@
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
+#include <tuple>
 #include <map>
 #include <numeric>
 #include <unordered_map>
@@ -211,9 +212,7 @@ private:
 
 /// Allocations by their place relative to the reference window.
 void TraceBuilder::classifyAllocations() {
-  WindowStart = P.kernels(First).start_ns();
-  WindowEnd = First + N < static_cast<uint32_t>(P.kernels_size()) ? P.kernels(First + N).start_ns()
-                                                                  : UINT64_MAX;
+  std::tie(WindowStart, WindowEnd) = deepum::format::iterationWindow(P, First, N);
   Classes = deepum::format::classifyAllocations(P, WindowStart, WindowEnd);
 }
 

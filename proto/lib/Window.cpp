@@ -31,6 +31,14 @@ WindowAllocations classifyAllocations(const Profile &P, uint64_t Start, uint64_t
   return Out;
 }
 
+std::pair<uint64_t, uint64_t> iterationWindow(const Profile &P, uint32_t First, uint32_t Count) {
+  const uint64_t Next = uint64_t{First} + Count;
+  return {P.kernels(static_cast<int>(First)).start_ns(),
+          Next < static_cast<uint64_t>(P.kernels_size())
+              ? P.kernels(static_cast<int>(Next)).start_ns()
+              : UINT64_MAX};
+}
+
 std::vector<std::pair<uint32_t, uint32_t>>
 matchCarriedIn(const Profile &P, const WindowAllocations &A, uint64_t End) {
   std::map<uint64_t, std::vector<uint32_t>> WrapsBySize, CarriedBySize;

@@ -464,6 +464,10 @@ void Engine::discardPages(uint32_t B, uint32_t Mask) {
   HostValid[B] &= ~Mask;
 }
 
+void Engine::expectContents(uint32_t Block, uint32_t Mask) {
+  Stats.LostContents += pages(Mask & ~Valid[Block]);
+}
+
 void Engine::hostWritePages(uint32_t B, uint32_t Mask) {
   dropPages(B, Mask);
   Valid[B] |= Mask;

@@ -383,6 +383,16 @@ private:
     return Id;
   }
 
+  /// A swap object's allocation, made after the iteration's first launch
+  /// starts (one made at that instant was made before it) ...
+  bool madeInIteration(const deepum::v1::Allocation &A) const {
+    return A.alloc_time_ns() > IterBegin && A.alloc_time_ns() <= IterEnd;
+  }
+  /// ... and its free, within the iteration.
+  bool freedInIteration(const deepum::v1::Allocation &A) const {
+    return A.freed() && A.free_time_ns() >= IterBegin && A.free_time_ns() <= IterEnd;
+  }
+
   /// Swap objects: the allocations used in the iteration, with their pages,
   /// lifetimes and uses.
   void buildTensorObjects() {
@@ -390,13 +400,20 @@ private:
     // and leaves to the next is that one's previous instance: one object,
     // allocated late in the iteration and freed early in the next (liveAt's
     // wrap), so that a swap schedule keeps what the next iteration reads.
+    auto Continued = [&](uint64_t Id) -> const size_t * {
+      auto Made = SameAddress.find(Id);
+      if (Made == SameAddress.end())
+        return nullptr;
+      auto It = ObjectOf.find(Made->second);
+      return It == ObjectOf.end() ? nullptr : &It->second;
+    };
     size_t N = 0;
     for (auto &[Id, Slot] : ObjectOf)
-      if (!SameAddress.count(Id) || !ObjectOf.count(SameAddress.at(Id)))
+      if (!Continued(Id))
         Slot = N++;
     for (auto &[Id, Slot] : ObjectOf)
-      if (SameAddress.count(Id) && ObjectOf.count(SameAddress.at(Id)))
-        Slot = ObjectOf.at(SameAddress.at(Id));
+      if (const size_t *Made = Continued(Id))
+        Slot = *Made;
     W.Objects.resize(N);
     for (auto &[Id, Slot] : ObjectOf) {
       const deepum::v1::Allocation &A = *Allocs[Id];
@@ -413,9 +430,9 @@ private:
           O.Whole.push_back({D, M, Access::ReadWrite});
         });
       }
-      if (A.alloc_time_ns() > IterBegin && A.alloc_time_ns() <= IterEnd)
+      if (madeInIteration(A))
         O.AllocPos = positionOf(A.alloc_time_ns());
-      if (A.freed() && A.free_time_ns() >= IterBegin && A.free_time_ns() <= IterEnd)
+      if (freedInIteration(A))
         O.FreePos = positionOf(A.free_time_ns());
     }
     for (uint32_t K = 0; K < Count; ++K) {
@@ -501,10 +518,9 @@ private:
         continue;
       // By this allocation's own uses: an object may be two (buildTensorObjects).
       const deepum::v1::Allocation &A = *Allocs.at(Id);
-      if (O.AllocPos >= 0 && A.alloc_time_ns() > IterBegin && A.alloc_time_ns() <= IterEnd)
+      if (O.AllocPos >= 0 && madeInIteration(A))
         O.AllocPos = std::min<int64_t>(O.AllocPos, Span->second.first);
-      if (O.FreePos >= 0 && A.freed() && A.free_time_ns() >= IterBegin &&
-          A.free_time_ns() <= IterEnd)
+      if (O.FreePos >= 0 && freedInIteration(A))
         O.FreePos = std::max<int64_t>(O.FreePos, Span->second.second + 1);
       if (O.FreePos >= Count) // freed after the last launch: lives to the end
         O.FreePos = -1;
@@ -768,9 +784,7 @@ private:
   /// addresses alike: the lower bounds count them as one.
   void pairAcrossTheMark() {
     const uint64_t TailEnd = tailEnd();
-    const uint64_t WindowEnd = First + Count < static_cast<uint64_t>(P.kernels_size())
-                                   ? kernel(Count).start_ns()
-                                   : UINT64_MAX;
+    const uint64_t WindowEnd = deepum::format::iterationWindow(P, First, Count).second;
     deepum::format::WindowAllocations Classes =
         deepum::format::classifyAllocations(P, IterBegin, WindowEnd);
     std::map<std::pair<uint64_t, uint64_t>, uint64_t> Wrapping; // (address, size) -> id

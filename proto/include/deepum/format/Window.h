@@ -36,6 +36,12 @@ struct WindowAllocations {
 
 WindowAllocations classifyAllocations(const deepum::v1::Profile &P, uint64_t Start, uint64_t End);
 
+/// The window [Start, End) of the iteration of launches [First, First +
+/// Count): the first one's start to the next launch's start, UINT64_MAX when
+/// the profile has none.
+std::pair<uint64_t, uint64_t> iterationWindow(const deepum::v1::Profile &P, uint32_t First,
+                                              uint32_t Count);
+
 /// Whether allocation `A`, made in the window, is freed before it ends.
 inline bool freedWithin(const deepum::v1::Allocation &A, uint64_t End) {
   return A.freed() && A.free_time_ns() < End;

@@ -34,7 +34,6 @@
 #include "llvm/Support/Error.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <deque>
 #include <queue>
@@ -231,9 +230,7 @@ public:
   uint32_t residentMask(uint32_t Block) const { return Resident[Block]; }
   /// Counts the pages of Mask in Block with no valid copy anywhere as lost
   /// contents: the caller knows the launch about to run reads what they held.
-  void expectContents(uint32_t Block, uint32_t Mask) {
-    Stats.LostContents += static_cast<unsigned>(std::popcount(Mask & ~Valid[Block]));
-  }
+  void expectContents(uint32_t Block, uint32_t Mask);
   /// Time the host issues commands now, ns.
   uint64_t issueNs() const { return IssueNs; }
   /// End of the last kernel, ns.

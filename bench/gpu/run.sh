@@ -6,6 +6,8 @@
 #                                     libdeepum under PyTorch
 #   bench/gpu/run.sh model resnet50   profile; plan there at the full and half footprint; replays
 #   bench/gpu/run.sh model gpt2
+#   bench/gpu/run.sh lease            all of it in one call, most important first, for a
+#                                     lease of 15 minutes of device time
 # And here, without a GPU (CI runs it):
 #   bench/gpu/run.sh --dry-run        pack (incremental), size, relocation, planning a shipped
 #                                     profile with a moved copy of the bundle, gathering
@@ -188,21 +190,37 @@ check_out() {
   echo "gather: $n file(s) in $out, each within 16 MiB"
 }
 
-smoke() {
-  local device cupti
+# The device, the libcupti used, PyTorch's CUDA and the C library, into device.txt.
+device_info() {
+  local cupti
   {
-    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free --format=csv
+    date -u '+%Y-%m-%d %H:%M:%S UTC'
+    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.free,clocks.sm,clocks.mem,power.limit --format=csv
     cupti=$(find_cupti)
     echo "libcupti.so.13: ${cupti:-found by the loader}"
-    "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
+    "$py" -c 'import torch, torchvision; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available(), "torchvision", torchvision.__version__)'
+    "$py" -c 'import transformers; print("transformers", transformers.__version__)'
+    ldd --version | head -1
+    nvcc --version 2>/dev/null | tail -2
   } >"$work/device.txt" 2>&1
   cat "$work/device.txt" | tee -a "$work/run.log"
+}
+
+# The gpu-labelled tests, from the bundle's root (their paths are relative to
+# it), each under LIMIT seconds.
+gpu_tests() {
+  local t
+  for t in "$g"/tests/*_test; do
+    (cd "$g" && step "$(basename "$t")" "$1" "$t" --gtest_color=no)
+  done
+}
+
+smoke() {
+  local device
+  device_info
   device=$(device_model)
   calibrate "$device"
-  # The gpu-labelled tests, from the bundle's root (their paths are relative to it).
-  for t in "$g"/tests/*_test; do
-    (cd "$g" && step "$(basename "$t")" 240 "$t" --gtest_color=no)
-  done
+  gpu_tests 240
   # PyTorch on CUDA under deepum: profile, plan at half, bit-identical replay.
   step gpu-pytorch 300 "$py" "$g/python/tests/gpu_pytorch.py" "$g/bin" "$g"
   step torch-resnet50 120 "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 3
@@ -215,30 +233,87 @@ smoke() {
     plan_profile resnet50-small "$work/resnet50-small.profile.pb.gz" "$device"
 }
 
-model() {
-  local name=$1 device script steps=30 which budget
-  case "$name" in
+# The training command of model NAME, into the caller's array `script`.
+model_script() {
+  case "$1" in
   resnet50) script=("$g/examples/resnet50_train.py" --batch 64) ;;
   gpt2) script=("$g/examples/gpt2_train.py" --size medium --batch 4 --seq-len 1024) ;;
   *)
-    echo "run.sh: unknown model $name (resnet50, gpt2)" >&2
+    echo "run.sh: unknown model $1 (resnet50, gpt2)" >&2
     return 2
     ;;
   esac
+}
+
+# Runs step NAME (limit LIMIT) of a training command, reading NVML's energy
+# counter at each step line it prints (NAME.energy.json; bench/gpu/energy.py).
+train_step() {
+  local name=$1 limit=$2
+  shift 2
+  step "$name" "$limit" "$py" "$g/bench/gpu/energy.py" "$work/$name.energy.json" -- "$@"
+}
+
+# STEPS steps (DEEPUM_GPU_STEPS, default 30) with PyTorch's allocator and
+# under deepum without a plan; a profile (access-set) and plans at the full and
+# half footprint; then STEPS steps with each plan at its budget. The runs that
+# need no plan come first: they stand when profiling or planning fails.
+model() {
+  local name=$1 device steps=${DEEPUM_GPU_STEPS:-30} which budget
+  local -a script
+  model_script "$name" || return 2
   device=$(device_model)
-  step "$name.profile" 240 "$g/bin/deepum-profile" --skip 2 --iterations 5 \
-    -o "$work/$name.profile.pb.gz" -- "$py" "${script[@]}" --steps 9 || return 1
-  step "$name.inspect" 60 "$g/bin/deepum-inspect" "$work/$name.profile.pb.gz"
-  plan_profile "$name" "$work/$name.profile.pb.gz" "$device" || return 1
-  step "$name.torch" 60 "$py" "${script[@]}" --steps "$steps"
-  DEEPUM_STATS="$work/$name.noplan.stats.json" step "$name.deepum-noplan" 60 \
+  train_step "$name.torch" 90 "$py" "${script[@]}" --steps "$steps"
+  DEEPUM_STATS="$work/$name.noplan.stats.json" train_step "$name.deepum-noplan" 90 \
     "$py" -m deepum.run -- "$py" "${script[@]}" --steps "$steps"
-  for which in fit half; do
+  # access-set: the GPU has room, so a natural profile would see no fault
+  # after the first step; this one sees every block each kernel touches.
+  step "$name.profile" 240 "$g/bin/deepum-profile" --mode access-set --skip 1 --iterations 3 \
+    -o "$work/$name.profile.pb.gz" -- "$py" "${script[@]}" --steps 5 || return 1
+  step "$name.inspect" 60 "$g/bin/deepum-inspect" --json "$work/$name.profile.pb.gz"
+  plan_profile "$name" "$work/$name.profile.pb.gz" "$device" || return 1
+  for which in half fit; do
     budget=$(cat "$work/$name.$which.budget")
-    DEEPUM_STATS="$work/$name.$which.stats.json" DEEPUM_LOG=info step "$name.deepum-$which" 60 \
+    DEEPUM_STATS="$work/$name.$which.stats.json" DEEPUM_LOG=info train_step "$name.deepum-$which" 120 \
       "$py" -m deepum.run --plan "$work/$name.$which.plan.pb" --gpu-memory "$budget" \
       -- "$py" "${script[@]}" --steps "$steps"
   done
+}
+
+# A profile (natural) of the run replaying model NAME's WHICH plan at its
+# budget: its demand faults and migrations per steady-state iteration.
+# deepum-profile keeps a plan out of the process it starts, so `env` hands the
+# plan to the script.
+replay_profile() {
+  local name=$1 which=$2 budget
+  local -a script
+  model_script "$name" || return 2
+  [[ -s $work/$name.$which.plan.pb ]] || return 1
+  budget=$(cat "$work/$name.$which.budget")
+  DEEPUM_STATS="$work/$name.replay-$which.stats.json" step "$name.replay-profile-$which" 180 \
+    "$g/bin/deepum-profile" --skip 2 --iterations 3 -o "$work/$name.replay-$which.profile.pb.gz" -- \
+    env DEEPUM_PLAN_TEMPLATE="$work/$name.$which.plan.pb" DEEPUM_GPU_MEMORY="$budget" \
+    DEEPUM_STRICT=1 "$py" "${script[@]}" --steps 7 &&
+    step "$name.replay-inspect-$which" 60 "$g/bin/deepum-inspect" --json \
+      "$work/$name.replay-$which.profile.pb.gz"
+}
+
+# Everything in one call, for a lease of 15 minutes of device time (the
+# machine's start included), most important first: the device, calibration,
+# the gpu-labelled tests, ResNet-50's model call with 50 steps a run, the
+# bit-for-bit check, a profile of the replay at half the footprint, then
+# GPT-2's model call while time is left. Steps past the deadline are listed
+# as not run.
+lease() {
+  local device
+  device_info
+  device=$(device_model)
+  calibrate "$device"
+  gpu_tests 60
+  DEEPUM_GPU_STEPS=${DEEPUM_GPU_STEPS:-50} model resnet50
+  step gpu-pytorch 150 "$py" "$g/python/tests/gpu_pytorch.py" "$g/bin" "$g"
+  replay_profile resnet50 half
+  DEEPUM_GPU_STEPS=${DEEPUM_GPU_STEPS:-30} model gpt2
+  replay_profile gpt2 half
 }
 
 # Here, no GPU: every step that needs none, on the bundle as the GPU machine gets it.
@@ -280,6 +355,14 @@ dry_run() {
   done
   LD_LIBRARY_PATH=$(calibrate_ld_path) step calibrate-help 10 "$g/bin/deepum-calibrate" --help ||
     return 1
+  # The energy wrapper: the command's step lines, its exit status (no NVML here).
+  step energy 20 "$py" "$g/bench/gpu/energy.py" "$work/dry.energy.json" -- \
+    sh -c 'echo step 0; echo other; echo step 1; exit 3'
+  "$py" -c 'import json, sys; r = json.load(open(sys.argv[1]))
+assert len(r["steps"]) == 2 and r["exit_status"] == 3, r' "$work/dry.energy.json" || {
+    echo "dry-run: energy.py did not record the step lines and the exit status" >&2
+    return 1
+  }
   plan_profile shipped-resnet50 "$g/profiles/resnet50.profile.pb.gz" "$device" || return 1
   for which in fit half; do
     [[ -s $work/shipped-resnet50.$which.plan.pb ]] || return 1
@@ -311,7 +394,7 @@ case "${1:-}" in
   dry_run
   exit $?
   ;;
-smoke | model)
+smoke | model | lease)
   if [[ $1 == model && ${2:-} != resnet50 && ${2:-} != gpt2 ]]; then
     echo "usage: bench/gpu/run.sh model resnet50|gpt2" >&2
     exit 2
@@ -322,10 +405,14 @@ smoke | model)
   work=$(mktemp -d "${TMPDIR:-/tmp}/deepum-gpu-$call.XXXXXX")
   setup_env
   trap 'gather "$call" "$out"' EXIT
-  if [[ $1 == smoke ]]; then smoke; else model "${2:-}"; fi
+  case $1 in
+  smoke) smoke ;;
+  lease) lease ;;
+  *) model "${2:-}" ;;
+  esac
   ;;
 *)
-  echo "usage: bench/gpu/run.sh smoke | model resnet50|gpt2 | --dry-run" >&2
+  echo "usage: bench/gpu/run.sh smoke | model resnet50|gpt2 | lease | --dry-run" >&2
   exit 2
   ;;
 esac

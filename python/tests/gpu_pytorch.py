@@ -55,7 +55,9 @@ class PyTorchUnderDeepum(unittest.TestCase):
     def setUpClass(cls):
         cls.work = Path(tempfile.mkdtemp(prefix="deepum-gpu-"))
         cls.profile = cls.work / "resnet50.profile.pb"
-        run([TOOLS / "deepum-profile", "--skip", "1", "--iterations", "2", "-o", cls.profile, "--",
+        # access-set: with the GPU's room, natural faults stop after the first step.
+        run([TOOLS / "deepum-profile", "--mode", "access-set", "--skip", "1", "--iterations", "2",
+             "-o", cls.profile, "--",
              *SCRIPT, "--steps", "4"])
         cls.summary = json.loads(run([TOOLS / "deepum-inspect", "--json", cls.profile]).stdout)
 

@@ -8,6 +8,7 @@
 #   bench/gpu/run.sh model gpt2
 #   bench/gpu/run.sh lease            all of it in one call, most important first, for a
 #                                     lease of 15 minutes of device time
+#   bench/gpu/run.sh only STEP...     chosen steps again, e.g. 'gpu_tests 60' 'model resnet50'
 # And here, without a GPU (CI runs it):
 #   bench/gpu/run.sh --dry-run        pack (incremental), size, relocation, planning a shipped
 #                                     profile with a moved copy of the bundle, gathering
@@ -267,8 +268,10 @@ model() {
     "$py" -m deepum.run -- "$py" "${script[@]}" --steps "$steps"
   # access-set: the GPU has room, so a natural profile would see no fault
   # after the first step; this one sees every block each kernel touches.
-  step "$name.profile" 240 "$g/bin/deepum-profile" --mode access-set --skip 1 --iterations 3 \
-    -o "$work/$name.profile.pb.gz" -- "$py" "${script[@]}" --steps 5 || return 1
+  local iterations=${DEEPUM_GPU_PROFILE_ITERATIONS:-3}
+  step "$name.profile" 240 "$g/bin/deepum-profile" --mode access-set --skip 1 \
+    --iterations "$iterations" -o "$work/$name.profile.pb.gz" -- "$py" "${script[@]}" \
+    --steps $((iterations + 2)) || return 1
   step "$name.inspect" 60 "$g/bin/deepum-inspect" --json "$work/$name.profile.pb.gz"
   plan_profile "$name" "$work/$name.profile.pb.gz" "$device" || return 1
   for which in half fit; do
@@ -310,10 +313,34 @@ lease() {
   calibrate "$device"
   gpu_tests 60
   DEEPUM_GPU_STEPS=${DEEPUM_GPU_STEPS:-50} model resnet50
-  step gpu-pytorch 150 "$py" "$g/python/tests/gpu_pytorch.py" "$g/bin" "$g"
+  gpu_pytorch
   replay_profile resnet50 half
   DEEPUM_GPU_STEPS=${DEEPUM_GPU_STEPS:-30} model gpt2
   replay_profile gpt2 half
+}
+
+# The bit-for-bit check and the smoke's PyTorch tests (python/tests/gpu_pytorch.py).
+gpu_pytorch() {
+  step gpu-pytorch 150 "$py" "$g/python/tests/gpu_pytorch.py" "$g/bin" "$g"
+}
+
+# A rerun of chosen steps, in order, each a function and its arguments:
+#   run.sh only 'gpu_tests 60' 'model resnet50' 'replay_profile resnet50 half'
+only() {
+  local s
+  for s in "$@"; do
+    case "${s%% *}" in
+    device_info | calibrate | gpu_tests | model | replay_profile | gpu_pytorch)
+      [[ ${s%% *} == calibrate && $s == calibrate ]] && s="calibrate $(device_model)"
+      # shellcheck disable=SC2086 # the words are the function and its arguments
+      ${s} ;;
+    *)
+      echo "run.sh: only: unknown step '$s' (device_info, calibrate, gpu_tests N, model M," \
+        "replay_profile M fit|half, gpu_pytorch)" >&2
+      return 2
+      ;;
+    esac
+  done
 }
 
 # Here, no GPU: every step that needs none, on the bundle as the GPU machine gets it.
@@ -394,7 +421,7 @@ case "${1:-}" in
   dry_run
   exit $?
   ;;
-smoke | model | lease)
+smoke | model | lease | only)
   if [[ $1 == model && ${2:-} != resnet50 && ${2:-} != gpt2 ]]; then
     echo "usage: bench/gpu/run.sh model resnet50|gpt2" >&2
     exit 2
@@ -408,11 +435,12 @@ smoke | model | lease)
   case $1 in
   smoke) smoke ;;
   lease) lease ;;
+  only) shift && only "$@" ;;
   *) model "${2:-}" ;;
   esac
   ;;
 *)
-  echo "usage: bench/gpu/run.sh smoke | model resnet50|gpt2 | lease | --dry-run" >&2
+  echo "usage: bench/gpu/run.sh smoke | model resnet50|gpt2 | lease | only STEP... | --dry-run" >&2
   exit 2
   ;;
 esac

@@ -107,8 +107,6 @@ private:
   bool HaveCallbacks = false;
   bool Buffers = false;
   std::atomic<bool> Stopped{false};
-  /// Access-set mode: faults after this time belong to kernels not yet sent home.
-  std::atomic<uint64_t> AccessSetSince{0};
   /// Which profiler-API and NVTX callbacks are iteration marks.
   IterationMarker Marker;
 };
@@ -469,8 +467,10 @@ void Profiler::onNvtx(void *Self, CUpti_CallbackDomain, CUpti_CallbackId Cbid, c
 }
 
 void Profiler::afterMark(const MarkEffect &E) {
+  // Access-set mode: what the skipped iterations left on the GPU goes home
+  // before the first recorded kernel.
   if (E.RecordingStarted)
-    AccessSetSince = now();
+    sendTouchedBlocksHome();
   if (E.IterationRecorded || E.RecordingFinished) {
     // The iteration's records must be in the recorder before it is written.
     check(processCuptiPort().flushActivity(), "flushing CUPTI activity buffers");
@@ -544,9 +544,9 @@ void Profiler::mark(MarkAction A) {
 }
 
 void Profiler::sendTouchedBlocksHome() {
-  // After each launch: wait for the kernel, collect the blocks it faulted on,
-  // and migrate them back to the host so the next kernel faults on all it
-  // touches. Only inside the recorded window (or before any mark, when the
+  // After each launch: wait for the kernel, collect the blocks that may have
+  // come to the GPU (Recorder::takeRangesToSendHome), and migrate them back
+  // to the host so the next kernel faults on all it touches. Only inside the recorded window (or before any mark, when the
   // iterations are found from the period at the end): skipped iterations
   // run natural.
   if (!Rec.accessSetActive() || Stopped)
@@ -557,11 +557,10 @@ void Profiler::sendTouchedBlocksHome() {
   synchronize();
   if (!check(processCuptiPort().flushActivity(), "flushing CUPTI activity buffers"))
     return;
-  uint64_t Since = AccessSetSince.exchange(now());
   CUmemLocation Host = {};
   Host.type = CU_MEM_LOCATION_TYPE_HOST;
   bool Failed = false;
-  for (auto [Begin, End] : Rec.faultedRangesSince(Since))
+  for (auto [Begin, End] : Rec.takeRangesToSendHome())
     if (cuMemPrefetchAsync(static_cast<CUdeviceptr>(Begin), End - Begin, Host, 0, nullptr) !=
         CUDA_SUCCESS)
       Failed = true;

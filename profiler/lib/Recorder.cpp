@@ -47,14 +47,24 @@ void Recorder::addTransfer(TransferRecord T) {
     Transfers.push_back(T);
 }
 
+void Recorder::noteMaybeOnGpuLocked(uint64_t Address, uint64_t Bytes) {
+  if (!Opts.AccessSetMode || Bytes == 0)
+    return;
+  for (uint64_t B = Address / kBlockBytes, Last = (Address + Bytes - 1) / kBlockBytes; B <= Last; ++B)
+    MaybeOnGpu.insert(B);
+}
+
 void Recorder::addFault(FaultRecord F) {
   std::lock_guard<std::mutex> L(Mu);
+  noteMaybeOnGpuLocked(F.Address, 1);
   if (keepLocked(F.TimeNs))
     Faults.push_back(F);
 }
 
 void Recorder::addMigration(MigrationRecord M) {
   std::lock_guard<std::mutex> L(Mu);
+  if (M.Direction == MIGRATION_DIRECTION_HOST_TO_DEVICE)
+    noteMaybeOnGpuLocked(M.Address, M.Bytes);
   if (M.Bytes != 0 && keepLocked(M.StartNs))
     Migrations.push_back(M);
 }
@@ -85,6 +95,7 @@ void Recorder::addAllocation(uint64_t Address, uint64_t Bytes, uint64_t Stream, 
   if (Bytes == 0)
     return; // a zero-byte request occupies nothing and no kernel can touch it
   std::lock_guard<std::mutex> L(Mu);
+  noteMaybeOnGpuLocked(Address, Bytes);
   auto &Live = Source == AllocationSource::Allocator ? LiveAllocator : LiveDriver;
   auto It = Live.find(Address);
   if (It != Live.end()) {
@@ -280,14 +291,10 @@ uint32_t Recorder::seenIterations() const {
   return Seen;
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> Recorder::faultedRangesSince(uint64_t SinceNs) const {
+std::vector<std::pair<uint64_t, uint64_t>> Recorder::takeRangesToSendHome() {
   std::lock_guard<std::mutex> L(Mu);
-  std::vector<uint64_t> Blocks;
-  for (const FaultRecord &F : Faults)
-    if (F.TimeNs >= SinceNs)
-      Blocks.push_back(F.Address / kBlockBytes);
-  std::sort(Blocks.begin(), Blocks.end());
-  Blocks.erase(std::unique(Blocks.begin(), Blocks.end()), Blocks.end());
+  std::vector<uint64_t> Blocks(MaybeOnGpu.begin(), MaybeOnGpu.end());
+  MaybeOnGpu.clear();
   std::vector<std::pair<uint64_t, uint64_t>> Ranges;
   for (uint64_t B : Blocks) {
     uint64_t Begin = B * kBlockBytes, End = Begin + kBlockBytes;
@@ -497,6 +504,7 @@ public:
   void addKernels();
   void addIterations();
   void attributeFaults();
+  void attributeMigrations();
   void addFaultStalls();
   void addAccessSets();
   void addMigrations();
@@ -768,6 +776,48 @@ void Recorder::ProfileBuilder::attributeFaults() {
   }
 }
 
+/// Host-to-device migrations the driver made while a kernel ran (a fault's,
+/// or its prefetcher's, which stays inside the faulting 2 MiB block): pages
+/// of the kernel's blocks that a real driver may report no fault for (on an
+/// H100 with driver 580, a kernel touching every 64 KiB page of 8 blocks
+/// faulted visibly on 4 of them). Explicit prefetches (cause USER, or none
+/// given) are the program's, not the kernel's. Pages no fault describes get
+/// UNSPECIFIED: the direction is unknown (read-write downstream).
+void Recorder::ProfileBuilder::attributeMigrations() {
+  std::vector<std::vector<uint64_t>> Faulted(Ks.size());
+  for (size_t K = 0; K < Ks.size(); ++K) {
+    for (const PageUse &U : Uses[K])
+      Faulted[K].push_back(U.Page);
+    llvm::sort(Faulted[K]);
+  }
+  std::vector<const MigrationRecord *> Ms;
+  for (const MigrationRecord &M : R.Migrations)
+    if (inWindow(M.StartNs) && M.Direction == MIGRATION_DIRECTION_HOST_TO_DEVICE &&
+        M.Cause != MIGRATION_CAUSE_USER && M.Cause != MIGRATION_CAUSE_UNSPECIFIED)
+      Ms.push_back(&M);
+  std::stable_sort(Ms.begin(), Ms.end(), [](const MigrationRecord *A, const MigrationRecord *B) {
+    return A->StartNs < B->StartNs;
+  });
+  // allocationAt sweeps forward in time: start it again for this pass.
+  NextEvent = 0;
+  LiveByAddress.clear();
+  for (const MigrationRecord *M : Ms) {
+    int64_t K = kernelAt(M->StartNs);
+    if (K < 0)
+      continue;
+    const auto &Seen = Faulted[static_cast<size_t>(K)];
+    for (uint64_t Page = M->Address / kPageBytes, Last = (M->Address + M->Bytes - 1) / kPageBytes;
+         Page <= Last; ++Page) {
+      if (std::binary_search(Seen.begin(), Seen.end(), Page))
+        continue;
+      int64_t A = allocationAt(std::max(Page * kPageBytes, M->Address), M->StartNs);
+      if (A >= 0)
+        Uses[static_cast<size_t>(K)].push_back(
+            {Page, static_cast<uint64_t>(A) + 1, ACCESS_MODE_UNSPECIFIED});
+    }
+  }
+}
+
 /// Fault stall: the union of each kernel's fault-service intervals.
 void Recorder::ProfileBuilder::addFaultStalls() {
   for (size_t K = 0; K < Ks.size(); ++K) {
@@ -945,6 +995,7 @@ Expected<Profile> Recorder::buildProfile() const {
   Builder.addKernels();
   Builder.addIterations();
   Builder.attributeFaults();
+  Builder.attributeMigrations();
   Builder.addFaultStalls();
   Builder.addAccessSets();
   Builder.addMigrations();

@@ -317,7 +317,10 @@ TEST(CuptiRecords, ProfileFromHandBuiltRecordsValidatesAndInspects) {
   // The same kernel in both iterations has the same access set.
   for (int K : {0, 2}) {
     ASSERT_EQ(P.kernels(K).blocks_size(), 2);
-    EXPECT_EQ(P.kernels(K).blocks(0).mode(), v1::ACCESS_MODE_READ);
+    // Block 0: one read fault, and the whole block migrated for it; the
+    // pages no fault describes are of unknown direction.
+    EXPECT_EQ(P.kernels(K).blocks(0).page_mask(), 0xffffffffu);
+    EXPECT_EQ(P.kernels(K).blocks(0).mode(), v1::ACCESS_MODE_UNSPECIFIED);
     EXPECT_EQ(P.kernels(K).blocks(1).mode(), v1::ACCESS_MODE_READ_WRITE);
   }
   ASSERT_EQ(P.kernels(1).blocks_size(), 2);

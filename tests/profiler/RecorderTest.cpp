@@ -563,23 +563,119 @@ TEST(Recorder, DeviceLinkMigrationsAndEvents) {
   EXPECT_THAT(P.workload().notes(), HasSubstr("1 memcpy (100 bytes)"));
 }
 
+MigrationRecord toDevice(uint64_t Address, uint64_t Bytes, uint64_t Time,
+                         v1::MigrationCause Cause = v1::MIGRATION_CAUSE_COHERENCE) {
+  return {Address, Bytes, v1::MIGRATION_DIRECTION_HOST_TO_DEVICE, Cause, Time, Time + 1};
+}
+
 TEST(Recorder, AccessSetModeSendsFaultedBlocksHomeClippedToAllocations) {
   RecorderOptions O;
   O.AccessSetMode = true;
   Recorder R(O);
   R.addAllocation(Base, 3 * MiB, 0, 0, AllocationSource::Driver);
   R.addAllocation(Base + 3 * MiB, 1 * MiB, 0, 0, AllocationSource::Driver);
-  R.addFault(fault(Base + 10, 100));           // block 0: allocation 1 only
-  R.addFault(fault(Base + 2 * MiB + 10, 110)); // block 1: both allocations
-  R.addFault(fault(Base + 2 * MiB + 20, 120)); // same block again
-  R.addFault(fault(Base + 10, 50));            // before `Since`
-  auto Ranges = R.faultedRangesSince(100);
+  // Fresh allocations may be populated on the GPU by their first touch:
+  // all their blocks go home after the next kernel.
+  auto Ranges = R.takeRangesToSendHome();
   ASSERT_EQ(Ranges.size(), 3u);
   EXPECT_EQ(Ranges[0], std::make_pair(Base, Base + 2 * MiB));
   EXPECT_EQ(Ranges[1], std::make_pair(Base + 2 * MiB, Base + 3 * MiB));
   EXPECT_EQ(Ranges[2], std::make_pair(Base + 3 * MiB, Base + 4 * MiB));
+  EXPECT_TRUE(R.takeRangesToSendHome().empty()) << "taken ranges are forgotten";
+  R.addFault(fault(Base + 10, 100));           // block 0: allocation 1 only
+  R.addFault(fault(Base + 2 * MiB + 10, 110)); // block 1: both allocations
+  R.addFault(fault(Base + 2 * MiB + 20, 120)); // same block again
+  Ranges = R.takeRangesToSendHome();
+  ASSERT_EQ(Ranges.size(), 3u);
+  EXPECT_EQ(Ranges[0], std::make_pair(Base, Base + 2 * MiB));
+  EXPECT_EQ(Ranges[2], std::make_pair(Base + 3 * MiB, Base + 4 * MiB));
   R.addKernel(kernel("k", 90, 130));
   EXPECT_EQ(build(R).access_source(), v1::ACCESS_SOURCE_MEASURED_ACCESS_SET);
+}
+
+// What an H100 (driver 580) showed: a kernel that touched every 64 KiB page
+// of 8 blocks left fault records for 4 of them; the driver's migrations cover
+// the rest, and records may arrive after the kernel's blocks were sent home.
+TEST(Recorder, AccessSetModeSendsHomeWhatMigratedAndWhatArrivedLate) {
+  RecorderOptions O;
+  O.AccessSetMode = true;
+  Recorder R(O);
+  R.addAllocation(Base, 8 * MiB, 0, 0, AllocationSource::Driver);
+  (void)R.takeRangesToSendHome();
+  R.addKernel(kernel("k", 100, 200));
+  R.addFault(fault(Base + 10, 110));
+  // The prefetcher's migration of block 1 and a demand one of block 2: no fault.
+  R.addMigration(toDevice(Base + 2 * MiB, 2 * MiB, 120, v1::MIGRATION_CAUSE_PREFETCH));
+  R.addMigration(toDevice(Base + 4 * MiB + 64 * KiB, 64 * KiB, 130));
+  auto Ranges = R.takeRangesToSendHome();
+  ASSERT_EQ(Ranges.size(), 3u);
+  EXPECT_EQ(Ranges[0].first, Base);
+  EXPECT_EQ(Ranges[1].first, Base + 2 * MiB);
+  EXPECT_EQ(Ranges[2], std::make_pair(Base + 4 * MiB, Base + 6 * MiB));
+  // A record of the same kernel delivered after its blocks went home (its
+  // time is long past): it still goes home at the next call.
+  R.addKernel(kernel("k2", 300, 400));
+  R.addMigration(toDevice(Base + 6 * MiB, 64 * KiB, 150));
+  Ranges = R.takeRangesToSendHome();
+  ASSERT_EQ(Ranges.size(), 1u);
+  EXPECT_EQ(Ranges[0], std::make_pair(Base + 6 * MiB, Base + 8 * MiB));
+  // Device-to-host migrations bring nothing to the GPU.
+  R.addMigration({Base, 2 * MiB, v1::MIGRATION_DIRECTION_DEVICE_TO_HOST,
+                  v1::MIGRATION_CAUSE_USER, 410, 420});
+  EXPECT_TRUE(R.takeRangesToSendHome().empty());
+}
+
+// The allocator's tensor is freed before its block goes home: the pages go
+// home anyway (clipped to the driver's pool allocation), or the memory's next
+// tensor would never fault.
+TEST(Recorder, AccessSetModeSendsHomeTheMemoryOfFreedTensors) {
+  RecorderOptions O;
+  O.AccessSetMode = true;
+  Recorder R(O);
+  R.addAllocation(Base, 4 * MiB, 0, 0, AllocationSource::Driver); // the pool
+  R.addAllocation(Base, 1 * MiB, 0, 5, AllocationSource::Allocator);
+  (void)R.takeRangesToSendHome();
+  R.addFault(fault(Base + 10, 110, v1::FAULT_ACCESS_WRITE));
+  R.addFree(Base, 150, AllocationSource::Allocator);
+  auto Ranges = R.takeRangesToSendHome();
+  ASSERT_EQ(Ranges.size(), 1u);
+  EXPECT_EQ(Ranges[0], std::make_pair(Base, Base + 2 * MiB));
+  // Natural mode keeps no such set.
+  Recorder N({});
+  N.addAllocation(Base, 4 * MiB, 0, 0, AllocationSource::Driver);
+  N.addFault(fault(Base + 10, 110));
+  EXPECT_TRUE(N.takeRangesToSendHome().empty());
+}
+
+TEST(Recorder, MigrationsTheDriverMadeForAKernelJoinItsAccessSet) {
+  Recorder R({});
+  R.setUmCounters(true);
+  R.addAllocation(Base, 8 * MiB, 7, 10, AllocationSource::Allocator);
+  R.addKernel(kernel("k", 100, 200));
+  R.addKernel(kernel("next", 300, 400));
+  R.addFault(fault(Base + 10, 110, v1::FAULT_ACCESS_READ)); // page 0 of block B
+  // Pages 0-3 of block B by the prefetcher (page 0 also faulted: stays READ).
+  R.addMigration(toDevice(Base, 256 * KiB, 115, v1::MIGRATION_CAUSE_PREFETCH));
+  // Block B+2 by demand, with no fault record.
+  R.addMigration(toDevice(Base + 4 * MiB, 64 * KiB, 120));
+  // An explicit prefetch during the kernel is the program's, not the kernel's.
+  R.addMigration(toDevice(Base + 6 * MiB, 64 * KiB, 130, v1::MIGRATION_CAUSE_USER));
+  // Between kernels: nobody's.
+  R.addMigration(toDevice(Base + 2 * MiB, 64 * KiB, 250));
+  v1::Profile P = build(R);
+  ASSERT_FALSE(bool(format::validateProfile(P)));
+  uint64_t B = Base / format::kUmBlockBytes;
+  const v1::Kernel &K = P.kernels(0);
+  ASSERT_EQ(K.blocks_size(), 2);
+  EXPECT_EQ(K.blocks(0).block(), B);
+  EXPECT_EQ(K.blocks(0).page_mask(), 0b1111u);
+  // Pages the prefetcher brought are of unknown direction: read-write downstream.
+  EXPECT_EQ(K.blocks(0).mode(), v1::ACCESS_MODE_UNSPECIFIED);
+  EXPECT_EQ(K.blocks(1).block(), B + 2);
+  EXPECT_EQ(K.blocks(1).page_mask(), 1u);
+  EXPECT_EQ(P.kernels(1).blocks_size(), 0);
+  ASSERT_EQ(K.tensors_size(), 2);
+  EXPECT_EQ(K.tensors(0).bytes(), 256 * KiB);
 }
 
 TEST(Recorder, PcieRates) {

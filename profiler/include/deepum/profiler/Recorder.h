@@ -45,6 +45,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -127,12 +128,20 @@ public:
   /// Complete iterations seen, skipped ones included.
   uint32_t seenIterations() const;
 
-  /// --mode access-set: the UM blocks faulted on since `SinceNs`, each clipped
-  /// to every live allocation overlapping it — the byte ranges to send back to
-  /// the host so that the next kernel faults on everything it touches. The
-  /// driver's prefetcher never crosses a 2 MiB block, so whole blocks cover all
-  /// it brought in. Sorted, without duplicates.
-  std::vector<std::pair<uint64_t, uint64_t>> faultedRangesSince(uint64_t SinceNs) const;
+  /// --mode access-set: the byte ranges to send back to the host so that the
+  /// next kernel faults on everything it touches, and forgets them. They are
+  /// the 2 MiB blocks that may have come to the GPU since the last call: those
+  /// of every fault and every host-to-device migration recorded since (in the
+  /// order records arrive, so a record the driver reports late is sent home
+  /// at the next call, not lost), and those of every allocation made since
+  /// (a kernel's first touch populates memory on the GPU without a
+  /// migration, and a real driver reports faults for only some of the pages
+  /// it populates). Each block is clipped to every live allocation
+  /// overlapping it, of either source: the driver's cover the allocator's
+  /// freed tensors, whose pages must go home too or the memory's next tensor
+  /// never faults. The driver's prefetcher never crosses a 2 MiB block, so
+  /// whole blocks cover all it brought in. Sorted, without duplicates.
+  std::vector<std::pair<uint64_t, uint64_t>> takeRangesToSendHome();
 
   /// The profile of every complete recorded iteration — after a crash or an
   /// early exit, the ones completed so far. With no mark at all the
@@ -159,6 +168,8 @@ private:
   /// select among those the period gives, and a note; empty without a period.
   std::vector<Window> periodWindowsLocked(std::string &Note) const;
   void pruneBeforeLocked(uint64_t TimeNs);
+  /// --mode access-set: the blocks of [Address, Address + Bytes) may be on the GPU.
+  void noteMaybeOnGpuLocked(uint64_t Address, uint64_t Bytes);
   MarkEffect beginLocked(uint64_t TimeNs);
   /// A begin or end mark: the first one discards what deepum_step() counted.
   void rangeMarkLocked();
@@ -175,6 +186,9 @@ private:
   std::vector<Allocation> Allocations;
   /// Address -> index into Allocations of the live allocation there, per source.
   std::map<uint64_t, size_t> LiveAllocator, LiveDriver;
+  /// --mode access-set: blocks that may be on the GPU since the last
+  /// takeRangesToSendHome (not pruned with the records).
+  std::set<uint64_t> MaybeOnGpu;
   uint64_t UnknownFrees = 0;
 
   std::map<uint32_t, DeviceRecord> Devices;

@@ -21,7 +21,8 @@ build="${DEEPUM_GPU_BUILD:-build-gpu}"
 bundle="${DEEPUM_GPU_BUNDLE:-.gpu}"
 limit_mib="${DEEPUM_GPU_BUNDLE_LIMIT_MIB:-48}"
 targets=(deepum-profile deepum-plan deepum-sim deepum-inspect deepum_calibrate deepum
-  deepum_profiler_injection executor_gpu_test profiler_gpu_test profiler_gpu_workload)
+  deepum_profiler_injection executor_gpu_test executor_conformance_cuda_test profiler_gpu_test
+  profiler_gpu_workload)
 
 mkdir -p "$build"
 build_abs=$(cd "$build" && pwd)
@@ -45,7 +46,8 @@ mkdir -p "$bundle"/{bin,lib/cupti,lib/cudart,tests,profiles,bench/gpu}
 cp "$build"/tools/deepum-{profile,plan,sim,inspect,calibrate} "$bundle/bin/"
 cp -P "$build"/executor/libdeepum.so* "$bundle/lib/"
 cp "$build"/lib/libdeepum_profiler_injection.so "$bundle/lib/"
-cp "$build"/tests/executor/executor_gpu_test "$build"/tests/profiler/profiler_gpu_test \
+cp "$build"/tests/executor/executor_gpu_test "$build"/tests/executor/executor_conformance_cuda_test \
+  "$build"/tests/profiler/profiler_gpu_test \
   "$build"/tests/profiler/profiler_gpu_workload "$bundle/tests/"
 # Shared libraries the binaries need beyond CUDA and the C/C++ runtime.
 ldd "$bundle"/bin/* "$bundle"/lib/*.so "$bundle"/tests/* 2>/dev/null |

@@ -25,6 +25,7 @@ fi
 py="${PYTHON:-python3}"
 max_files=8
 max_file_bytes=$((16 * 1048576))
+part_bytes=$((15 * 1048576))
 # Every step ends by this many seconds into the call, leaving time to gather
 # within the machine's 10 minutes a command.
 call_seconds=${DEEPUM_GPU_CALL_SECONDS:-540}
@@ -162,11 +163,19 @@ gather() {
     [[ -n $f ]] || break
     out_of_tar+=("$f")
   done
+  local size parts slots
   for f in "${out_of_tar[@]}"; do
-    if (($(stat -c %s "$work/$f") <= max_file_bytes)) &&
-      (($(find "$out" -type f | wc -l) < max_files)); then
+    size=$(stat -c %s "$work/$f")
+    slots=$((max_files - $(find "$out" -type f | wc -l)))
+    parts=$(((size + part_bytes - 1) / part_bytes))
+    if ((size <= max_file_bytes && slots > 0)); then
       cp "$work/$f" "$out/$call.${f//\//_}"
       echo "on its own, out of the archive: $f" >>"$out/$call.summary.txt"
+    elif ((size > max_file_bytes && parts <= slots)); then
+      # A profile of millions of migrations outgrows one file: in parts.
+      split -b "$part_bytes" -d -a 2 "$work/$f" "$out/$call.${f//\//_}.part"
+      echo "in $parts parts, out of the archive: $f (cat $call.${f//\//_}.part* > $f)" \
+        >>"$out/$call.summary.txt"
     else
       echo "left out (too big to come back): $f" >>"$out/$call.summary.txt"
     fi
@@ -396,7 +405,8 @@ assert len(r["steps"]) == 2 and r["exit_status"] == 3, r' "$work/dry.energy.json
     echo "dry-run: planned the shipped profile ($which, $(cat "$work/shipped-resnet50.$which.budget") bytes)"
   done
   # Gathering, on fake outputs shaped like a model call's: incompressible, one
-  # file too big to come back at all, two that must leave the archive.
+  # file too big to come back even in parts, one that comes back in two, two
+  # that must leave the archive.
   fake=$(mktemp -d "${TMPDIR:-/tmp}/deepum-gpu-out.XXXXXX")
   for f in gpt2.noplan.stats.json gpt2.fit.stats.json gpt2.torch.txt; do
     head -c 100000 /dev/urandom >"$work/$f"
@@ -404,8 +414,11 @@ assert len(r["steps"]) == 2 and r["exit_status"] == 3, r' "$work/dry.energy.json
   head -c $((10 * 1048576)) /dev/urandom >"$work/gpt2.profile.pb.gz"
   head -c $((9 * 1048576)) /dev/urandom >"$work/gpt2.half.plan.pb"
   head -c $((17 * 1048576)) /dev/urandom >"$work/gpt2.huge.profile.pb.gz"
+  head -c $((100 * 1048576)) /dev/urandom >"$work/gpt2.huger.profile.pb.gz"
   gather dry-run "$fake" || return 1
-  grep -q 'left out (too big to come back): gpt2.huge.profile.pb.gz' "$fake/dry-run.summary.txt" &&
+  grep -q 'left out (too big to come back): gpt2.huger.profile.pb.gz' "$fake/dry-run.summary.txt" &&
+    grep -q 'in 2 parts, out of the archive: gpt2.huge.profile.pb.gz' "$fake/dry-run.summary.txt" &&
+    cmp -s <(cat "$fake"/dry-run.gpt2.huge.profile.pb.gz.part*) "$work/gpt2.huge.profile.pb.gz" &&
     [[ -f $fake/dry-run.gpt2.profile.pb.gz ]] || {
     echo "dry-run: gathering did not keep within the limits as it should" >&2
     cat "$fake/dry-run.summary.txt" >&2

@@ -101,3 +101,23 @@ TEST(DeviceModel, DeviceFilesAreBoundedRegularFiles) {
   EXPECT_EQ(D->LinkBytesPerSecond, Builtin->LinkBytesPerSecond);
   EXPECT_NE(Builtin->KernelMinUs, 7);
 }
+
+// The calibration deepum-calibrate wrote on an H100 SXM (bench/gpu/results/
+// 2026-11-27-h100): laid over the built-in h100-sxm, it replaces the measured
+// fields and leaves the rest.
+TEST(DeviceModel, TheMeasuredH100FileReplacesTheFieldsItMeasured) {
+  const std::string File = deepum::test::dataPath("../../simulator/devices/measured/"
+                                                  "h100-sxm-2026-11-27.json");
+  llvm::Expected<DeviceModel> M = loadDeviceModel("h100-sxm", File);
+  ASSERT_TRUE(static_cast<bool>(M)) << llvm::toString(M.takeError());
+  llvm::Expected<DeviceModel> Builtin = loadDeviceModel("h100-sxm");
+  ASSERT_TRUE(static_cast<bool>(Builtin)) << llvm::toString(Builtin.takeError());
+  EXPECT_NEAR(M->LinkBytesPerSecond, 47.8e9, 0.1e9);
+  EXPECT_NEAR(M->TransferCallUs, 4.53, 0.01);
+  EXPECT_NEAR(M->TransferRangeUs, 0.714, 0.001);
+  EXPECT_NEAR(M->FaultBatchLatencyUs, 151.3, 0.1);
+  EXPECT_NEAR(M->FaultBlockServiceUs, 7.34, 0.01);
+  EXPECT_NE(M->TransferCallUs, Builtin->TransferCallUs);
+  EXPECT_EQ(M->MemoryBytes, Builtin->MemoryBytes);
+  EXPECT_EQ(M->FaultBatchSize, Builtin->FaultBatchSize);
+}

@@ -46,6 +46,16 @@ def run_row(call, path, baseline):
             f"{sum(joules) / seconds:.0f}" if all(j is not None for j in joules) else "")
 
 
+def header(left, right):
+    """A Markdown table's head: LEFT columns aligned left, RIGHT ones right."""
+    print("| " + " | ".join(left + right) + " |")
+    print("|" + "---|" * len(left) + "---:|" * len(right))
+
+
+def row(*cells):
+    print("| " + " | ".join(str(c) for c in cells) + " |")
+
+
 def main(argv):
     if len(argv) != 1:
         print(__doc__.strip(), file=sys.stderr)
@@ -58,9 +68,8 @@ def main(argv):
     print(f"Steady state: steps after the first {WARMUP}. Energy: NVML's total-energy counter read "
           "at each step line; its updates are coarser than a 40 ms step, so single steps read 0 or "
           "double and only the mean over the steady steps means anything.\n")
-    print("| call | model | run | steady steps | median ms | min ms | max ms | vs PyTorch "
-          "(same call) | J per step | mean W |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    header(["call", "model", "run"], ["steady steps", "median ms", "min ms", "max ms",
+                                      "vs PyTorch (same call)", "J per step", "mean W"])
     for call in calls:
         models = sorted({p.name.split(".")[0] for p in call.glob("*.energy.json")})
         for model in models:
@@ -73,13 +82,13 @@ def main(argv):
                 p = call / f"{model}.{run}.energy.json"
                 if not p.exists():
                     continue
-                row = run_row(call.name, p, None if run == "torch" else baseline)
-                if row:
-                    print("| {} | {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {} | {} | {} |".format(*row))
+                r = run_row(call.name, p, None if run == "torch" else baseline)
+                if r:
+                    row(*r[:4], *(f"{v:.1f}" for v in r[4:7]), *r[7:])
     print("\nlibdeepum's report (DEEPUM_STATS), per iteration:\n")
-    print("| call | model | plan | iterations | launches matched / seen | resyncs | prefetch GB | "
-          "evict GB | discard GB | budget GB | peak resident GB | backend errors |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    header(["call", "model", "plan"], ["iterations", "launches matched / seen", "resyncs",
+                                       "prefetch GB", "evict GB", "discard GB", "budget GB",
+                                       "peak resident GB", "backend errors"])
     for call in calls:
         for p in sorted(call.glob("*.stats.json")):
             model, which = p.name[: -len(".stats.json")].split(".", 1)
@@ -87,15 +96,14 @@ def main(argv):
             for d in report.get("devices", []):
                 n = max(d.get("iterations", 0), 1)
                 gb = lambda key: f"{d[key]['bytes'] / n / 1e9:.2f}"
-                print(f"| {call.name} | {model} | {which} | {d.get('iterations', 0)} | "
-                      f"{d['launches']['matched']} / {d['launches']['seen']} | {d['resyncs']} | "
-                      f"{gb('prefetch')} | {gb('evict')} | {gb('discard')} | "
-                      f"{d['budget_bytes'] / 1e9:.2f} | {d['peak_resident_bytes'] / 1e9:.2f} | "
-                      f"{d['backend_errors']} |")
+                row(call.name, model, which, d.get("iterations", 0),
+                    f"{d['launches']['matched']} / {d['launches']['seen']}", d["resyncs"],
+                    gb("prefetch"), gb("evict"), gb("discard"), f"{d['budget_bytes'] / 1e9:.2f}",
+                    f"{d['peak_resident_bytes'] / 1e9:.2f}", d["backend_errors"])
     print("\nProfiles (deepum-inspect --json), per recorded iteration:\n")
-    print("| call | profile | mode | iterations | faults | HtoD demand GB | HtoD driver prefetch GB | "
-          "HtoD explicit GB | DtoH GB | footprint GB |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    header(["call", "profile", "mode"], ["iterations", "faults", "HtoD demand GB",
+                                         "HtoD driver prefetch GB", "HtoD explicit GB", "DtoH GB",
+                                         "footprint GB"])
     for call in calls:
         for p in sorted(call.glob("*inspect*.txt")):
             try:
@@ -108,9 +116,9 @@ def main(argv):
             dtoh = sum(v["bytes"] for v in m.get("dtoh", {}).values()) / n / 1e9
             mode = "access-set" if s["access_source"] == "measured_access_set" else "natural"
             name = p.name.replace(".txt", "")
-            print(f"| {call.name} | {name} | {mode} | {s['iterations']} | {s['faults'] / n:.0f} | "
-                  f"{gb('htod', 'coherence')} | {gb('htod', 'prefetch')} | {gb('htod', 'user')} | "
-                  f"{dtoh:.2f} | {s['footprint_bytes'] / 1e9:.2f} |")
+            row(call.name, name, mode, s["iterations"], f"{s['faults'] / n:.0f}",
+                gb("htod", "coherence"), gb("htod", "prefetch"), gb("htod", "user"), f"{dtoh:.2f}",
+                f"{s['footprint_bytes'] / 1e9:.2f}")
     return 0
 
 

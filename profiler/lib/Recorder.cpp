@@ -722,13 +722,26 @@ int64_t Recorder::ProfileBuilder::kernelAt(uint64_t T) const {
                              [](uint64_t V, const KernelRecord *K) { return V < K->StartNs; });
   // Walk back over the kernels started by T while one of them may still
   // run at T; with serialised kernels this looks at one kernel.
+  // A kernel ending at T yields to one running at T: serialised kernels run
+  // back to back, and a fault at the boundary is the starting kernel's.
   int64_t Found = -1;
+  bool FoundEnds = false;
   for (size_t I = static_cast<size_t>(It - Ks.begin()); I-- > 0 && PrefixEnd[I] >= T;) {
     if (Ks[I]->EndNs < T)
       continue;
-    if (Found >= 0)
+    const bool Ends = Ks[I]->EndNs == T && Ks[I]->StartNs < T;
+    if (Found >= 0) {
+      if (Ends && !FoundEnds)
+        continue;
+      if (!Ends && FoundEnds) {
+        Found = static_cast<int64_t>(I);
+        FoundEnds = false;
+        continue;
+      }
       return -1; // two kernels were running: no single answer
+    }
     Found = static_cast<int64_t>(I);
+    FoundEnds = Ends;
   }
   return Found;
 }
@@ -782,7 +795,8 @@ void Recorder::ProfileBuilder::attributeFaults() {
 /// H100 with driver 580, a kernel touching every 64 KiB page of 8 blocks
 /// faulted visibly on 4 of them). Explicit prefetches (cause USER, or none
 /// given) are the program's, not the kernel's. Pages no fault describes get
-/// UNSPECIFIED: the direction is unknown (read-write downstream).
+/// UNSPECIFIED: the direction is unknown (read-write downstream). The time
+/// they moved counts in the kernel's fault stall.
 void Recorder::ProfileBuilder::attributeMigrations() {
   std::vector<std::vector<uint64_t>> Faulted(Ks.size());
   for (size_t K = 0; K < Ks.size(); ++K) {
@@ -805,6 +819,13 @@ void Recorder::ProfileBuilder::attributeMigrations() {
     int64_t K = kernelAt(M->StartNs);
     if (K < 0)
       continue;
+    // The kernel waits for its pages while they move: stall, like a fault's
+    // service (the driver reports faults for only some of the pages).
+    const KernelRecord &Kr = *Ks[static_cast<size_t>(K)];
+    const uint64_t From = std::max(M->StartNs, Kr.StartNs);
+    const uint64_t To = std::min(std::max(M->EndNs, M->StartNs), std::max(Kr.EndNs, Kr.StartNs));
+    if (From < To)
+      Stalls[static_cast<size_t>(K)].push_back({From, To});
     const auto &Seen = Faulted[static_cast<size_t>(K)];
     for (uint64_t Page = M->Address / kPageBytes, Last = (M->Address + M->Bytes - 1) / kPageBytes;
          Page <= Last; ++Page) {

@@ -565,7 +565,7 @@ TEST(Recorder, DeviceLinkMigrationsAndEvents) {
 
 MigrationRecord toDevice(uint64_t Address, uint64_t Bytes, uint64_t Time,
                          v1::MigrationCause Cause = v1::MIGRATION_CAUSE_COHERENCE) {
-  return {Address, Bytes, v1::MIGRATION_DIRECTION_HOST_TO_DEVICE, Cause, Time, Time + 1};
+  return {Address, Bytes, v1::MIGRATION_DIRECTION_HOST_TO_DEVICE, Cause, Time, Time + 10};
 }
 
 TEST(Recorder, AccessSetModeSendsFaultedBlocksHomeClippedToAllocations) {
@@ -647,6 +647,26 @@ TEST(Recorder, AccessSetModeSendsHomeTheMemoryOfFreedTensors) {
   EXPECT_TRUE(N.takeRangesToSendHome().empty());
 }
 
+// Serialised kernels run back to back: a fault at the instant one ends and
+// the next starts is the next one's (it cannot fault before it starts). Two
+// kernels both running at the instant stay nobody's.
+TEST(Recorder, AFaultWhereOneKernelEndsAndTheNextStartsIsTheNextOnes) {
+  Recorder R({});
+  R.setUmCounters(true);
+  R.addAllocation(Base, 4 * MiB, 7, 10, AllocationSource::Allocator);
+  R.addKernel(kernel("a", 100, 200));
+  R.addKernel(kernel("b", 200, 300));
+  R.addKernel(kernel("c", 250, 300)); // concurrent with b at its end
+  R.addFault(fault(Base, 200));
+  R.addFault(fault(Base + 2 * MiB, 300));
+  R.addFault(fault(Base + 64 * KiB, 150));
+  v1::Profile P = build(R);
+  ASSERT_EQ(P.faults_size(), 3);
+  EXPECT_EQ(P.faults(0).kernel_index(), 0);  // t=150: a
+  EXPECT_EQ(P.faults(1).kernel_index(), 1);  // t=200: b, not a
+  EXPECT_EQ(P.faults(2).kernel_index(), -1); // t=300: b and c both end
+}
+
 TEST(Recorder, MigrationsTheDriverMadeForAKernelJoinItsAccessSet) {
   Recorder R({});
   R.setUmCounters(true);
@@ -674,6 +694,9 @@ TEST(Recorder, MigrationsTheDriverMadeForAKernelJoinItsAccessSet) {
   EXPECT_EQ(K.blocks(1).block(), B + 2);
   EXPECT_EQ(K.blocks(1).page_mask(), 1u);
   EXPECT_EQ(P.kernels(1).blocks_size(), 0);
+  // The kernel waited while its pages moved: [115, 125] and [120, 130], not
+  // the explicit prefetch's [130, 140].
+  EXPECT_EQ(K.fault_stall_ns(), 15u);
   ASSERT_EQ(K.tensors_size(), 2);
   EXPECT_EQ(K.tensors(0).bytes(), 256 * KiB);
 }

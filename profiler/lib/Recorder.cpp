@@ -826,10 +826,10 @@ void Recorder::ProfileBuilder::attributeMigrations() {
     const uint64_t To = std::min(std::max(M->EndNs, M->StartNs), std::max(Kr.EndNs, Kr.StartNs));
     if (From < To)
       Stalls[static_cast<size_t>(K)].push_back({From, To});
-    const auto &Seen = Faulted[static_cast<size_t>(K)];
+    const auto &FaultedPages = Faulted[static_cast<size_t>(K)];
     for (uint64_t Page = M->Address / kPageBytes, Last = (M->Address + M->Bytes - 1) / kPageBytes;
          Page <= Last; ++Page) {
-      if (std::binary_search(Seen.begin(), Seen.end(), Page))
+      if (std::binary_search(FaultedPages.begin(), FaultedPages.end(), Page))
         continue;
       int64_t A = allocationAt(std::max(Page * kPageBytes, M->Address), M->StartNs);
       if (A >= 0)

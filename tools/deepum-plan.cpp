@@ -33,6 +33,12 @@ static cl::opt<std::string> DeviceFile("device-file", cl::desc(deepum::tools::kD
 static cl::opt<std::string> Strategy("strategy", cl::desc("prefetch (default) or swap"),
                                      cl::value_desc("prefetch|swap"), cl::init("prefetch"),
                                      cl::cat(Category));
+static cl::opt<std::string>
+    ComputeFrom("compute-from",
+                cl::desc("Kernel compute times from this natural-mode profile of the same "
+                         "program (for a profile recorded with --mode access-set, whose kernels "
+                         "wait on the faults that mode provokes)"),
+                cl::value_desc("PROFILE"), cl::cat(Category));
 static cl::opt<bool> Quiet("quiet", cl::desc("Print neither the plan's summary nor progress"),
                            cl::cat(Category));
 
@@ -57,6 +63,7 @@ int main(int argc, char **argv) {
   Opts.DeviceModel = DeviceOpt;
   Opts.DeviceFile = DeviceFile;
   Opts.Strategy = Strategy;
+  Opts.ComputeFrom = ComputeFrom;
   Opts.PrintSummary = !Quiet;
   deepum::tools::ProgressSettings Progress = deepum::tools::progressSettings(errs(), Quiet);
   Opts.Progress = Progress.Stream;

@@ -91,9 +91,11 @@ budget_for() {
 }
 
 # Plans PROFILE at the full and half footprint into $work/NAME.{fit,half}.plan.pb
-# (the budgets in NAME.{fit,half}.budget).
+# (the budgets in NAME.{fit,half}.budget), with the kernel compute times of
+# the natural profile NATURAL when given (deepum-plan --compute-from; without
+# them when the two profiles do not match, which the step's output says).
 plan_profile() {
-  local name=$1 profile=$2 device=$3 which ratio budget
+  local name=$1 profile=$2 device=$3 natural=${4:-} which ratio budget
   for which in fit half; do
     ratio=1
     [[ $which == half ]] && ratio=2
@@ -102,8 +104,13 @@ plan_profile() {
       return 1
     }
     echo "$budget" >"$work/$name.$which.budget"
-    step "$name.plan-$which" 120 "$g/bin/deepum-plan" "$profile" --gpu-memory "$budget" \
-      --device "$device" -o "$work/$name.$which.plan.pb" || return 1
+    if [[ -n $natural ]] && step "$name.plan-$which" 120 "$g/bin/deepum-plan" "$profile" \
+      --compute-from "$natural" --gpu-memory "$budget" --device "$device" \
+      -o "$work/$name.$which.plan.pb"; then
+      continue
+    fi
+    step "$name.plan-$which${natural:+-own-durations}" 120 "$g/bin/deepum-plan" "$profile" \
+      --gpu-memory "$budget" --device "$device" -o "$work/$name.$which.plan.pb" || return 1
   done
 }
 
@@ -282,7 +289,13 @@ model() {
     --iterations "$iterations" -o "$work/$name.profile.pb.gz" -- "$py" "${script[@]}" \
     --steps $((iterations + 2)) || return 1
   step "$name.inspect" 60 "$g/bin/deepum-inspect" --json "$work/$name.profile.pb.gz"
-  plan_profile "$name" "$work/$name.profile.pb.gz" "$device" || return 1
+  # Natural mode, everything resident after two steps: the kernels' own
+  # durations, which the access-set profile's include its faults in.
+  local natural=""
+  step "$name.natural" 120 "$g/bin/deepum-profile" --skip 2 --iterations 1 \
+    -o "$work/$name.natural.pb.gz" -- "$py" "${script[@]}" --steps 4 &&
+    natural="$work/$name.natural.pb.gz"
+  plan_profile "$name" "$work/$name.profile.pb.gz" "$device" "$natural" || return 1
   for which in half fit; do
     budget=$(cat "$work/$name.$which.budget")
     DEEPUM_STATS="$work/$name.$which.stats.json" DEEPUM_LOG=info train_step "$name.deepum-$which" 120 \
@@ -399,7 +412,9 @@ assert len(r["steps"]) == 2 and r["exit_status"] == 3, r' "$work/dry.energy.json
     echo "dry-run: energy.py did not record the step lines and the exit status" >&2
     return 1
   }
-  plan_profile shipped-resnet50 "$g/profiles/resnet50.profile.pb.gz" "$device" || return 1
+  # The profile as its own natural profile: --compute-from changes nothing.
+  plan_profile shipped-resnet50 "$g/profiles/resnet50.profile.pb.gz" "$device" \
+    "$g/profiles/resnet50.profile.pb.gz" || return 1
   for which in fit half; do
     [[ -s $work/shipped-resnet50.$which.plan.pb ]] || return 1
     echo "dry-run: planned the shipped profile ($which, $(cat "$work/shipped-resnet50.$which.budget") bytes)"

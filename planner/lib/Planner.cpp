@@ -2,6 +2,7 @@
 #include "deepum/planner/Planner.h"
 
 #include "deepum/base/Error.h"
+#include "deepum/format/Compute.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Roofline.h"
 #include "deepum/format/Summary.h"
@@ -309,8 +310,11 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   if (!Opts.DeviceModel.empty())
     if (Expected<CostModel> M = loadCostModel(Opts.DeviceModel, Opts.DeviceFile); !M)
       return M.takeError();
-  // Before any work: the plan must not replace the profile it is made from.
-  if (Error E = format::checkNotAnInput(Opts.Output, {Opts.Input}))
+  // Before any work: the plan must not replace a profile it is made from.
+  std::vector<llvm::StringRef> Inputs = {Opts.Input};
+  if (!Opts.ComputeFrom.empty())
+    Inputs.push_back(Opts.ComputeFrom);
+  if (Error E = format::checkNotAnInput(Opts.Output, Inputs))
     return E;
   // On an arena: a profile is millions of small messages (a block access
   // each), which then cost neither a malloc each to read nor a free each to
@@ -319,6 +323,13 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   auto *P = google::protobuf::Arena::CreateMessage<Profile>(&Arena);
   if (Error E = format::readProfileInto(Opts.Input, *P))
     return E;
+  if (!Opts.ComputeFrom.empty()) {
+    Profile Natural;
+    if (Error E = format::readProfileInto(Opts.ComputeFrom, Natural))
+      return E;
+    if (Expected<uint64_t> Set = format::takeComputeTimes(*P, Natural); !Set)
+      return planError("--compute-from " + Opts.ComputeFrom + ": " + toString(Set.takeError()));
+  }
   PlanOptions PO;
   PO.GpuMemoryBytes = *Capacity;
   PO.DeviceModel = Opts.DeviceModel;

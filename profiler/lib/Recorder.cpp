@@ -517,6 +517,8 @@ private:
   bool inWindow(uint64_t T) const { return T >= WinBegin && T <= WinEnd; }
   int64_t allocationAt(uint64_t Addr, uint64_t T);
   int64_t kernelAt(uint64_t T) const;
+  /// Kernel K waited on the UM driver over [Begin, End], clipped to it.
+  void addStall(int64_t K, uint64_t Begin, uint64_t End);
 
   const Recorder &R;
   const std::vector<Window> &Iters;
@@ -746,6 +748,14 @@ int64_t Recorder::ProfileBuilder::kernelAt(uint64_t T) const {
   return Found;
 }
 
+void Recorder::ProfileBuilder::addStall(int64_t K, uint64_t Begin, uint64_t End) {
+  const KernelRecord &Kr = *Ks[static_cast<size_t>(K)];
+  const uint64_t From = std::max(Begin, Kr.StartNs);
+  const uint64_t To = std::min(std::max(End, Begin), std::max(Kr.EndNs, Kr.StartNs));
+  if (From < To)
+    Stalls[static_cast<size_t>(K)].push_back({From, To});
+}
+
 /// Faults, attributed by time to a kernel and by address to an allocation:
 /// each kernel's pages and fault-service intervals.
 void Recorder::ProfileBuilder::attributeFaults() {
@@ -772,11 +782,7 @@ void Recorder::ProfileBuilder::attributeFaults() {
       ++Unattributed;
       continue;
     }
-    const KernelRecord &Kr = *Ks[static_cast<size_t>(K)];
-    const uint64_t From = std::max(F->TimeNs, Kr.StartNs);
-    const uint64_t To = std::min(std::max(F->EndNs, F->TimeNs), std::max(Kr.EndNs, Kr.StartNs));
-    if (From < To)
-      Stalls[static_cast<size_t>(K)].push_back({From, To});
+    addStall(K, F->TimeNs, F->EndNs);
     int64_t A = allocationAt(F->Address, F->TimeNs);
     if (A < 0) {
       // Memory the allocator did not report (a library's own cudaMalloc, say):
@@ -821,11 +827,7 @@ void Recorder::ProfileBuilder::attributeMigrations() {
       continue;
     // The kernel waits for its pages while they move: stall, like a fault's
     // service (the driver reports faults for only some of the pages).
-    const KernelRecord &Kr = *Ks[static_cast<size_t>(K)];
-    const uint64_t From = std::max(M->StartNs, Kr.StartNs);
-    const uint64_t To = std::min(std::max(M->EndNs, M->StartNs), std::max(Kr.EndNs, Kr.StartNs));
-    if (From < To)
-      Stalls[static_cast<size_t>(K)].push_back({From, To});
+    addStall(K, M->StartNs, M->EndNs);
     const auto &FaultedPages = Faulted[static_cast<size_t>(K)];
     for (uint64_t Page = M->Address / kPageBytes, Last = (M->Address + M->Bytes - 1) / kPageBytes;
          Page <= Last; ++Page) {

@@ -1,6 +1,7 @@
 //===- SimTool.cpp - deepum-sim as a library ----------------------------------===//
 #include "deepum/sim/SimTool.h"
 
+#include "deepum/format/Compute.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Perfetto.h"
 #include "deepum/format/Units.h"
@@ -258,6 +259,15 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
   llvm::Expected<deepum::v1::Profile> P = deepum::format::readProfile(Opts.ProfilePath);
   if (!P)
     return P.takeError();
+  if (!Opts.ComputeFrom.empty()) {
+    llvm::Expected<deepum::v1::Profile> Natural = deepum::format::readProfile(Opts.ComputeFrom);
+    if (!Natural)
+      return Natural.takeError();
+    if (llvm::Expected<uint64_t> Set = deepum::format::takeComputeTimes(*P, *Natural); !Set)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--compute-from " + Opts.ComputeFrom + ": " +
+                                         llvm::toString(Set.takeError()));
+  }
   std::optional<deepum::v1::Plan> Plan;
   if (!Opts.PlanPath.empty()) {
     llvm::Expected<deepum::v1::Plan> PlanOr = deepum::format::readPlan(Opts.PlanPath);
@@ -276,7 +286,8 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
     return Policies.takeError();
 
   DeepUmSetting Tuned{S->DeepUmLookahead ? S->DeepUmLookahead : S->Lookahead, S->DeepUmWatermark};
-  const llvm::SmallVector<llvm::StringRef, 2> Inputs{Opts.ProfilePath, Opts.PlanPath};
+  const llvm::SmallVector<llvm::StringRef, 3> Inputs{Opts.ProfilePath, Opts.PlanPath,
+                                                     Opts.ComputeFrom};
   if (llvm::Error E = checkTimelineOutputs(Opts, *Policies, Inputs))
     return E;
   llvm::Expected<std::vector<SimResult>> Results =

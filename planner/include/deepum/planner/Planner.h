@@ -70,6 +70,9 @@ struct PlanToolOptions {
   std::string DeviceModel;
   std::string DeviceFile;
   std::string Strategy = "prefetch";
+  /// A natural-mode profile of the same program whose kernel durations are
+  /// the compute times (format::takeComputeTimes); empty = the profile's own.
+  std::string ComputeFrom;
   /// Print the plan's summary to this stream after writing it.
   bool PrintSummary = true;
   /// Progress lines (PlanOptions::Progress); null = none.

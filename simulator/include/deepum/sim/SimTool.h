@@ -43,6 +43,9 @@ struct SimToolOptions {
   bool DeepUmTune = false;
   /// Kernel durations: "auto", "profile" or "roofline" (SimOptions::Durations).
   std::string Durations = "auto";
+  /// A natural-mode profile of the same program whose kernel durations are
+  /// the compute times (format::takeComputeTimes); empty = the profile's own.
+  std::string ComputeFrom;
   bool Json = false;
   /// Every policy on the profile, one table (or a JSON array).
   bool Compare = false;

@@ -838,6 +838,12 @@ void Calibration::writeDeviceFile() {
           sizeName(Sizes.size() > 2 ? Sizes[Sizes.size() - 3] : Sizes.front()).c_str(),
           sizeName(Sizes.back()).c_str(), Opt.Repeats, rateText(LinkDtoH).c_str(),
           rateText(WriteBack).c_str(), rateText(BothWays).c_str()));
+  if (LinkDtoH > 0)
+    Add("device_to_host_bytes_per_second", LinkDtoH,
+        fmt("cudaMemPrefetchAsync device->host of pages the GPU holds, slope of time over "
+            "%s..%s (median of %d); dirty write-back %s",
+            sizeName(Sizes.size() > 2 ? Sizes[Sizes.size() - 3] : Sizes.front()).c_str(),
+            sizeName(Sizes.back()).c_str(), Opt.Repeats, rateText(WriteBack).c_str()));
   const char *Clock = Opt.StreamClock ? "stream clock (cudaEvents on an idle stream)"
                                       : "host clock (std::chrono around the call)";
   if (CallUs >= 0)
@@ -888,7 +894,8 @@ void Calibration::writeReport() {
       << " |\n";
   R << "\n## Derived\n\n| figure | value | written as |\n|---|---:|---|\n"
     << "| host->device rate (plateau) | " << rateText(LinkHtoD) << " | link_bytes_per_second |\n"
-    << "| device->host rate (plateau) | " << rateText(LinkDtoH) << " | report only |\n"
+    << "| device->host rate (plateau) | " << rateText(LinkDtoH) << " | "
+    << (LinkDtoH > 0 ? "device_to_host_bytes_per_second" : "report only") << " |\n"
     << "| write-back of dirty pages | " << rateText(WriteBack) << " | report only |\n"
     << "| both directions at once, in all | " << rateText(BothWays) << " | report only |\n"
     << fmt("| per call, host clock | %.3f us + %.4f us per extra range | %s |\n", HostCallUs,

@@ -92,6 +92,8 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
       D.MemoryBytes = static_cast<uint64_t>(X);
     else if (Key == "link_bytes_per_second")
       D.LinkBytesPerSecond = X;
+    else if (Key == "device_to_host_bytes_per_second")
+      D.DeviceToHostBytesPerSecond = X;
     else if (Key == "fault_batch_latency_us")
       D.FaultBatchLatencyUs = X;
     else if (Key == "fault_batch_size")
@@ -131,6 +133,10 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
   }
   if (D.LinkBytesPerSecond <= 0)
     return fail(File, llvm::formatv("model '{0}': link_bytes_per_second must be positive", D.Name));
+  if (D.DeviceToHostBytesPerSecond < 0)
+    return fail(File, llvm::formatv("model '{0}': device_to_host_bytes_per_second must be "
+                                    "positive (or 0: the link rate)",
+                                    D.Name));
   if (D.FaultBatchSize == 0 || D.CopyEnginesPerDirection == 0)
     return fail(File, llvm::formatv("model '{0}': fault_batch_size and "
                                     "copy_engines_per_direction must be at least 1",

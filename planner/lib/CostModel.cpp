@@ -20,6 +20,7 @@ Expected<CostModel> loadCostModel(StringRef Name, StringRef File) {
   CostModel M;
   M.DeviceName = D->Name;
   M.LinkBytesPerSecond = D->LinkBytesPerSecond;
+  M.DeviceToHostBytesPerSecond = D->DeviceToHostBytesPerSecond;
   M.FaultBatchLatencyUs = D->FaultBatchLatencyUs;
   M.EvictionCopiesClean = D->EvictionCopiesClean;
   M.Roofline.MatmulFlopsPerSecond = D->MatmulFlopsPerSecond;

@@ -440,7 +440,7 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
                    uint64_t GpuMemoryBytes) {
   const uint32_t N = T.Positions;
   const uint64_t NB = T.Blocks, C = GpuMemoryBytes / T.BlockBytes;
-  const double BlockUs = M.transferUs(T.BlockBytes);
+  const double BlockUs = M.transferUs(T.BlockBytes), WriteBackUs = M.writeBackUs(T.BlockBytes);
   auto At = [&](uint32_t P) { return Table.at(P); };
   // Host time of each position's API calls, charged before its transfers are
   // issued and its kernel launched: one batch call per kind present, plus
@@ -498,7 +498,7 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
             bool Copy = R.Kind == ACTION_KIND_EVICT && Valid[B] &&
                         (!HostValid[B] || (M.EvictionCopiesClean && !ReadMostly[B]));
             if (Copy) {
-              Done = std::max(Ready, D2HFree) + BlockUs;
+              Done = std::max(Ready, D2HFree) + WriteBackUs;
               D2HFree = Done;
             }
             if (R.Kind == ACTION_KIND_DISCARD)
@@ -586,7 +586,8 @@ public:
                  uint64_t CapacityBlocks, double Margin, bool TakeDeadFirst, bool SwapPopulateSlots)
       : T(Tr), U(Uses), M(Model), N(Tr.Positions), C(CapacityBlocks), MarginBlocks(Margin),
         DeadFirst(TakeDeadFirst), SwapSlots(SwapPopulateSlots),
-        BlockUs(Model.transferUs(Tr.BlockBytes)), DirtyPenaltyUs(BlockUs), Static(N + 1, 0),
+        BlockUs(Model.transferUs(Tr.BlockBytes)), WriteBackUs(Model.writeBackUs(Tr.BlockBytes)),
+        DirtyPenaltyUs(WriteBackUs), Static(N + 1, 0),
         NB(Tr.Blocks), Resident(NB, 0), Dirty(NB, 0), LastUse(NB, -1), EvictedAt(NB, 0),
         HeapUse(NB, -2), Cursor(NB, 0), Ready(NB, 0), Stamp(NB, 0), Heap(NB),
         Start(static_cast<size_t>(kRounds) * N, 0), End(Start.size(), 0) {
@@ -663,7 +664,7 @@ private:
     double Free = LastUse[Cand] >= 0 ? End[LastUse[Cand]] : 0.0;
     bool Dead = U.DeadBefore[U.Start[Cand] + Cursor[Cand]];
     if (!Dead && (Dirty[Cand] || M.EvictionCopiesClean))
-      Free = std::max(Free, D2HFree) + BlockUs;
+      Free = std::max(Free, D2HFree) + WriteBackUs;
     return Free;
   }
 
@@ -701,7 +702,7 @@ private:
   const double MarginBlocks;
   const bool DeadFirst;
   const bool SwapSlots;
-  const double BlockUs;
+  const double BlockUs, WriteBackUs;
   const double DirtyPenaltyUs;
 
   // Static (stall-free) start times: the victim key's clock.
@@ -918,7 +919,7 @@ double PrefetchSearch::evict(uint64_t V, int64_t Now) {
   bool WriteBack = !Dead && (Dirty[V] || M.EvictionCopiesClean);
   if (WriteBack) {
     double WbStart = std::max(FreeAt, D2HFree);
-    D2HFree = WbStart + BlockUs;
+    D2HFree = WbStart + WriteBackUs;
     FreeAt = D2HFree;
   }
   Pending.push_back({Dead ? ACTION_KIND_DISCARD : ACTION_KIND_EVICT, Evict,

@@ -310,7 +310,7 @@ Schedule scheduleSwap(const Trace &T, const CostModel &M, uint64_t GpuMemoryByte
   // share the other engine. The estimate charges what does not fit in the
   // iteration's compute time.
   double H2D = BlockUs * static_cast<double>(S.Stats.Prefetches - S.Stats.Populates);
-  double D2H = BlockUs * static_cast<double>(S.Stats.DirtyEvictions);
+  double D2H = M.writeBackUs(T.BlockBytes) * static_cast<double>(S.Stats.DirtyEvictions);
   S.Stats.PredictedIterationUs = std::max({Clock.total(), H2D, D2H});
   S.Stats.StallUs = S.Stats.PredictedIterationUs - Clock.total();
   S.Stats.Converged = true;

@@ -36,6 +36,8 @@ Engine::Engine(const DeviceModel &D, uint64_t CapacityBytes)
       // Several engines per direction share the link: each runs at its share.
       NsPerByte(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
                 std::max(D.LinkBytesPerSecond, 1.0)),
+      NsPerByteDtoH(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
+                    std::max(D.deviceToHostBytesPerSecond(), 1.0)),
       HtoDFree(std::max(1u, D.CopyEnginesPerDirection), 0),
       DtoHFree(std::max(1u, D.CopyEnginesPerDirection), 0),
       HtoDQueue(std::max(1u, D.CopyEnginesPerDirection)),
@@ -67,6 +69,10 @@ uint32_t Engine::blockId(uint64_t UmBlock) {
 
 uint64_t Engine::transferNs(uint64_t Bytes) const {
   return static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByte));
+}
+
+uint64_t Engine::transferDtoHNs(uint64_t Bytes) const {
+  return static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByteDtoH));
 }
 
 uint64_t Engine::startOnLane(std::vector<uint64_t> &Lane, uint64_t AtNs, uint64_t DurNs,
@@ -212,7 +218,7 @@ void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser) {
   uint64_t Done = Ready;
   if (Dirty) {
     uint64_t Bytes = pages(Dirty) * PageBytes;
-    uint64_t Start = startOnLane(DtoHFree, Ready, transferNs(Bytes), Done);
+    uint64_t Start = startOnLane(DtoHFree, Ready, transferDtoHNs(Bytes), Done);
     Stats.BytesDtoH += Bytes;
     if (Events)
       logEvent(UmEvent::Kind::MigrationDtoH,

@@ -223,11 +223,16 @@ llvm::Error setBounds(SimResult &R, const Workload &W, const deepum::v1::Profile
   Data->DurationNs = W.DurationNs;
   const Workload &BW = *Data;
   auto [InBytes, OutBytes] = transferBoundBytes(BW, R.GpuMemoryBytes);
-  R.BoundUs = static_cast<double>(std::max(InBytes, OutBytes)) / O.Device.LinkBytesPerSecond * 1e6;
+  // Each direction has its own engines: the slower of the two.
+  R.BoundUs = std::max(static_cast<double>(InBytes) / O.Device.LinkBytesPerSecond,
+                       static_cast<double>(OutBytes) / O.Device.deviceToHostBytesPerSecond()) *
+              1e6;
   R.BoundOrIdealUs = std::max(R.IdealUs, R.BoundUs);
   // The cut bound includes compute, so it is never below ideal; the best
   // lower bound known is the larger of it and the total-bytes bound.
-  R.CutBoundUs = cutBoundNs(BW, R.GpuMemoryBytes, O.Device.LinkBytesPerSecond) / 1e3;
+  R.CutBoundUs = cutBoundNs(BW, R.GpuMemoryBytes, O.Device.LinkBytesPerSecond,
+                            O.Device.deviceToHostBytesPerSecond()) /
+                 1e3;
   R.LowerBoundUs = std::max(R.BoundOrIdealUs, R.CutBoundUs);
   return llvm::Error::success();
 }

@@ -1169,7 +1169,7 @@ class Stalls {
 public:
   /// Compute[i]: the compute of launches 0..i-1 (at least K + 1 entries).
   Stalls(uint32_t Kernels, const std::vector<double> &Compute, const std::vector<Need> &Needs,
-         const std::vector<int64_t> &Held, double Cap, double ByteNs)
+         const std::vector<int64_t> &Held, double Cap, double ByteNs, double OutByteNs)
       : K(Kernels) {
     // Windows of up to 64 launches, fewer on iterations of over 128k launches
     // so that the tables stay within 2^23 entries each (128 MiB together).
@@ -1221,11 +1221,10 @@ public:
       }
       if (std::max(held(At), held(I)) > Cap)
         return 0.0; // a launch that does not fit never runs: nothing to say
-      const double Bytes =
-          std::max({0.0, static_cast<double>(at(In, At, I - At)) - (Cap - held(At)),
-                    static_cast<double>(at(Out, At, I - At)) - (Cap - held(I))});
-      return Bytes * ByteNs -
-             (Compute[static_cast<size_t>(I)] - Compute[static_cast<size_t>(At + 1)]);
+      const double Ns =
+          std::max({0.0, (static_cast<double>(at(In, At, I - At)) - (Cap - held(At))) * ByteNs,
+                    (static_cast<double>(at(Out, At, I - At)) - (Cap - held(I))) * OutByteNs});
+      return Ns - (Compute[static_cast<size_t>(I)] - Compute[static_cast<size_t>(At + 1)]);
     };
     Single.assign(static_cast<size_t>(K), 0);
     for (int64_t I = 1; I <= K; ++I)
@@ -1358,7 +1357,8 @@ std::vector<int64_t> detail::heldBytes(const Workload &W) {
   return Held;
 }
 
-double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double LinkBytesPerSecond) {
+double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double LinkBytesPerSecond,
+                          double DeviceToHostBytesPerSecond) {
   const uint32_t K = W.Kernels;
   if (K == 0)
     return 0;
@@ -1451,7 +1451,9 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
   }
 
   const std::vector<int64_t> HeldAll = heldBytes(W);
-  const double ByteNs = 1e9 / LinkBytesPerSecond;
+  // Fetches run at the host-to-device rate, write-backs at the device-to-host
+  // one, each direction on its own engines.
+  const double ByteNs = 1e9 / LinkBytesPerSecond, OutByteNs = 1e9 / DeviceToHostBytesPerSecond;
   const double Cap = static_cast<double>(CapacityBytes / kUmPageBytes * kUmPageBytes);
 
   // Compute over two periods, and the stalls a stretch of launches cannot
@@ -1459,7 +1461,7 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
   std::vector<double> Prefix(2 * static_cast<size_t>(K) + 1, 0);
   for (uint32_t I = 0; I < 2 * K; ++I)
     Prefix[I + 1] = Prefix[I] + static_cast<double>(W.DurationNs[I % K]);
-  const Stalls Stall(K, Prefix, Needs, HeldAll, Cap, ByteNs);
+  const Stalls Stall(K, Prefix, Needs, HeldAll, Cap, ByteNs, OutByteNs);
 
   // A third instant sharpens the cut: the start of a launch j after p.
   // Pages j or a launch before it reads must be on the GPU by then, so their
@@ -1538,13 +1540,14 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
       // capacity on whichever direction is still above its compute.
       const double A = static_cast<double>(Both - HB);
       const double KeptBoth = std::min(A, Free), Left = Free - KeptBoth;
-      const double OutNs = (static_cast<double>(Out - HB - HO) - KeptBoth) * ByteNs;
+      const double OutNs = (static_cast<double>(Out - HB - HO) - KeptBoth) * OutByteNs;
       const double InNs = (static_cast<double>(In - HB - HI) - KeptBoth) * ByteNs;
       const double OutOnly = static_cast<double>(Out - Both - HO);
       const double InOnly = static_cast<double>(In - Both - HI);
-      const double Spare =
-          std::min(Left * ByteNs, std::min(std::max(0.0, OutNs - Before), OutOnly * ByteNs) +
-                                      std::min(std::max(0.0, InNs - After), InOnly * ByteNs));
+      // A byte kept saves at most the slower direction's time per byte.
+      const double Spare = std::min(Left * std::max(ByteNs, OutByteNs),
+                                    std::min(std::max(0.0, OutNs - Before), OutOnly * OutByteNs) +
+                                        std::min(std::max(0.0, InNs - After), InOnly * ByteNs));
       const double Cand = std::max(Before, OutNs) + std::max(After, InNs) + Tail - Spare;
       Best = std::max(Best, Cand);
     }

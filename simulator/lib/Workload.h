@@ -178,7 +178,8 @@ std::vector<int64_t> heldBytes(const Workload &W);
 /// HtoD after p). Never below the ideal time. Forward/backward training, which
 /// evicts in the forward pass and fetches back in the backward pass, is what
 /// makes it tighter than the total-bytes bound.
-double cutBoundNs(const Workload &W, uint64_t CapacityBytes, double LinkBytesPerSecond);
+double cutBoundNs(const Workload &W, uint64_t CapacityBytes, double LinkBytesPerSecond,
+                  double DeviceToHostBytesPerSecond);
 
 /// Commands issued when launch p is observed, before it runs.
 enum class CmdKind : uint8_t { Prefetch, Evict, Discard };

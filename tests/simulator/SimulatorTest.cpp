@@ -756,7 +756,7 @@ TEST(SimBound, MemoryAllocatedAnewIsNotReadOfOldContents) {
   }
   EXPECT_EQ(sim::detail::transferBoundBytes(Wl, 2 * MiB),
             std::make_pair(uint64_t{0}, uint64_t{0}));
-  EXPECT_NEAR(sim::detail::cutBoundNs(Wl, 2 * MiB, 1e9), 800'000, 1e-6);
+  EXPECT_NEAR(sim::detail::cutBoundNs(Wl, 2 * MiB, 1e9, 1e9), 800'000, 1e-6);
   Wl.FreshMasks.clear(); // blind to lifetimes: the old, unsound figure
   EXPECT_EQ(sim::detail::transferBoundBytes(Wl, 2 * MiB).first, 2 * MiB);
   SimResult D = run(P, opts(Policy::DeepUm, 2 * MiB));

@@ -29,8 +29,16 @@ struct DeviceModel {
   /// SimOptions::GpuMemoryBytes).
   uint64_t MemoryBytes = 0;
   std::string Link;
-  /// Achieved host<->device bandwidth per direction, bytes per second.
+  /// Achieved host-to-device bandwidth (prefetches, fault migrations), bytes
+  /// per second.
   double LinkBytesPerSecond = 12e9;
+  /// Achieved device-to-host bandwidth (evictions, write-backs), bytes per
+  /// second; 0 = LinkBytesPerSecond. Measured on an H100 with driver 580 at a
+  /// fifth of the other direction (docs/results/gpu.md).
+  double DeviceToHostBytesPerSecond = 0;
+  double deviceToHostBytesPerSecond() const {
+    return DeviceToHostBytesPerSecond > 0 ? DeviceToHostBytesPerSecond : LinkBytesPerSecond;
+  }
   /// Fixed cost of servicing one fault batch (fetch, sort, replay), us.
   double FaultBatchLatencyUs = 20;
   /// Cost per 2 MiB VA block a batch touches (populate: host unmap, GPU

@@ -30,8 +30,10 @@ namespace deepum::planner {
 /// What the schedule needs to know about a GPU and its link.
 struct CostModel {
   std::string DeviceName;
-  /// Achieved bandwidth per direction, bytes per second.
+  /// Achieved host-to-device bandwidth, bytes per second, and device-to-host
+  /// (evictions, write-backs; 0 = the same).
   double LinkBytesPerSecond = 12e9;
+  double DeviceToHostBytesPerSecond = 0;
   /// One fault batch's service time, us (what a missed prefetch costs).
   double FaultBatchLatencyUs = 45;
   /// Whether evicting a block whose host copy is valid copies it anyway.
@@ -50,6 +52,11 @@ struct CostModel {
 
   double transferUs(uint64_t Bytes) const {
     return static_cast<double>(Bytes) / LinkBytesPerSecond * 1e6;
+  }
+  double writeBackUs(uint64_t Bytes) const {
+    return DeviceToHostBytesPerSecond > 0
+               ? static_cast<double>(Bytes) / DeviceToHostBytesPerSecond * 1e6
+               : transferUs(Bytes);
   }
 };
 

@@ -268,7 +268,8 @@ public:
 
 private:
   enum class Cause { Demand, DriverPrefetch, User };
-  uint64_t transferNs(uint64_t Bytes) const;
+  uint64_t transferNs(uint64_t Bytes) const;     // host to device
+  uint64_t transferDtoHNs(uint64_t Bytes) const; // device to host
   /// Makes room for `Pages` pages no earlier than `AtNs`; returns when the room
   /// is free, or UINT64_MAX when it cannot be made.
   /// Victims protected with a rank <= `ProtectUpTo` are skipped (-1: none).
@@ -326,7 +327,7 @@ private:
 
   DeviceModel Device;
   uint64_t CapacityPages;
-  double NsPerByte;
+  double NsPerByte, NsPerByteDtoH;
   /// UM block -> dense id. Blocks come from files (plans name any uint64):
   /// not a DenseMap, which reserves 2^64-1 and 2^64-2.
   std::unordered_map<uint64_t, uint32_t> Ids;

@@ -33,12 +33,9 @@ static cl::opt<std::string> DeviceFile("device-file", cl::desc(deepum::tools::kD
 static cl::opt<std::string> Strategy("strategy", cl::desc("prefetch (default) or swap"),
                                      cl::value_desc("prefetch|swap"), cl::init("prefetch"),
                                      cl::cat(Category));
-static cl::opt<std::string>
-    ComputeFrom("compute-from",
-                cl::desc("Kernel compute times from this natural-mode profile of the same "
-                         "program (for a profile recorded with --mode access-set, whose kernels "
-                         "wait on the faults that mode provokes)"),
-                cl::value_desc("PROFILE"), cl::cat(Category));
+static cl::opt<std::string> ComputeFrom("compute-from",
+                                        cl::desc(deepum::tools::kComputeFromHelp),
+                                        cl::value_desc("PROFILE"), cl::cat(Category));
 static cl::opt<bool> Quiet("quiet", cl::desc("Print neither the plan's summary nor progress"),
                            cl::cat(Category));
 

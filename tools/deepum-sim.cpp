@@ -54,12 +54,9 @@ static cl::opt<std::string>
               cl::desc("Kernel durations: auto (roofline of --device when the profile was "
                        "recorded on another device and has flops/bytes), profile, roofline"),
               cl::init("auto"), cl::cat(Category));
-static cl::opt<std::string>
-    ComputeFrom("compute-from",
-                cl::desc("Kernel compute times from this natural-mode profile of the same "
-                         "program (for a profile recorded with --mode access-set, whose kernels "
-                         "wait on the faults that mode provokes)"),
-                cl::value_desc("PROFILE"), cl::cat(Category));
+static cl::opt<std::string> ComputeFrom("compute-from",
+                                        cl::desc(deepum::tools::kComputeFromHelp),
+                                        cl::value_desc("PROFILE"), cl::cat(Category));
 static cl::opt<bool> Json("json", cl::desc("Print results as JSON"), cl::cat(Category));
 static cl::opt<bool> Compare("compare", cl::desc("Run every policy and print one table"),
                              cl::cat(Category));

@@ -36,6 +36,11 @@ inline constexpr const char *kDeviceFileHelp =
     "Device models file (device-models.json's format) whose fields override or add to the "
     "built-in models";
 
+/// deepum-plan and deepum-sim: --compute-from PROFILE (format::takeComputeTimes).
+inline constexpr const char *kComputeFromHelp =
+    "Kernel compute times from this natural-mode profile of the same program (for a profile "
+    "recorded with --mode access-set, whose kernels wait on the faults that mode provokes)";
+
 /// Parses argv into the tool's cl::opt globals; on a usage error prints the
 /// option library's message and exits 2.
 inline void parseCommandLine(int Argc, const char *const *Argv, llvm::StringRef Overview) {

@@ -232,14 +232,19 @@ gpu_tests() {
   done
 }
 
+# PyTorch on CUDA under deepum (python/tests/gpu_pytorch.py): profile, plan at
+# half, bit-identical replay; under LIMIT seconds (default 150).
+gpu_pytorch() {
+  step gpu-pytorch "${1:-150}" "$py" "$g/python/tests/gpu_pytorch.py" "$g/bin" "$g"
+}
+
 smoke() {
   local device
   device_info
   device=$(device_model)
   calibrate "$device"
   gpu_tests 240
-  # PyTorch on CUDA under deepum: profile, plan at half, bit-identical replay.
-  step gpu-pytorch 300 "$py" "$g/python/tests/gpu_pytorch.py" "$g/bin" "$g"
+  gpu_pytorch 300
   step torch-resnet50 120 "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 3
   DEEPUM_STATS="$work/deepum-resnet50.stats.json" step deepum-resnet50 120 \
     "$py" -m deepum.run -- "$py" "$g/examples/resnet50_train.py" --batch 16 --steps 3
@@ -343,11 +348,6 @@ lease() {
   replay_profile gpt2 half
 }
 
-# The bit-for-bit check and the smoke's PyTorch tests (python/tests/gpu_pytorch.py).
-gpu_pytorch() {
-  step gpu-pytorch 150 "$py" "$g/python/tests/gpu_pytorch.py" "$g/bin" "$g"
-}
-
 # A rerun of chosen steps, in order, each a function and its arguments:
 #   run.sh only 'gpu_tests 60' 'model resnet50' 'replay_profile resnet50 half'
 only() {
@@ -355,7 +355,7 @@ only() {
   for s in "$@"; do
     case "${s%% *}" in
     device_info | calibrate | gpu_tests | model | replay_profile | gpu_pytorch)
-      [[ ${s%% *} == calibrate && $s == calibrate ]] && s="calibrate $(device_model)"
+      [[ $s == calibrate ]] && s="calibrate $(device_model)"
       # shellcheck disable=SC2086 # the words are the function and its arguments
       ${s} ;;
     *)

@@ -323,13 +323,9 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   auto *P = google::protobuf::Arena::CreateMessage<Profile>(&Arena);
   if (Error E = format::readProfileInto(Opts.Input, *P))
     return E;
-  if (!Opts.ComputeFrom.empty()) {
-    Profile Natural;
-    if (Error E = format::readProfileInto(Opts.ComputeFrom, Natural))
+  if (!Opts.ComputeFrom.empty())
+    if (Error E = format::takeComputeTimesFrom(*P, Opts.ComputeFrom))
       return E;
-    if (Expected<uint64_t> Set = format::takeComputeTimes(*P, Natural); !Set)
-      return planError("--compute-from " + Opts.ComputeFrom + ": " + toString(Set.takeError()));
-  }
   PlanOptions PO;
   PO.GpuMemoryBytes = *Capacity;
   PO.DeviceModel = Opts.DeviceModel;

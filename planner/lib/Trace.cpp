@@ -28,9 +28,9 @@
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
-#include <tuple>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 using namespace llvm;

@@ -546,9 +546,9 @@ void Profiler::mark(MarkAction A) {
 void Profiler::sendTouchedBlocksHome() {
   // After each launch: wait for the kernel, collect the blocks that may have
   // come to the GPU (Recorder::takeRangesToSendHome), and migrate them back
-  // to the host so the next kernel faults on all it touches. Only inside the recorded window (or before any mark, when the
-  // iterations are found from the period at the end): skipped iterations
-  // run natural.
+  // to the host so the next kernel faults on all it touches. Only inside the
+  // recorded window (or before any mark, when the iterations are found from
+  // the period at the end): skipped iterations run natural.
   if (!Rec.accessSetActive() || Stopped)
     return;
   ReentryGuard Guard;

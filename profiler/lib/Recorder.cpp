@@ -8,11 +8,12 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
 
+
 #include <algorithm>
 #include <limits>
-
-using namespace llvm;
+#include <utility>
 using namespace deepum::v1;
+using namespace llvm;
 
 namespace deepum::profiler {
 
@@ -293,10 +294,8 @@ uint32_t Recorder::seenIterations() const {
 
 std::vector<std::pair<uint64_t, uint64_t>> Recorder::takeRangesToSendHome() {
   std::lock_guard<std::mutex> L(Mu);
-  std::vector<uint64_t> Blocks(MaybeOnGpu.begin(), MaybeOnGpu.end());
-  MaybeOnGpu.clear();
   std::vector<std::pair<uint64_t, uint64_t>> Ranges;
-  for (uint64_t B : Blocks) {
+  for (uint64_t B : std::exchange(MaybeOnGpu, {})) {
     uint64_t Begin = B * kBlockBytes, End = Begin + kBlockBytes;
     for (const auto *Live : {&LiveDriver, &LiveAllocator}) {
       // Live allocations of one source do not overlap: start at the last one
@@ -517,6 +516,9 @@ private:
   bool inWindow(uint64_t T) const { return T >= WinBegin && T <= WinEnd; }
   int64_t allocationAt(uint64_t Addr, uint64_t T);
   int64_t kernelAt(uint64_t T) const;
+  /// The migrations inside the window by start time (stable), sorted once
+  /// for attributeMigrations and addMigrations.
+  const std::vector<const MigrationRecord *> &migrationsInWindow();
   /// Kernel K waited on the UM driver over [Begin, End], clipped to it.
   void addStall(int64_t K, uint64_t Begin, uint64_t End);
 
@@ -542,6 +544,7 @@ private:
     size_t Index;
   };
   std::vector<LiveEvent> LiveEvents;
+  std::optional<std::vector<const MigrationRecord *>> InWindowMigrations;
   size_t NextEvent = 0;
   std::map<uint64_t, size_t> LiveByAddress;
 
@@ -810,18 +813,13 @@ void Recorder::ProfileBuilder::attributeMigrations() {
       Faulted[K].push_back(U.Page);
     llvm::sort(Faulted[K]);
   }
-  std::vector<const MigrationRecord *> Ms;
-  for (const MigrationRecord &M : R.Migrations)
-    if (inWindow(M.StartNs) && M.Direction == MIGRATION_DIRECTION_HOST_TO_DEVICE &&
-        M.Cause != MIGRATION_CAUSE_USER && M.Cause != MIGRATION_CAUSE_UNSPECIFIED)
-      Ms.push_back(&M);
-  std::stable_sort(Ms.begin(), Ms.end(), [](const MigrationRecord *A, const MigrationRecord *B) {
-    return A->StartNs < B->StartNs;
-  });
   // allocationAt sweeps forward in time: start it again for this pass.
   NextEvent = 0;
   LiveByAddress.clear();
-  for (const MigrationRecord *M : Ms) {
+  for (const MigrationRecord *M : migrationsInWindow()) {
+    if (M->Direction != MIGRATION_DIRECTION_HOST_TO_DEVICE || M->Cause == MIGRATION_CAUSE_USER ||
+        M->Cause == MIGRATION_CAUSE_UNSPECIFIED)
+      continue;
     int64_t K = kernelAt(M->StartNs);
     if (K < 0)
       continue;
@@ -906,15 +904,22 @@ void Recorder::ProfileBuilder::addAccessSets() {
   }
 }
 
+const std::vector<const MigrationRecord *> &Recorder::ProfileBuilder::migrationsInWindow() {
+  if (!InWindowMigrations) {
+    std::vector<const MigrationRecord *> Ms;
+    for (const MigrationRecord &M : R.Migrations)
+      if (inWindow(M.StartNs))
+        Ms.push_back(&M);
+    std::stable_sort(Ms.begin(), Ms.end(), [](const MigrationRecord *A, const MigrationRecord *B) {
+      return A->StartNs < B->StartNs;
+    });
+    InWindowMigrations = std::move(Ms);
+  }
+  return *InWindowMigrations;
+}
+
 void Recorder::ProfileBuilder::addMigrations() {
-  std::vector<const MigrationRecord *> Ms;
-  for (const MigrationRecord &M : R.Migrations)
-    if (inWindow(M.StartNs))
-      Ms.push_back(&M);
-  std::stable_sort(Ms.begin(), Ms.end(), [](const MigrationRecord *A, const MigrationRecord *B) {
-    return A->StartNs < B->StartNs;
-  });
-  for (const MigrationRecord *M : Ms) {
+  for (const MigrationRecord *M : migrationsInWindow()) {
     if (M->Direction == MIGRATION_DIRECTION_UNSPECIFIED)
       continue; // device-to-device: the schema (and the planner) knows host links only
     Migration *PM = P.add_migrations();

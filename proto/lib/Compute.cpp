@@ -1,6 +1,7 @@
 //===- Compute.cpp - Kernel compute times from another profile ------------===//
 #include "deepum/format/Compute.h"
 
+#include "deepum/format/Format.h"
 #include "deepum/format/Signature.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -52,6 +53,17 @@ llvm::Expected<uint64_t> takeComputeTimes(Profile &P, const Profile &Natural) {
       ++Set;
     }
   return Set;
+}
+
+llvm::Error takeComputeTimesFrom(Profile &P, llvm::StringRef NaturalPath) {
+  Profile Natural;
+  if (llvm::Error E = readProfileInto(NaturalPath, Natural))
+    return E;
+  if (llvm::Expected<uint64_t> Set = takeComputeTimes(P, Natural); !Set)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--compute-from " + NaturalPath + ": " +
+                                       llvm::toString(Set.takeError()));
+  return llvm::Error::success();
 }
 
 } // namespace deepum::format

@@ -259,15 +259,9 @@ llvm::Error deepum::sim::runSim(const SimToolOptions &Opts, llvm::raw_ostream &O
   llvm::Expected<deepum::v1::Profile> P = deepum::format::readProfile(Opts.ProfilePath);
   if (!P)
     return P.takeError();
-  if (!Opts.ComputeFrom.empty()) {
-    llvm::Expected<deepum::v1::Profile> Natural = deepum::format::readProfile(Opts.ComputeFrom);
-    if (!Natural)
-      return Natural.takeError();
-    if (llvm::Expected<uint64_t> Set = deepum::format::takeComputeTimes(*P, *Natural); !Set)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "--compute-from " + Opts.ComputeFrom + ": " +
-                                         llvm::toString(Set.takeError()));
-  }
+  if (!Opts.ComputeFrom.empty())
+    if (llvm::Error E = deepum::format::takeComputeTimesFrom(*P, Opts.ComputeFrom))
+      return E;
   std::optional<deepum::v1::Plan> Plan;
   if (!Opts.PlanPath.empty()) {
     llvm::Expected<deepum::v1::Plan> PlanOr = deepum::format::readPlan(Opts.PlanPath);

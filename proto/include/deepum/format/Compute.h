@@ -33,6 +33,12 @@ namespace deepum::format {
 llvm::Expected<uint64_t> takeComputeTimes(deepum::v1::Profile &P,
                                           const deepum::v1::Profile &Natural);
 
+/// `--compute-from PATH` of deepum-plan and deepum-sim: reads the natural
+/// profile at `NaturalPath` and takes its compute times into `P`. A file that
+/// cannot be read is its reader's error; a profile of another program is
+/// "--compute-from PATH: not a profile of the same program: ...".
+llvm::Error takeComputeTimesFrom(deepum::v1::Profile &P, llvm::StringRef NaturalPath);
+
 } // namespace deepum::format
 
 #endif // DEEPUM_FORMAT_COMPUTE_H

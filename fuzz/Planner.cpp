@@ -48,24 +48,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   Opts.ContextLength = ((Param >> 4) & 3u) + 1;
   Opts.ProfileSource = "fuzz";
 
-  for (planner::Strategy S : {planner::Strategy::Prefetch, planner::Strategy::Swap}) {
+  for (planner::Strategy S :
+       {planner::Strategy::Prefetch, planner::Strategy::Swap, planner::Strategy::Demand}) {
     Opts.Strat = S;
-    const char *Name = S == planner::Strategy::Prefetch ? "prefetch" : "swap";
+    const std::string Name = planner::strategyName(S).str();
     llvm::Expected<planner::PlanResult> R = planner::compilePlan(*P, Opts);
     if (!fuzz::takeValue(R))
       continue;
     if (llvm::Error E = format::validatePlan(R->Plan))
-      fuzz::fuzzFail(Target, std::string("the ") + Name +
-                                 " plan fails validatePlan: " + llvm::toString(std::move(E)));
+      fuzz::fuzzFail(Target, "the " + Name + " plan fails validatePlan: " + llvm::toString(std::move(E)));
     std::string Serialised;
     if (!R->Plan.SerializeToString(&Serialised))
-      fuzz::fuzzFail(Target, std::string("the ") + Name + " plan does not serialise");
+      fuzz::fuzzFail(Target, "the " + Name + " plan does not serialise");
     executor::RawPlan Raw;
     executor::CompiledPlan Compiled;
     std::string Error;
     if (!executor::decodePlan(Serialised, Raw, Error) ||
         !executor::compileRawPlan(Raw, "fuzz", Compiled, Error))
-      fuzz::fuzzFail(Target, std::string("libdeepum refuses the ") + Name + " plan: " + Error);
+      fuzz::fuzzFail(Target, "libdeepum refuses the " + Name + " plan: " + Error);
   }
   return 0;
 }

@@ -30,9 +30,11 @@ static cl::alias DeviceModelAlias("device-model", cl::desc("Deprecated: --device
                                   cl::aliasopt(DeviceOpt), cl::Hidden);
 static cl::opt<std::string> DeviceFile("device-file", cl::desc(deepum::tools::kDeviceFileHelp),
                                        cl::value_desc("FILE"), cl::cat(Category));
-static cl::opt<std::string> Strategy("strategy", cl::desc("prefetch (default) or swap"),
-                                     cl::value_desc("prefetch|swap"), cl::init("prefetch"),
-                                     cl::cat(Category));
+static cl::opt<std::string>
+    Strategy("strategy",
+             cl::desc("prefetch (default), swap, or demand (no prefetch: demand faults, the "
+                      "executor's budget evicting the block needed farthest ahead)"),
+             cl::value_desc("prefetch|swap|demand"), cl::init("prefetch"), cl::cat(Category));
 static cl::opt<std::string> ComputeFrom("compute-from",
                                         cl::desc(deepum::tools::kComputeFromHelp),
                                         cl::value_desc("PROFILE"), cl::cat(Category));

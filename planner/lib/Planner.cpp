@@ -161,12 +161,26 @@ uint64_t footprintBlocks(const Trace &T) {
 
 } // namespace
 
+StringRef strategyName(Strategy S) {
+  switch (S) {
+  case Strategy::Prefetch:
+    return "prefetch";
+  case Strategy::Swap:
+    return "swap";
+  case Strategy::Demand:
+    return "demand";
+  }
+  return "prefetch";
+}
+
 Expected<Strategy> parseStrategy(StringRef Name) {
   if (Name == "prefetch")
     return Strategy::Prefetch;
   if (Name == "swap")
     return Strategy::Swap;
-  return planError("unknown strategy '" + Name + "' (expected 'prefetch' or 'swap')");
+  if (Name == "demand")
+    return Strategy::Demand;
+  return planError("unknown strategy '" + Name + "' (expected 'prefetch', 'swap' or 'demand')");
 }
 
 Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
@@ -218,7 +232,8 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
   Progress.stage("trace and pool layout built");
   applyRoofline(P, M, *T);
   Schedule S = Opts.Strat == Strategy::Prefetch ? schedulePrefetch(*T, M, Opts.GpuMemoryBytes)
-                                                : scheduleSwap(*T, M, Opts.GpuMemoryBytes);
+               : Opts.Strat == Strategy::Swap   ? scheduleSwap(*T, M, Opts.GpuMemoryBytes)
+                                                : scheduleDemand(*T, M, Opts.GpuMemoryBytes);
   Progress.stage("schedule computed");
 
   PlanResult R;
@@ -233,7 +248,8 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
   Meta->set_gpu_memory_bytes(Opts.GpuMemoryBytes);
   Meta->set_um_block_bytes(T->BlockBytes);
   Meta->set_strategy(Opts.Strat == Strategy::Prefetch ? PLAN_STRATEGY_PREFETCH
-                                                      : PLAN_STRATEGY_SWAP);
+                     : Opts.Strat == Strategy::Swap   ? PLAN_STRATEGY_SWAP
+                                                      : PLAN_STRATEGY_DEMAND);
   Meta->set_producer("deepum-plan 0.1");
   Meta->set_profile_source(Opts.ProfileSource);
   Meta->set_model(P.workload().model());
@@ -260,7 +276,7 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
   raw_string_ostream OS(Summary);
   OS << formatv("{0} plan for {1}: {2} launches per iteration ({3} iterations by {4}; iteration "
                 "{5} is the reference; {6} stream{7})\n",
-                Opts.Strat == Strategy::Prefetch ? "prefetch" : "swap",
+                strategyName(Opts.Strat),
                 P.workload().model().empty() ? "(unnamed model)" : P.workload().model(),
                 T->Positions, A->Iterations.size(), A->FromMarks ? "marks" : "period", A->Reference,
                 Streams.size(), Streams.size() == 1 ? "" : "s");
@@ -280,6 +296,10 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
                 "back), discard {4}\n",
                 S.Stats.Prefetches, S.Stats.Populates, S.Stats.Evictions, S.Stats.DirtyEvictions,
                 S.Stats.Discards);
+  if (Opts.Strat == Strategy::Demand)
+    OS << formatv("demand faults bring in {0} blocks per iteration; the budget evicts the block "
+                  "needed farthest ahead\n",
+                  S.Stats.DemandFetches);
   OS << formatv("cost model ({0}): iteration {1} = compute {2} + stalls {3}", M.DeviceName,
                 format::formatMicros(S.Stats.PredictedIterationUs),
                 format::formatMicros(S.Stats.ComputeUs), format::formatMicros(S.Stats.StallUs));

@@ -84,6 +84,8 @@ static StringRef strategyName(PlanStrategy S) {
     return "prefetch";
   case PLAN_STRATEGY_SWAP:
     return "swap";
+  case PLAN_STRATEGY_DEMAND:
+    return "demand";
   default:
     return "unspecified";
   }

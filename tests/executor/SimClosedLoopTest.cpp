@@ -211,6 +211,47 @@ TEST(SimClosedLoopTest, ShippedModels) {
 #endif
 }
 
+TEST(SimClosedLoopTest, DemandPlanIsTheFaultBaselineAPrefetchPlanRemoves) {
+  // A demand plan (no actions: the executor's budget evicts by Belady's MIN)
+  // at half the footprint faults on every block it lacks, within the budget;
+  // the prefetch plan at the same budget leaves none of those faults. The
+  // GPU runs (bench/gpu/run.sh) hold the same pair against each other.
+#ifndef DEEPUM_HAVE_PLANNER
+  GTEST_SKIP() << "built without the planner library";
+#else
+  int Seen = 0;
+  for (const std::string &Model : {std::string("resnet50"), std::string("gpt2-medium")}) {
+    std::string ProfilePath = deepum::test::shippedProfilePath(Model);
+    if (!std::ifstream(ProfilePath))
+      continue;
+    auto Profile = deepum::format::readProfile(ProfilePath);
+    ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
+    deepum::planner::PlanOptions PO;
+    PO.DeviceModel = "h100-sxm";
+    PO.GpuMemoryBytes = halfFootprint(*Profile);
+    PO.Strat = deepum::planner::Strategy::Demand;
+    auto Demand = deepum::planner::compilePlan(*Profile, PO);
+    ASSERT_TRUE(static_cast<bool>(Demand)) << Model << ": " << llvm::toString(Demand.takeError());
+    EXPECT_GT(Demand->Stats.DemandFetches, 0u);
+    PO.Strat = deepum::planner::Strategy::Prefetch;
+    auto Prefetch = deepum::planner::compilePlan(*Profile, PO);
+    ASSERT_TRUE(static_cast<bool>(Prefetch)) << Model << ": " << llvm::toString(Prefetch.takeError());
+    deepum::sim::SimResult D = replayChecked(*Profile, Demand->Plan, (Model + " demand").c_str(),
+                                             "h100-sxm");
+    deepum::sim::SimResult F = replayChecked(*Profile, Prefetch->Plan,
+                                             (Model + " prefetch").c_str(), "h100-sxm");
+    EXPECT_GT(D.Faults, 0) << Model;
+    EXPECT_EQ(D.BytesPrefetched, 0) << Model << ": a demand plan prefetches nothing to the GPU";
+    EXPECT_LE(D.PeakResidentBytes, PO.GpuMemoryBytes) << Model;
+    EXPECT_EQ(F.Faults, 0) << Model;
+    EXPECT_GT(D.IterationUs, F.IterationUs) << Model;
+    ++Seen;
+  }
+  if (!Seen)
+    FAIL() << "no shipped profiles in tests/data";
+#endif
+}
+
 #ifdef DEEPUM_HAVE_PLANNER
 /// deepum-sim's tool logic (runSim) with --json, the plan policy as
 /// tools/deepum-sim.cpp injects it.

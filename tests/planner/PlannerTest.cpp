@@ -285,6 +285,76 @@ TEST(PlannerSchedule, MoreMemoryNeverPredictsSlower) {
   }
 }
 
+/// Belady's MIN by brute force over `Rounds` rounds of the trace's cyclic
+/// block sequence, each victim's next use found by scanning ahead: the
+/// blocks the last round misses.
+uint64_t bruteForceMinMisses(const Trace &T, uint64_t Capacity, int Rounds) {
+  const uint32_t N = T.Positions;
+  std::vector<std::set<uint64_t>> Seq(N);
+  for (uint32_t P = 0; P < N; ++P)
+    for (const BlockUse &BU : T.Uses[P])
+      Seq[P].insert(BU.Block);
+  auto distance = [&](uint64_t B, uint32_t P) -> uint64_t {
+    for (uint64_t D = 1; D <= N; ++D)
+      if (Seq[(P + D) % N].count(B))
+        return D;
+    return ~uint64_t{0};
+  };
+  std::set<uint64_t> Resident;
+  uint64_t Misses = 0;
+  for (int R = 0; R < Rounds; ++R) {
+    Misses = 0;
+    for (uint32_t P = 0; P < N; ++P) {
+      for (uint64_t B : Seq[P])
+        Misses += Resident.insert(B).second;
+      while (Resident.size() > Capacity) {
+        std::pair<uint64_t, uint64_t> Victim{0, 0};
+        bool Found = false;
+        for (uint64_t B : Resident)
+          if (!Seq[P].count(B) && (!Found || std::make_pair(distance(B, P), B) > Victim)) {
+            Victim = {distance(B, P), B};
+            Found = true;
+          }
+        if (!Found)
+          break;
+        Resident.erase(Victim.second);
+      }
+    }
+  }
+  return Misses;
+}
+
+TEST(PlannerSchedule, DemandPlanHasNoActionsAndFaultsAsBeladysMin) {
+  SyntheticOptions O;
+  O.Layers = 6;
+  Profile P = syntheticTraining(O);
+  const uint64_t F = footprint(P);
+  const Trace T = traceOf(P);
+  for (uint64_t Div : {1, 2, 3}) {
+    SCOPED_TRACE(Div);
+    const uint64_t Capacity = F / Div;
+    PlanResult R = compile(P, Capacity, Strategy::Demand);
+    EXPECT_EQ(R.Plan.actions_size(), 0);
+    EXPECT_EQ(R.Plan.metadata().strategy(), PLAN_STRATEGY_DEMAND);
+    EXPECT_EQ(R.Stats.Prefetches, 0u);
+    const uint64_t C = Capacity / T.BlockBytes;
+    EXPECT_EQ(R.Stats.DemandFetches, bruteForceMinMisses(T, C, 8));
+    if (Div == 1) {
+      EXPECT_EQ(R.Stats.DemandFetches, 0u) << "everything fits: no fault after the first round";
+      EXPECT_TRUE(R.Stats.Converged);
+      EXPECT_DOUBLE_EQ(R.Stats.PredictedIterationUs, R.Stats.ComputeUs);
+    } else {
+      // Every block is used each iteration and at most C were resident.
+      EXPECT_GE(R.Stats.DemandFetches, F / T.BlockBytes - C);
+      EXPECT_GT(R.Stats.PredictedIterationUs, R.Stats.ComputeUs);
+      // Faulting everything in costs more than the prefetch plan predicts.
+      EXPECT_GT(R.Stats.PredictedIterationUs, compile(P, Capacity).Stats.PredictedIterationUs);
+    }
+    EXPECT_NE(R.Plan.metadata().summary().find("demand plan for"), std::string::npos)
+        << R.Plan.metadata().summary();
+  }
+}
+
 TEST(PlannerSchedule, RecordedFaultStallIsNotCompute) {
   // Kernels recorded while faulting: the plan's clock is their compute time,
   // the duration less the recorded wait on faults.

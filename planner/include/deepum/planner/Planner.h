@@ -6,7 +6,7 @@
 //   1. iterations and execution IDs           (Trace.h: analyzeIterations)
 //   2. reference iteration in arena space,
 //      lifetime-aware pool layout             (Trace.h: buildTrace, layoutPool)
-//   3. schedule: prefetch or swap strategy    (Schedule.h)
+//   3. schedule: prefetch, swap or demand     (Schedule.h)
 //   4. correlation tables, metadata, summary  (here)
 //
 //===----------------------------------------------------------------------===//
@@ -28,10 +28,11 @@
 
 namespace deepum::planner {
 
-enum class Strategy { Prefetch, Swap };
+enum class Strategy { Prefetch, Swap, Demand };
 
-/// "prefetch" / "swap".
+/// "prefetch" / "swap" / "demand".
 llvm::Expected<Strategy> parseStrategy(llvm::StringRef Name);
+llvm::StringRef strategyName(Strategy S);
 
 struct PlanOptions {
   /// GPU memory the plan may use, bytes (> 0).

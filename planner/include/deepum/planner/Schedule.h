@@ -9,7 +9,9 @@
 //                     free and in need order (the copy engine is a FIFO), dead
 //                     victims discarded instead of written back (one of the
 //                     schedules it chooses among takes them first);
-//   scheduleSwap      tensor-level swap selection of Zhang et al. 2019.
+//   scheduleSwap      tensor-level swap selection of Zhang et al. 2019;
+//   scheduleDemand    no actions: demand faults, and the executor's budget
+//                     evicting by Belady's MIN (the no-prefetch yardstick).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DEEPUM_PLANNER_SCHEDULE_H
@@ -71,6 +73,7 @@ struct ScheduleStats {
   double StallUs = 0;
   uint64_t Prefetches = 0;       // blocks fetched per iteration
   uint64_t Populates = 0;        // of which: dead contents, nothing crosses the link
+  uint64_t DemandFetches = 0;    // blocks brought in by demand faults (demand strategy)
   uint64_t Evictions = 0;        // blocks evicted
   uint64_t DirtyEvictions = 0;   // of which: written back
   uint64_t Discards = 0;         // blocks dropped without write-back
@@ -92,6 +95,7 @@ struct Schedule {
 
 Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes);
 Schedule scheduleSwap(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes);
+Schedule scheduleDemand(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes);
 
 /// One of the prefetch schedules schedulePrefetch chooses among (exposed for
 /// tests): a victim qualifies when its memory is free `MarginBlocks` block

@@ -409,6 +409,7 @@ private:
   void measureLink();
   void measureBothDirections();
   void measureWriteBack();
+  void measureExplicitCopies();
   void measureCalls();
   void measureFaults();
   void writeDeviceFile();
@@ -428,6 +429,9 @@ private:
 
   // Results (negative: not measured).
   double LinkHtoD = -1, LinkDtoH = -1, BothWays = -1, WriteBack = -1;
+  // cudaMemcpyAsync between device and pinned host memory, each way, and from
+  // GPU-resident managed pages to pinned memory (0: no time events could see).
+  double CopyDtoH = -1, CopyHtoD = -1, ManagedToPinned = -1;
   double CallUs = -1, RangeUs = -1, HostCallUs = -1, HostRangeUs = -1, StreamCallUs = -1,
          StreamRangeUs = -1;
   double BatchUs = -1, BlockUs = -1;
@@ -591,6 +595,55 @@ void Calibration::measureWriteBack() {
   Samples.push_back(summarise("write-back of GPU-written pages", sizeName(S), "us", T));
   WriteBack = LinkDtoH > 0 ? rate(S, Samples.back().Median) : 0; // as BothWays
   progress("write-back of dirty pages, %s: %.2f GB/s", sizeName(S).c_str(), WriteBack * 1e-9);
+}
+
+/// Explicit copies, outside UVM's migration path, at the largest size:
+/// cudaMemcpyAsync from device memory to pinned host memory and back, and
+/// from GPU-resident managed pages (dirty, as a write-back finds them) to
+/// pinned memory. Whether an eviction by copy would beat the device->host
+/// prefetch rate (report only).
+void Calibration::measureExplicitCopies() {
+  const uint64_t S = Sizes.back();
+  void *Dev = nullptr, *Pinned = nullptr;
+  check(cudaMalloc(&Dev, S), "cudaMalloc");
+  check(cudaMallocHost(&Pinned, S), "cudaMallocHost");
+  unsigned *P = static_cast<unsigned *>(managed(S));
+  const uint64_t Words = S / sizeof(unsigned);
+  std::vector<double> Down, Up, FromManaged;
+  for (int R = 0; R < Opt.Repeats; ++R) {
+    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+    check(cudaMemcpyAsync(Pinned, Dev, S, cudaMemcpyDeviceToHost, Stream), "cudaMemcpyAsync");
+    check(cudaEventRecord(E1, Stream), "cudaEventRecord");
+    check(cudaMemcpyAsync(Dev, Pinned, S, cudaMemcpyHostToDevice, Stream), "cudaMemcpyAsync");
+    check(cudaEventRecord(E2, Stream), "cudaEventRecord");
+    sync();
+    Down.push_back(elapsedUs(E0, E1));
+    Up.push_back(elapsedUs(E1, E2));
+    toDevice(P, S);
+    fillWords<<<1024, 256, 0, Stream>>>(P, Words, static_cast<unsigned>(R) + 7u);
+    check(cudaGetLastError(), "fillWords launch");
+    sync();
+    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+    check(cudaMemcpyAsync(Pinned, P, S, cudaMemcpyDeviceToHost, Stream), "cudaMemcpyAsync");
+    check(cudaEventRecord(E1, Stream), "cudaEventRecord");
+    sync();
+    FromManaged.push_back(elapsedUs(E0, E1));
+    if (static_cast<unsigned *>(Pinned)[Words - 1] != static_cast<unsigned>(R) + 7u)
+      fail("the copy from managed memory did not bring the fill kernel's data to the host");
+  }
+  check(cudaFree(P), "cudaFree");
+  check(cudaFree(Dev), "cudaFree");
+  check(cudaFreeHost(Pinned), "cudaFreeHost");
+  Samples.push_back(summarise("cudaMemcpyAsync device->pinned host", sizeName(S), "us", Down));
+  CopyDtoH = rate(S, Samples.back().Median);
+  Samples.push_back(summarise("cudaMemcpyAsync pinned host->device", sizeName(S), "us", Up));
+  CopyHtoD = rate(S, Samples.back().Median);
+  Samples.push_back(
+      summarise("cudaMemcpyAsync GPU-written managed->pinned host", sizeName(S), "us", FromManaged));
+  ManagedToPinned = rate(S, Samples.back().Median);
+  progress("explicit copies, %s: device->pinned %.2f GB/s, pinned->device %.2f GB/s, "
+           "GPU-written managed->pinned %.2f GB/s",
+           sizeName(S).c_str(), CopyDtoH * 1e-9, CopyHtoD * 1e-9, ManagedToPinned * 1e-9);
 }
 
 /// Per-call cost against ranges per call, on ranges already where the call
@@ -898,6 +951,10 @@ void Calibration::writeReport() {
     << (LinkDtoH > 0 ? "device_to_host_bytes_per_second" : "report only") << " |\n"
     << "| write-back of dirty pages | " << rateText(WriteBack) << " | report only |\n"
     << "| both directions at once, in all | " << rateText(BothWays) << " | report only |\n"
+    << "| cudaMemcpyAsync device->pinned host | " << rateText(CopyDtoH) << " | report only |\n"
+    << "| cudaMemcpyAsync pinned host->device | " << rateText(CopyHtoD) << " | report only |\n"
+    << "| cudaMemcpyAsync GPU-written managed->pinned host | " << rateText(ManagedToPinned)
+    << " | report only |\n"
     << fmt("| per call, host clock | %.3f us + %.4f us per extra range | %s |\n", HostCallUs,
            HostRangeUs, Opt.StreamClock ? "report only" : "transfer_call_us, transfer_range_us")
     << fmt("| per call, stream clock | %.3f us + %.4f us per extra range | %s |\n", StreamCallUs,
@@ -929,6 +986,7 @@ void Calibration::run() {
   measureLink();
   measureBothDirections();
   measureWriteBack();
+  measureExplicitCopies();
   measureCalls();
   measureFaults();
   writeDeviceFile();

@@ -23,11 +23,17 @@ static cl::opt<std::string> Convert("convert",
                                              ".json, .txtpb; .gz compresses)"),
                                     cl::value_desc("OUT"), cl::cat(Category));
 
+static cl::opt<bool> DropMigrations(
+    "drop-migrations",
+    cl::desc("With --convert, a profile: leave out the raw migration and UM-event records (the "
+             "planner and simulator do not read them)"),
+    cl::cat(Category));
+
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
   cl::HideUnrelatedOptions(Category);
   deepum::tools::parseCommandLine(argc, argv, "summarise a deepum profile or plan\n");
-  deepum::tools::InspectOptions Opts{Input, Json, Perfetto, Dump, Convert};
+  deepum::tools::InspectOptions Opts{Input, Json, Perfetto, Dump, Convert, DropMigrations};
   ExitOnError ExitOnErr("deepum-inspect: ");
   ExitOnErr(deepum::tools::runInspect(Opts, outs()));
   return 0;

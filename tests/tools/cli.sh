@@ -89,4 +89,13 @@ expect "deepum-run: no command is a usage error" 2 "$rc"
 "$run" --gpu-memory lots -- true >"$work/out" 2>"$work/err"; rc=$?
 expect "deepum-run: a bad --gpu-memory is bad input" 1 "$rc"
 expect "deepum-run: one line for it" 1 "$(wc -l <"$work/err")"
+# deepum-inspect --drop-migrations: only with --convert; the copy keeps every kernel.
+"$tools/deepum-inspect" "$profile" --drop-migrations >/dev/null 2>"$work/err"; rc=$?
+expect "--drop-migrations without --convert is refused" 1 "$rc"
+grep -q -- "--convert" "$work/err" || { echo "FAIL the refusal does not name --convert"; fail=1; }
+"$tools/deepum-inspect" "$profile" --convert "$work/slim.profile.pb.gz" --drop-migrations >/dev/null 2>&1; rc=$?
+expect "--convert --drop-migrations exits 0" 0 "$rc"
+kernels() { "$tools/deepum-inspect" --json "$1" | python3 -c 'import json,sys; v = json.load(sys.stdin); print(v["kernels"], v["allocations"], v["migrations"] == {})'; }
+expect "the slimmed profile keeps kernels and allocations, no migrations" \
+  "$(kernels "$profile" | cut -d' ' -f1-2) True" "$(kernels "$work/slim.profile.pb.gz")"
 exit $fail

@@ -20,6 +20,8 @@ static Error usageError(const Twine &Msg) {
 Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
   if (!Opts.Dump.empty() && Opts.Dump != "json" && Opts.Dump != "text")
     return usageError("--dump must be 'json' or 'text', not '" + Opts.Dump + "'");
+  if (Opts.DropMigrations && Opts.ConvertOut.empty())
+    return usageError("--drop-migrations needs --convert OUT");
   // Refused before anything is read or written; the writers check again.
   const StringRef Inputs[] = {Opts.Input};
   for (const std::string &Out : {Opts.PerfettoOut, Opts.ConvertOut})
@@ -44,9 +46,17 @@ Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
       if (Error E = W.write(Opts.PerfettoOut, Inputs))
         return E;
     }
-    if (!Opts.ConvertOut.empty())
+    if (Opts.DropMigrations) {
+      // The summary below stays the input's: a copy is written.
+      v1::Profile Out = *P;
+      Out.clear_migrations();
+      Out.clear_um_events();
+      if (Error E = format::writeProfile(Out, Opts.ConvertOut, Inputs))
+        return E;
+    } else if (!Opts.ConvertOut.empty()) {
       if (Error E = format::writeProfile(*P, Opts.ConvertOut, Inputs))
         return E;
+    }
     if (!Opts.Dump.empty()) {
       OS << (Opts.Dump == "json" ? format::toJson(*P) : format::toText(*P)) << "\n";
       return Error::success();
@@ -64,6 +74,8 @@ Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
   auto P = format::parsePlan(*Bytes, Opts.Input, Enc);
   if (!P)
     return P.takeError();
+  if (Opts.DropMigrations)
+    return usageError(Opts.Input + ": --drop-migrations needs a profile; this is a plan");
   if (!Opts.ConvertOut.empty())
     if (Error E = format::writePlan(*P, Opts.ConvertOut, Inputs))
       return E;

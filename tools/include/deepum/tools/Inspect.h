@@ -20,6 +20,10 @@ struct InspectOptions {
   std::string Dump;
   /// When not empty, convert the input to this file (encoding from the name, ".gz" compresses).
   std::string ConvertOut;
+  /// With ConvertOut, a profile: leave out the raw migration and UM-event
+  /// records (what shrinks a GPU profile most; the planner and simulator read
+  /// kernels, allocations and faults, not these).
+  bool DropMigrations = false;
 };
 
 llvm::Error runInspect(const InspectOptions &Opts, llvm::raw_ostream &OS);

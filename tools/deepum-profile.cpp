@@ -16,8 +16,10 @@ static cl::opt<unsigned> Skip("skip", cl::desc("Iterations to ignore before reco
                               cl::init(0), cl::cat(Category));
 static cl::opt<std::string> Mode("mode",
                                  cl::desc("natural: faults as they happen; access-set: every "
-                                          "block a kernel touches faults (slower)"),
-                                 cl::value_desc("natural|access-set"), cl::init("natural"),
+                                          "block a kernel touches faults (slower); kernels: "
+                                          "kernel durations only, no Unified Memory counters "
+                                          "(the compute times for --compute-from)"),
+                                 cl::value_desc("natural|access-set|kernels"), cl::init("natural"),
                                  cl::cat(Category));
 static cl::opt<std::string>
     StepRange("step-range",

@@ -65,7 +65,8 @@ cp python/tests/gpu_pytorch.py "$bundle/python/tests/"
 find "$bundle/python" -name __pycache__ -prune -exec rm -rf {} +
 cp -r examples "$bundle/"
 cp tests/data/resnet50.profile.pb.gz "$bundle/profiles/"
-cp bench/gpu/run.sh bench/gpu/relocation.sh bench/gpu/energy.py "$bundle/bench/gpu/"
+cp bench/gpu/run.sh bench/gpu/relocation.sh bench/gpu/energy.py bench/gpu/kernel_times.py \
+  "$bundle/bench/gpu/"
 (cd "$bundle" && find . -type f ! -name MANIFEST | sort | xargs sha256sum > MANIFEST)
 bash bench/gpu/relocation.sh "$bundle" "$build_abs" "$root"
 bytes=$(du -sb "$bundle" | cut -f1)

@@ -359,6 +359,28 @@ replay_profile() {
       "$work/$name.replay-$which.profile.pb.gz"
 }
 
+# Kernel time per step of model NAME by PyTorch's profiler (no Unified Memory
+# counters): what the natural profile's kernel durations are held against.
+kernel_times() {
+  local name=$1
+  local -a script
+  model_script "$name" || return 2
+  step "$name.kernel-times" 120 "$py" "$g/bench/gpu/kernel_times.py" \
+    "$work/$name.kernel-times.json" -- "${script[@]}" --steps 7
+}
+
+# STEPS steps of model NAME replaying PLAN (a file; relative to the bundle's
+# root when not absolute) at BUDGET bytes, as step NAME.LABEL: a plan made
+# elsewhere, e.g. a variant of one a model call wrote.
+replay_plan() {
+  local name=$1 label=$2 plan=$3 budget=$4 steps=${5:-20}
+  local -a script
+  model_script "$name" || return 2
+  [[ $plan == /* ]] || plan="$g/$plan"
+  DEEPUM_STATS="$work/$name.$label.stats.json" DEEPUM_LOG=info train_step "$name.$label" 150 \
+    "$py" -m deepum.run --plan "$plan" --gpu-memory "$budget" -- "$py" "${script[@]}" --steps "$steps"
+}
+
 # Everything in one call, for a lease of 15 minutes of device time (the
 # machine's start included), most important first: the device, calibration,
 # the gpu-labelled tests, ResNet-50's model call with 50 steps a run,
@@ -387,13 +409,14 @@ only() {
   local s
   for s in "$@"; do
     case "${s%% *}" in
-    device_info | calibrate | gpu_tests | model | replay_profile | gpu_pytorch)
+    device_info | calibrate | gpu_tests | model | replay_profile | gpu_pytorch | kernel_times | replay_plan)
       [[ $s == calibrate ]] && s="calibrate $(device_model)"
       # shellcheck disable=SC2086 # the words are the function and its arguments
       ${s} ;;
     *)
       echo "run.sh: only: unknown step '$s' (device_info, calibrate, gpu_tests N, model M," \
-        "replay_profile M fit|half|demand, gpu_pytorch)" >&2
+        "replay_profile M fit|half|demand, gpu_pytorch, kernel_times M," \
+        "replay_plan M LABEL PLAN BUDGET [STEPS])" >&2
       return 2
       ;;
     esac

@@ -54,6 +54,8 @@ constexpr size_t kActivityBufferAlign = 8;
 
 /// Activity kinds recorded while the window is open. KERNEL, not
 /// CONCURRENT_KERNEL: it serialises kernels, so each fault has one kernel.
+/// --mode kernels records no faults and takes CONCURRENT_KERNEL instead, which
+/// leaves the program's kernels as they run without a profiler.
 constexpr CUpti_ActivityKind kRecordedKinds[] = {
     CUPTI_ACTIVITY_KIND_KERNEL,
     CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -209,7 +211,11 @@ void Profiler::start() {
     Rec.noteError(Msg);
   }
   for (CUpti_ActivityKind K : kRecordedKinds)
-    check(Port.enableActivity(K), "enabling CUPTI activity");
+    check(Port.enableActivity(K == CUPTI_ACTIVITY_KIND_KERNEL &&
+                                      S.config().Mode == ProfileMode::Kernels
+                                  ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+                                  : K),
+          "enabling CUPTI activity");
   // Device facts; refused on some platforms without harm to the rest.
   (void)Port.enableActivity(CUPTI_ACTIVITY_KIND_DEVICE);
   (void)Port.enableActivity(CUPTI_ACTIVITY_KIND_PCIE);
@@ -300,6 +306,12 @@ void Profiler::setUpDevice() {
       Rec.addDevice(D);
       cuDeviceGetAttribute(&Managed, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, Dev);
       Rec.setConcurrentManagedAccess(Managed != 0);
+    }
+    if (S.config().Mode == ProfileMode::Kernels) {
+      // Their tracking slows memory-bound kernels: the durations would not be
+      // the program's.
+      Rec.setUmCounters(false, "--mode kernels records no Unified Memory counters");
+      return;
     }
     if (HaveDevice && !Managed) {
       std::string Why = noConcurrentManagedAccessReason();
@@ -487,6 +499,7 @@ void Profiler::stopRecording() {
   CuptiPort &Port = processCuptiPort();
   for (CUpti_ActivityKind K : kRecordedKinds)
     (void)Port.disableActivity(K);
+  (void)Port.disableActivity(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   (void)Port.disableActivity(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
   (void)Port.flushActivity();
 }

@@ -21,12 +21,24 @@ Expected<ProfileMode> parseMode(StringRef S) {
     return ProfileMode::Natural;
   if (S == "access-set")
     return ProfileMode::AccessSet;
+  if (S == "kernels")
+    return ProfileMode::Kernels;
   return createStringError(inconvertibleErrorCode(),
-                           "unknown mode '%s': expected 'natural' or 'access-set'",
+                           "unknown mode '%s': expected 'natural', 'access-set' or 'kernels'",
                            S.str().c_str());
 }
 
-StringRef modeName(ProfileMode M) { return M == ProfileMode::AccessSet ? "access-set" : "natural"; }
+StringRef modeName(ProfileMode M) {
+  switch (M) {
+  case ProfileMode::AccessSet:
+    return "access-set";
+  case ProfileMode::Kernels:
+    return "kernels";
+  case ProfileMode::Natural:
+    break;
+  }
+  return "natural";
+}
 
 std::vector<std::pair<std::string, std::string>> SessionConfig::toEnvironment() const {
   std::vector<std::pair<std::string, std::string>> Env = {

@@ -57,6 +57,19 @@ env DEEPUM_STANDIN_GPU_MEMORY="$cap" DEEPUM_TRAIN_LIBDEEPUM="$libdeepum" \
 env DEEPUM_STANDIN_GPU_MEMORY=1GiB "$tools/deepum-profile" --injection-library "$inj" \
   --skip 1 --iterations 3 -o "$out/fit.pb" -- "$ts" train 4 "$out/fit.bin" \
   > "$out/fit.log" 2>&1 || { cat "$out/fit.log"; exit 1; }
+# 5. Kernel durations alone (--mode kernels): no UM counters, the compute
+# times deepum-plan and deepum-sim take with --compute-from.
+env DEEPUM_STANDIN_GPU_MEMORY=1GiB "$tools/deepum-profile" --injection-library "$inj" \
+  --mode kernels --skip 1 --iterations 3 -o "$out/kernels.pb" -- "$ts" train 4 "$out/kernels.bin" \
+  > "$out/kernels.log" 2>&1 || { cat "$out/kernels.log"; exit 1; }
+# ... and at the small capacity, where the program faults: none recorded.
+env DEEPUM_STANDIN_GPU_MEMORY="$cap" "$tools/deepum-profile" --injection-library "$inj" \
+  --mode kernels --skip 1 --iterations 2 -o "$out/kernels-cap.pb" -- "$ts" train 3 \
+  "$out/kernels-cap.bin" > "$out/kernels-cap.log" 2>&1 || { cat "$out/kernels-cap.log"; exit 1; }
+"$tools/deepum-inspect" --json "$out/kernels-cap.pb" > "$out/kernels.json"
+"$tools/deepum-plan" "$out/profile.pb" --compute-from "$out/kernels.pb" -o "$out/plan-kernels.pb" \
+  --gpu-memory "$cap" --device-model h100-pcie > "$out/plan-kernels.log" 2>&1 &&
+  plan_kernels=ok || plan_kernels=FAIL
 cat "$out/plain.log" "$out/deepum.log"
 
 # Steady-state means over steps 1.. of a log's "step N ... faults F ... model_time_ns T".
@@ -84,6 +97,8 @@ sim_plan=$(sim "$out/profile.pb" "$cap" --policy plan --plan "$out/plan.pb")
 sim_faults=$(field faults "$out/sim.json")
 sim_fit=$(sim "$out/fit.pb" 1GiB --policy um)
 sim_um=$(sim "$out/profile.pb" "$cap" --policy um) # reported, not checked: see docs/standin.md
+sim_fit_kernels=$(sim "$out/fit.pb" 1GiB --policy um --compute-from "$out/kernels.pb")
+kernels_faults=$(field faults "$out/kernels.json")
 sim_um_faults=$(field faults "$out/sim.json")
 
 echo "faults per steady step: without deepum $faults_plain, with the plan $faults_deepum"
@@ -118,4 +133,13 @@ awk -v s="$sim_fit" -v t="$time_fit" 'BEGIN { d = s * 1000 - t; if (d < 0) d = -
 awk -v s="$sim_plan" -v t="$time_deepum" 'BEGIN { d = s * 1000 - t; if (d < 0) d = -d; exit !(d <= 0.01 * t) }' &&
   check ok "iteration time under the plan: deepum-sim within 1% of the stand-in" ||
   check FAIL "iteration time under the plan: deepum-sim within 1% of the stand-in"
+# --mode kernels: no fault records, and its durations are the kernels' own:
+# the natural profile of the same steps, timed by them, agrees within 1%.
+awk -v p="$faults_plain" -v k="$kernels_faults" 'BEGIN { exit !(p > 0 && k == 0) }' &&
+  check ok "--mode kernels records no faults where the program faults ($faults_plain a step)" ||
+  check FAIL "--mode kernels records no faults where the program faults ($kernels_faults recorded)"
+check "$plan_kernels" "deepum-plan --compute-from takes the kernels profile"
+awk -v s="$sim_fit" -v k="$sim_fit_kernels" 'BEGIN { d = s - k; if (d < 0) d = -d; exit !(k > 0 && d <= 0.01 * s) }' &&
+  check ok "kernel durations of --mode kernels: deepum-sim within 1% of the natural profile's ($sim_fit_kernels us, $sim_fit us)" ||
+  check FAIL "kernel durations of --mode kernels: deepum-sim within 1% of the natural profile's ($sim_fit_kernels us, $sim_fit us)"
 exit $fail

@@ -43,7 +43,11 @@ inline constexpr const char *kEnvProgress = "DEEPUM_PROFILE_PROGRESS";
 /// The injection library's own path, so the allocator can find its recording hooks.
 inline constexpr const char *kEnvLibrary = "DEEPUM_PROFILER_LIBRARY";
 
-enum class ProfileMode { Natural, AccessSet };
+/// natural: faults as they happen; access-set: every block a kernel touches
+/// faults; kernels: kernel durations alone (concurrent kernel records, no
+/// Unified Memory counters, which slow memory-bound kernels many times over
+/// on an H100), the compute times for --compute-from.
+enum class ProfileMode { Natural, AccessSet, Kernels };
 
 llvm::Expected<ProfileMode> parseMode(llvm::StringRef S);
 llvm::StringRef modeName(ProfileMode M);

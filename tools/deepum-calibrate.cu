@@ -410,6 +410,7 @@ private:
   void measureBothDirections();
   void measureWriteBack();
   void measureExplicitCopies();
+  void measureDiscards();
   void measureCalls();
   void measureFaults();
   void writeDeviceFile();
@@ -432,6 +433,11 @@ private:
   // cudaMemcpyAsync between device and pinned host memory, each way, and from
   // GPU-resident managed pages to pinned memory (0: no time events could see).
   double CopyDtoH = -1, CopyHtoD = -1, ManagedToPinned = -1;
+  // Per 2 MiB block of GPU-written data: discarding it, prefetching it back
+  // to the GPU once discarded (a populate), a kernel's first write to it once
+  // discarded beyond the same kernel's time on resident memory (-1: not
+  // measured; 0: no time events could see).
+  double DiscardBlockUs = -1, PopulateBlockUs = -1, DiscardedWriteBlockUs = -1;
   double CallUs = -1, RangeUs = -1, HostCallUs = -1, HostRangeUs = -1, StreamCallUs = -1,
          StreamRangeUs = -1;
   double BatchUs = -1, BlockUs = -1;
@@ -644,6 +650,115 @@ void Calibration::measureExplicitCopies() {
   progress("explicit copies, %s: device->pinned %.2f GB/s, pinned->device %.2f GB/s, "
            "GPU-written managed->pinned %.2f GB/s",
            sizeName(S).c_str(), CopyDtoH * 1e-9, CopyHtoD * 1e-9, ManagedToPinned * 1e-9);
+}
+
+/// Discarded data, as a plan leaves a dead block: 64 blocks the GPU wrote
+/// are discarded (one batch of one range per block), then prefetched back to
+/// the GPU (a populate: nothing to copy) or first written by a kernel. Per
+/// block: the discard, the populate, and the kernel's first write beyond its
+/// time on resident memory.
+void Calibration::measureDiscards() {
+  constexpr int Blocks = 64;
+  const uint64_t S = Blocks * kBlockBytes;
+  unsigned *P = static_cast<unsigned *>(managed(S));
+  const uint64_t Words = S / sizeof(unsigned);
+  std::vector<void *> Ptrs(Blocks);
+  std::vector<size_t> Lens(Blocks, kBlockBytes);
+  for (int I = 0; I < Blocks; ++I)
+    Ptrs[I] = reinterpret_cast<char *>(P) + I * kBlockBytes;
+  auto written = [&](unsigned Value) {
+    toDevice(P, S);
+    fillWords<<<1024, 256, 0, Stream>>>(P, Words, Value);
+    check(cudaGetLastError(), "fillWords launch");
+    sync();
+  };
+  auto discard = [&] {
+    return cudaMemDiscardBatchAsync(Ptrs.data(), Lens.data(), Blocks, 0, Stream);
+  };
+  // cudaMemDiscardAndPrefetchBatchAsync: one call that drops the contents and
+  // places the pages (no copy): to the GPU (new contents in place), or to the
+  // host (an eviction with nothing to write back), then back to the GPU.
+  auto discardAndPrefetch = [&](const cudaMemLocation &To) {
+    cudaMemLocation Loc = To;
+    size_t LocIdx = 0;
+    return cudaMemDiscardAndPrefetchBatchAsync(Ptrs.data(), Lens.data(), Blocks, &Loc, &LocIdx,
+                                               1, 0, Stream);
+  };
+  std::vector<double> Discard, Populate, Write, Resident, InPlace, ToHost, Back;
+  for (int R = 0; R < Opt.Repeats; ++R) {
+    written(static_cast<unsigned>(R));
+    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+    cudaError_t E = discard();
+    if (E == cudaErrorNotSupported) {
+      (void)cudaGetLastError();
+      progress("cudaMemDiscardBatchAsync: not supported here; no discard figures");
+      Unsupported.push_back("cudaMemDiscardBatchAsync (discarded data)");
+      check(cudaFree(P), "cudaFree");
+      return;
+    }
+    check(E, "cudaMemDiscardBatchAsync");
+    check(cudaEventRecord(E1, Stream), "cudaEventRecord");
+    toDevice(P, S);
+    check(cudaEventRecord(E2, Stream), "cudaEventRecord");
+    sync();
+    Discard.push_back(elapsedUs(E0, E1) / Blocks);
+    Populate.push_back(elapsedUs(E1, E2) / Blocks);
+    written(static_cast<unsigned>(R) + 1u);
+    check(discard(), "cudaMemDiscardBatchAsync");
+    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+    fillWords<<<1024, 256, 0, Stream>>>(P, Words, static_cast<unsigned>(R) + 2u);
+    check(cudaGetLastError(), "fillWords launch");
+    check(cudaEventRecord(E1, Stream), "cudaEventRecord");
+    fillWords<<<1024, 256, 0, Stream>>>(P, Words, static_cast<unsigned>(R) + 3u);
+    check(cudaGetLastError(), "fillWords launch");
+    check(cudaEventRecord(E2, Stream), "cudaEventRecord");
+    sync();
+    Write.push_back(elapsedUs(E0, E1) / Blocks);
+    Resident.push_back(elapsedUs(E1, E2) / Blocks);
+    written(static_cast<unsigned>(R) + 4u);
+    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+    E = discardAndPrefetch(DeviceLoc);
+    if (E == cudaErrorNotSupported) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    check(E, "cudaMemDiscardAndPrefetchBatchAsync to the device");
+    check(cudaEventRecord(E1, Stream), "cudaEventRecord");
+    check(discardAndPrefetch(HostLoc), "cudaMemDiscardAndPrefetchBatchAsync to the host");
+    check(cudaEventRecord(E2, Stream), "cudaEventRecord");
+    sync();
+    InPlace.push_back(elapsedUs(E0, E1) / Blocks);
+    ToHost.push_back(elapsedUs(E1, E2) / Blocks);
+    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+    toDevice(P, S);
+    check(cudaEventRecord(E1, Stream), "cudaEventRecord");
+    sync();
+    Back.push_back(elapsedUs(E0, E1) / Blocks);
+  }
+  check(cudaFree(P), "cudaFree");
+  const std::string Size = std::to_string(Blocks) + " x 2 MiB";
+  Samples.push_back(summarise("discard of GPU-written blocks, per block", Size, "us", Discard));
+  DiscardBlockUs = Samples.back().Median;
+  Samples.push_back(
+      summarise("prefetch to the GPU of discarded blocks (populate), per block", Size, "us",
+                Populate));
+  PopulateBlockUs = Samples.back().Median;
+  Samples.push_back(
+      summarise("kernel's first write to discarded blocks, per block", Size, "us", Write));
+  Samples.push_back(summarise("same kernel on resident blocks, per block", Size, "us", Resident));
+  DiscardedWriteBlockUs = std::max(0.0, Samples[Samples.size() - 2].Median - Samples.back().Median);
+  if (!InPlace.empty()) {
+    Samples.push_back(summarise("discard-and-prefetch to the GPU of GPU-written blocks, per block",
+                                Size, "us", InPlace));
+    Samples.push_back(summarise("discard-and-prefetch to the host of GPU-resident blocks, per "
+                                "block",
+                                Size, "us", ToHost));
+    Samples.push_back(summarise("prefetch to the GPU of those blocks (a populate), per block",
+                                Size, "us", Back));
+  }
+  progress("discarded data, per 2 MiB block: discard %.2f us, populate %.2f us, a kernel's first "
+           "write %.2f us beyond resident",
+           DiscardBlockUs, PopulateBlockUs, DiscardedWriteBlockUs);
 }
 
 /// Per-call cost against ranges per call, on ranges already where the call
@@ -907,6 +1022,16 @@ void Calibration::writeDeviceFile() {
   if (RangeUs >= 0)
     Add("transfer_range_us", RangeUs,
         fmt("slope of the same fit, %s: %.4f us per range after the first", Clock, RangeUs));
+  if (PopulateBlockUs >= 0) {
+    Add("populate_block_us", PopulateBlockUs,
+        fmt("cudaMemPrefetchAsync to the GPU of 64 GPU-written 2 MiB blocks just discarded "
+            "(cudaMemDiscardBatchAsync, %.3f us per block), stream clock: %.3f us per block",
+            DiscardBlockUs, PopulateBlockUs));
+    Add("discarded_fault_block_us", DiscardedWriteBlockUs,
+        fmt("a kernel's first write to 64 GPU-written 2 MiB blocks just discarded, beyond the "
+            "same kernel on resident blocks: %.3f us per block",
+            DiscardedWriteBlockUs));
+  }
   if (BatchUs >= 0) {
     Add("fault_batch_latency_us", BatchUs,
         fmt("first touch of host-resident memory at 4 KiB, 64 KiB and 2 MiB strides, less the "
@@ -959,6 +1084,10 @@ void Calibration::writeReport() {
            HostRangeUs, Opt.StreamClock ? "report only" : "transfer_call_us, transfer_range_us")
     << fmt("| per call, stream clock | %.3f us + %.4f us per extra range | %s |\n", StreamCallUs,
            StreamRangeUs, Opt.StreamClock ? "transfer_call_us, transfer_range_us" : "report only");
+  if (PopulateBlockUs >= 0)
+    R << fmt("| discarded data, per 2 MiB block | discard %.3f us, populate %.3f us, a kernel's "
+             "first write %.3f us beyond resident | populate_block_us, discarded_fault_block_us |\n",
+             DiscardBlockUs, PopulateBlockUs, DiscardedWriteBlockUs);
   for (const std::string &U : Unsupported)
     R << "| " << U << " | not supported by this driver | left out |\n";
   if (BatchUs >= 0)
@@ -987,6 +1116,7 @@ void Calibration::run() {
   measureBothDirections();
   measureWriteBack();
   measureExplicitCopies();
+  measureDiscards();
   measureCalls();
   measureFaults();
   writeDeviceFile();

@@ -108,6 +108,10 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
       D.TransferRangeUs = X;
     else if (Key == "fault_block_service_us")
       D.FaultBlockServiceUs = X;
+    else if (Key == "populate_block_us")
+      D.PopulateBlockUs = X;
+    else if (Key == "discarded_fault_block_us")
+      D.DiscardedFaultBlockUs = X;
     else if (Key == "prefetch_threshold")
       D.PrefetchThreshold = X;
     else if (Key == "thrashing_lapse_us")

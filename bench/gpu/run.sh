@@ -91,13 +91,24 @@ budget_for() {
     --json | "$py" -c 'import json, sys; print(json.load(sys.stdin)["gpu_memory_bytes"])'
 }
 
+# The calibration's device file, when this call has one, as deepum-plan's
+# options (into the caller's array `devfile`).
+device_file() {
+  devfile=()
+  [[ -s $work/calibrate.device.json ]] && devfile=(--device-file "$work/calibrate.device.json")
+  return 0
+}
+
 # Plans PROFILE at the full and half footprint into $work/NAME.{fit,half}.plan.pb
 # (the budgets in NAME.{fit,half}.budget), and a demand plan at half
 # (NAME.demand.plan.pb: no prefetch), with the kernel compute times of
-# the natural profile NATURAL when given (deepum-plan --compute-from; without
-# them when the two profiles do not match, which the step's output says).
+# the profile NATURAL (--mode kernels) when given (deepum-plan --compute-from;
+# without them when the two profiles do not match, which the step's output
+# says), for this call's calibration when it made one.
 plan_profile() {
   local name=$1 profile=$2 device=$3 natural=${4:-} which ratio budget
+  local -a devfile
+  device_file
   for which in fit half; do
     ratio=1
     [[ $which == half ]] && ratio=2
@@ -107,18 +118,20 @@ plan_profile() {
     }
     echo "$budget" >"$work/$name.$which.budget"
     if [[ -n $natural ]] && step "$name.plan-$which" 120 "$g/bin/deepum-plan" "$profile" \
-      --compute-from "$natural" --gpu-memory "$budget" --device "$device" \
+      --compute-from "$natural" --gpu-memory "$budget" --device "$device" "${devfile[@]}" \
       -o "$work/$name.$which.plan.pb"; then
       continue
     fi
     step "$name.plan-$which${natural:+-own-durations}" 120 "$g/bin/deepum-plan" "$profile" \
-      --gpu-memory "$budget" --device "$device" -o "$work/$name.$which.plan.pb" || return 1
+      --gpu-memory "$budget" --device "$device" "${devfile[@]}" \
+      -o "$work/$name.$which.plan.pb" || return 1
   done
   # The yardstick at half: no prefetch, demand faults, the budget evicting by
   # Belady's MIN (the fewest faults any policy without prefetch can have).
   cp "$work/$name.half.budget" "$work/$name.demand.budget"
   step "$name.plan-demand" 120 "$g/bin/deepum-plan" "$profile" --strategy demand \
-    --gpu-memory "$budget" --device "$device" -o "$work/$name.demand.plan.pb"
+    ${natural:+--compute-from "$natural"} --gpu-memory "$budget" --device "$device" \
+    "${devfile[@]}" -o "$work/$name.demand.plan.pb"
 }
 
 # The device model closest to this GPU.
@@ -318,12 +331,11 @@ model() {
     --convert "$work/$name.profile.slim.pb.gz" >/dev/null &&
     rm -f "$work/$name.profile.pb.gz" &&
     mv "$work/$name.profile.slim.pb.gz" "$work/$name.profile.pb.gz"
-  # Natural mode, everything resident after two steps: the kernels' own
-  # durations, which the access-set profile's include its faults in.
+  # The kernels' own durations, which the access-set profile's include its
+  # faults in (--mode kernels: the Unified Memory counters of a natural
+  # profile slowed ResNet-50's kernels from 40 to 110 ms a step on an H100).
   local natural=""
-  step "$name.natural" 120 "$g/bin/deepum-profile" --skip 2 --iterations 1 \
-    -o "$work/$name.natural.pb.gz" -- "$py" "${script[@]}" --steps 4 &&
-    natural="$work/$name.natural.pb.gz"
+  kernels_profile "$name" && natural="$work/$name.kernels.pb.gz"
   plan_profile "$name" "$work/$name.profile.pb.gz" "$device" "$natural" || return 1
   for which in half fit demand; do
     [[ -s $work/$name.$which.plan.pb ]] || continue
@@ -357,6 +369,36 @@ replay_profile() {
     DEEPUM_STRICT=1 "$py" "${script[@]}" --steps $((iterations + 4)) &&
     step "$name.replay-inspect-$which" 60 "$g/bin/deepum-inspect" --json \
       "$work/$name.replay-$which.profile.pb.gz"
+}
+
+# The kernel durations of model NAME alone (deepum-profile --mode kernels: no
+# Unified Memory counters), everything resident after two steps, into
+# $work/NAME.kernels.pb.gz.
+kernels_profile() {
+  local name=$1
+  local -a script
+  model_script "$name" || return 2
+  step "$name.kernels" 120 "$g/bin/deepum-profile" --mode kernels --skip 2 --iterations 1 \
+    -o "$work/$name.kernels.pb.gz" -- "$py" "${script[@]}" --steps 4
+}
+
+# Plans model NAME's access-set PROFILE (relative to the bundle's root when
+# not absolute) at BUDGET bytes again, with this call's calibration and
+# kernels profile when it made them (NAME.replan.plan.pb), then runs it STEPS
+# steps (DEEPUM_GPU_STEPS, default 12) and profiles the replay.
+replan() {
+  local name=$1 profile=$2 budget=$3 device
+  local -a devfile compute=()
+  device=$(device_model)
+  device_file
+  [[ $profile == /* ]] || profile="$g/$profile"
+  [[ -s $work/$name.kernels.pb.gz ]] && compute=(--compute-from "$work/$name.kernels.pb.gz")
+  echo "$budget" >"$work/$name.replan.budget"
+  step "$name.plan-replan" 120 "$g/bin/deepum-plan" "$profile" "${compute[@]}" \
+    --gpu-memory "$budget" --device "$device" "${devfile[@]}" \
+    -o "$work/$name.replan.plan.pb" || return 1
+  replay_plan "$name" deepum-replan "$work/$name.replan.plan.pb" "$budget" "${DEEPUM_GPU_STEPS:-12}"
+  replay_profile "$name" replan
 }
 
 # Kernel time per step of model NAME by PyTorch's profiler (no Unified Memory
@@ -409,14 +451,15 @@ only() {
   local s
   for s in "$@"; do
     case "${s%% *}" in
-    device_info | calibrate | gpu_tests | model | replay_profile | gpu_pytorch | kernel_times | replay_plan)
+    device_info | calibrate | gpu_tests | model | replay_profile | gpu_pytorch | kernel_times | \
+      replay_plan | kernels_profile | replan)
       [[ $s == calibrate ]] && s="calibrate $(device_model)"
       # shellcheck disable=SC2086 # the words are the function and its arguments
       ${s} ;;
     *)
       echo "run.sh: only: unknown step '$s' (device_info, calibrate, gpu_tests N, model M," \
         "replay_profile M fit|half|demand, gpu_pytorch, kernel_times M," \
-        "replay_plan M LABEL PLAN BUDGET [STEPS])" >&2
+        "replay_plan M LABEL PLAN BUDGET [STEPS], kernels_profile M, replan M PROFILE BUDGET)" >&2
       return 2
       ;;
     esac

@@ -31,6 +31,8 @@ Expected<CostModel> loadCostModel(StringRef Name, StringRef File) {
   M.Roofline.KernelMinUs = D->KernelMinUs;
   M.TransferCallUs = D->TransferCallUs;
   M.TransferRangeUs = D->TransferRangeUs;
+  M.PopulateBlockUs = D->PopulateBlockUs;
+  M.DiscardedFaultBlockUs = D->DiscardedFaultBlockUs;
   return M;
 }
 

@@ -304,9 +304,19 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
   uint32_t Copy = Mask & HostValid[B] & Valid[B];
   uint64_t Bytes = pages(Copy) * PageBytes;
   uint64_t Ready = std::max(AtNs, RoomNs), Done = Ready;
-  if (Bytes) {
+  // Discarded pages cost the driver time of their own to map again: on the
+  // copy stream for a prefetch, in the fault's service for a demand fault
+  // (Device.PopulateBlockUs, DiscardedFaultBlockUs; zero where unmeasured).
+  const uint32_t Discarded = Mask & ~Valid[B];
+  const double EmptyUs = Discarded ? (C == Cause::User ? Device.PopulateBlockUs
+                                                        : Device.DiscardedFaultBlockUs) *
+                                         pages(Discarded) / PagesPerBlock
+                                   : 0.0;
+  const uint64_t EmptyNs = static_cast<uint64_t>(std::llround(EmptyUs * 1e3));
+  if (Bytes || EmptyNs) {
     uint64_t Setup =
         C == Cause::User ? static_cast<uint64_t>(std::llround(Device.TransferSetupUs * 1e3)) : 0;
+    Setup += EmptyNs;
     uint64_t Start;
     if (C == Cause::User) {
       // A prefetch queues behind everything issued before it (FIFO).
@@ -317,7 +327,7 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
           HtoDItem{Start, Done, B, Mask, /*Prefetch=*/true,
                    Events ? static_cast<int64_t>(Events->size()) : -1});
     } else {
-      Start = startFaultHtoD(Ready, transferNs(Bytes), Done);
+      Start = startFaultHtoD(Ready, transferNs(Bytes) + EmptyNs, Done);
     }
     Stats.BytesHtoD += Bytes;
     if (Events)

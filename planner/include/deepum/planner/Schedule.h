@@ -47,6 +47,11 @@ struct CostModel {
   /// them. Zero here; loadCostModel reads the device model's.
   double TransferCallUs = 0;
   double TransferRangeUs = 0;
+  /// A prefetch of a discarded block (a populate), us on the copy stream, and
+  /// a demand fault on one beyond the fault (device model's populate_block_us,
+  /// discarded_fault_block_us; zero where unmeasured).
+  double PopulateBlockUs = 0;
+  double DiscardedFaultBlockUs = 0;
   /// Roofline of the device (device-models.json), for profiles recorded on
   /// another device: kernel durations are recomputed exactly as deepum-sim
   /// does (`--durations auto`). Zero when the model has none.
@@ -54,6 +59,12 @@ struct CostModel {
 
   double transferUs(uint64_t Bytes) const {
     return static_cast<double>(Bytes) / LinkBytesPerSecond * 1e6;
+  }
+  /// Whether discarding a dead block and populating it again costs more than
+  /// writing it back and copying it in (then dead contents are kept, moved
+  /// like live ones, and never discarded).
+  bool populateCostsMoreThanCopying(uint64_t BlockBytes) const {
+    return PopulateBlockUs > writeBackUs(BlockBytes) + transferUs(BlockBytes);
   }
   double writeBackUs(uint64_t Bytes) const {
     return DeviceToHostBytesPerSecond > 0

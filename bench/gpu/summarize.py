@@ -6,8 +6,9 @@ The directory holds one folder per call (call1, call2, ...), each the
 contents of a call's CALL.tar.gz (bench/gpu/run.sh): NAME.energy.json per
 training run (bench/gpu/energy.py), MODEL.WHICH.stats.json (libdeepum's
 report), MODEL.replay-inspect-WHICH.txt (deepum-inspect --json of a profile
-of a replayed run), steps.txt. Prints Markdown: the training runs, what the
-executor did, and the demand faults of the replayed runs. Steady state is
+of a replayed run), steps.txt. Prints Markdown: the training runs (the model
+call's first, then any other by name), what the executor did, and the demand
+faults of the replayed runs. Steady state is
 every step after the first WARMUP (default 5).
 """
 import json
@@ -78,10 +79,12 @@ def main(argv):
             if base.exists():
                 bt = step_times(json.loads(base.read_text()))[WARMUP:]
                 baseline = statistics.median(bt) if bt else None
-            for run in RUNS:
+            named = {p.name[len(model) + 1: -len(".energy.json")]
+                     for p in call.glob(f"{model}.*.energy.json")}
+            # The model call's runs in their order, then the others (plan
+            # variants, the demand yardstick) by name.
+            for run in [r for r in RUNS if r in named] + sorted(named - set(RUNS)):
                 p = call / f"{model}.{run}.energy.json"
-                if not p.exists():
-                    continue
                 r = run_row(call.name, p, None if run == "torch" else baseline)
                 if r:
                     row(*r[:4], *(f"{v:.1f}" for v in r[4:7]), *r[7:])

@@ -465,6 +465,9 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
   // Every block starts with contents on the host (parameters, inputs the
   // host fills); a discard makes them dead until a kernel writes them.
   std::vector<uint8_t> Resident(NB, 0), Valid(NB, 1), HostValid(NB, 1), ReadMostly(NB, 0);
+  // Populating: the block's fetch maps discarded pages; a kernel that comes
+  // before it is done faults on them (as deepum-sim charges it).
+  std::vector<uint8_t> Populating(NB, 0);
   std::vector<double> Arrival(NB, 0), BusyUntil(NB, 0);
   // Memory of evicted blocks is released when their write-back (or last
   // kernel) completes.
@@ -523,14 +526,22 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
               Done = std::max(Ready, H2DFree) + M.PopulateBlockUs;
               H2DFree = Done;
             }
+            Populating[B] = !Valid[B];
             Resident[B] = 1;
             Arrival[B] = Done;
             ++Used;
           }
         }
       double Start = std::max(PrevEnd, Issue); // the host launches it after its calls
+      double DiscardedUs = 0;
       for (const BlockUse &U : T.Uses[P]) {
         uint64_t B = U.Block;
+        if (Populating[B] && Resident[B] && Arrival[B] > Start && M.DiscardedFaultBlockUs > 0) {
+          DiscardedUs += M.DiscardedFaultBlockUs; // faulted on before its populate
+          Populating[B] = 0;
+          Arrival[B] = Start;
+          continue;
+        }
         if (!Resident[B]) { // demand fault: one batch, then the copy
           Release(Start);
           while (Used >= C && !Pending.empty()) {
@@ -548,6 +559,7 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
         }
         Start = std::max(Start, Arrival[B]);
       }
+      Start += DiscardedUs;
       double End = Start + T.DurationUs[P];
       for (const BlockUse &U : T.Uses[P]) {
         BusyUntil[U.Block] = End;

@@ -123,8 +123,19 @@ TEST(DeviceModel, TheBuiltInH100SxmIsTheMeasuredOne) {
                      &DeviceModel::FaultBlockServiceUs})
     EXPECT_EQ((*M).*Field, (*Builtin).*Field);
   EXPECT_EQ(Builtin->deviceToHostBytesPerSecond(), 9.161e9);
+  // Discarded data, from the second calibration of that day.
+  llvm::Expected<DeviceModel> Second = loadDeviceModel(
+      "h100-sxm", deepum::test::dataPath("../../simulator/devices/measured/"
+                                         "h100-sxm-2026-11-27-second.json"));
+  ASSERT_TRUE(static_cast<bool>(Second)) << llvm::toString(Second.takeError());
+  EXPECT_NEAR(Second->PopulateBlockUs, 14.27, 0.01);
+  EXPECT_NEAR(Second->DiscardedFaultBlockUs, 4081.6, 0.1);
+  EXPECT_EQ(Builtin->PopulateBlockUs, Second->PopulateBlockUs);
+  EXPECT_EQ(Builtin->DiscardedFaultBlockUs, Second->DiscardedFaultBlockUs);
   // Every other model moves both directions at its link rate.
   llvm::Expected<DeviceModel> Pcie = loadDeviceModel("h100-pcie");
   ASSERT_TRUE(static_cast<bool>(Pcie)) << llvm::toString(Pcie.takeError());
   EXPECT_EQ(Pcie->deviceToHostBytesPerSecond(), Pcie->LinkBytesPerSecond);
+  EXPECT_EQ(Pcie->PopulateBlockUs, 0.0) << "unmeasured: a populate costs nothing";
+  EXPECT_EQ(Pcie->DiscardedFaultBlockUs, 0.0);
 }

@@ -355,6 +355,47 @@ TEST(PlannerSchedule, DemandPlanHasNoActionsAndFaultsAsBeladysMin) {
   }
 }
 
+TEST(PlannerSchedule, DearPopulatesKeepDeadContents) {
+  // Where populating a discarded block costs more than writing it back and
+  // copying it in, the planner keeps dead contents: no discard, no populate,
+  // and a prediction no worse than the discarding schedule's under that cost.
+  Profile P = syntheticTraining();
+  const Trace T = traceOf(P);
+  const uint64_t Capacity = footprint(P) / 2;
+  CostModel M = takeOk(loadCostModel("v100-pcie-16gb"));
+  const Schedule Discarding = schedulePrefetch(T, M, Capacity);
+  ASSERT_GT(Discarding.Stats.Discards, 0u);
+  ASSERT_GT(Discarding.Stats.Populates, 0u);
+  M.PopulateBlockUs = 2 * (M.writeBackUs(T.BlockBytes) + M.transferUs(T.BlockBytes));
+  ASSERT_TRUE(M.populateCostsMoreThanCopying(T.BlockBytes));
+  const Schedule Kept = schedulePrefetch(T, M, Capacity);
+  EXPECT_EQ(Kept.Stats.Discards, 0u);
+  EXPECT_EQ(Kept.Stats.Populates, 0u);
+  for (const Action &A : Kept.Actions)
+    EXPECT_NE(A.kind(), ACTION_KIND_DISCARD);
+  EXPECT_LE(Kept.Stats.PredictedIterationUs,
+            predictIterationUs(T, M, Discarding.Actions, Capacity) * 1.0001);
+  // A cheap populate leaves the schedule as it was.
+  M.PopulateBlockUs = 0;
+  EXPECT_EQ(schedulePrefetch(T, M, Capacity).Actions.size(), Discarding.Actions.size());
+}
+
+TEST(PlannerSchedule, APopulateLateForItsKernelCostsTheDiscardedFault) {
+  // The replay charges a kernel that starts before its populate has arrived
+  // the device's discarded-fault cost, as deepum-sim does.
+  Profile P = syntheticTraining();
+  const Trace T = traceOf(P);
+  const uint64_t Capacity = footprint(P) / 2;
+  CostModel M = takeOk(loadCostModel("v100-pcie-16gb"));
+  const Schedule S = schedulePrefetch(T, M, Capacity);
+  ASSERT_GT(S.Stats.Populates, 0u);
+  M.PopulateBlockUs = 5000; // every populate late
+  const double Waiting = predictIterationUs(T, M, S.Actions, Capacity);
+  M.DiscardedFaultBlockUs = 1e6;
+  const double Faulting = predictIterationUs(T, M, S.Actions, Capacity);
+  EXPECT_GT(Faulting, Waiting + 1e6) << "at least one kernel must pay the fault";
+}
+
 TEST(PlannerSchedule, RecordedFaultStallIsNotCompute) {
   // Kernels recorded while faulting: the plan's clock is their compute time,
   // the duration less the recorded wait on faults.

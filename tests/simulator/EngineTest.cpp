@@ -434,3 +434,56 @@ TEST(SimEngine, WriteBacksRunAtTheDeviceToHostRate) {
   // 0 keeps the link rate for both.
   EXPECT_EQ(handDevice().deviceToHostBytesPerSecond(), handDevice().LinkBytesPerSecond);
 }
+
+// Discarded data on an H100 with driver 580 (docs/results/gpu.md): a
+// populate costs the copy stream 14 us a block, and a kernel that writes a
+// discarded block before its populate has run pays 4 ms a block.
+TEST(SimEngine, PopulatesOfDiscardedBlocksCostWhatTheDeviceSays) {
+  for (double PopulateUs : {0.0, 500.0}) {
+    SCOPED_TRACE(PopulateUs);
+    DeviceModel D = handDevice();
+    D.PopulateBlockUs = PopulateUs;
+    Engine E(D, 8 * MiB);
+    uint32_t B = E.blockId(Base / (2 * MiB));
+    ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
+    E.discard(Base, 2 * MiB);
+    std::vector<UmEvent> Log;
+    E.setEventLog(&Log);
+    E.prefetchToDevice(Base, 2 * MiB);
+    const uint64_t In = E.stats().BytesHtoD;
+    uint64_t Busy = 0;
+    for (const UmEvent &X : Log)
+      if (X.Type == UmEvent::Kind::MigrationHtoD) {
+        EXPECT_EQ(X.Bytes, 0u) << "a populate copies nothing";
+        Busy += X.EndNs - X.StartNs;
+      }
+    EXPECT_EQ(Busy, static_cast<uint64_t>(PopulateUs * 1000));
+    EXPECT_EQ(E.stats().BytesHtoD, In);
+    EXPECT_EQ(E.residentMask(B), 0xffffffffu);
+  }
+}
+
+TEST(SimEngine, AKernelBeforeItsPopulatePaysTheDiscardedFault) {
+  // The populate ends 500 us after it is issued; the kernel is ready at
+  // once. Without a discarded-fault cost it waits for the populate; with
+  // one it faults on the discarded pages instead and pays that cost.
+  for (double FaultUs : {0.0, 3000.0}) {
+    SCOPED_TRACE(FaultUs);
+    DeviceModel D = handDevice();
+    D.PopulateBlockUs = 500;
+    D.DiscardedFaultBlockUs = FaultUs;
+    Engine E(D, 8 * MiB);
+    uint32_t B = E.blockId(Base / (2 * MiB));
+    ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
+    E.discard(Base, 2 * MiB);
+    const uint64_t Issued = E.issueNs(), Ready = E.computeEndNs();
+    E.prefetchToDevice(Base, 2 * MiB);
+    ASSERT_GT(Issued + 500'000, Ready) << "the populate must be late for this test";
+    ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
+    if (FaultUs == 0)
+      EXPECT_EQ(E.computeEndNs(), Issued + 500'000 + 1000);
+    else
+      EXPECT_EQ(E.computeEndNs(), Ready + 3'000'000 + 1000);
+    EXPECT_EQ(E.stats().LostReads, 0u);
+  }
+}

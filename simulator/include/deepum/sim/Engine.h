@@ -369,6 +369,7 @@ private:
   // Starts above every Pinned entry so that no block is pinned before a launch.
   uint32_t KernelSeq = 1, ProtectEpoch = 1;
   std::vector<BlockUse> LastFaults, FaultScratch;
+  std::vector<uint32_t> DiscardedScratch; // awaitPresentPages: late populates faulted on
   std::vector<uint32_t> PresentScratch;
   std::vector<uint32_t> VictimScratch;
   EngineStats Stats;

@@ -355,15 +355,25 @@ TEST(PlannerSchedule, DemandPlanHasNoActionsAndFaultsAsBeladysMin) {
   }
 }
 
+/// The synthetic training profile at half its footprint on v100-pcie-16gb,
+/// and the prefetch schedule the unmeasured model (free populates) makes.
+struct HalfFootprint {
+  Profile P = syntheticTraining();
+  Trace T = traceOf(P);
+  uint64_t Capacity = footprint(P) / 2;
+  CostModel M = takeOk(loadCostModel("v100-pcie-16gb"));
+  Schedule Discarding = schedulePrefetch(T, M, Capacity);
+};
+
 TEST(PlannerSchedule, DearPopulatesKeepDeadContents) {
   // Where populating a discarded block costs more than writing it back and
   // copying it in, the planner keeps dead contents: no discard, no populate,
   // and a prediction no worse than the discarding schedule's under that cost.
-  Profile P = syntheticTraining();
-  const Trace T = traceOf(P);
-  const uint64_t Capacity = footprint(P) / 2;
-  CostModel M = takeOk(loadCostModel("v100-pcie-16gb"));
-  const Schedule Discarding = schedulePrefetch(T, M, Capacity);
+  HalfFootprint H;
+  const Trace &T = H.T;
+  const uint64_t Capacity = H.Capacity;
+  CostModel &M = H.M;
+  const Schedule &Discarding = H.Discarding;
   ASSERT_GT(Discarding.Stats.Discards, 0u);
   ASSERT_GT(Discarding.Stats.Populates, 0u);
   M.PopulateBlockUs = 2 * (M.writeBackUs(T.BlockBytes) + M.transferUs(T.BlockBytes));
@@ -383,11 +393,11 @@ TEST(PlannerSchedule, DearPopulatesKeepDeadContents) {
 TEST(PlannerSchedule, APopulateLateForItsKernelCostsTheDiscardedFault) {
   // The replay charges a kernel that starts before its populate has arrived
   // the device's discarded-fault cost, as deepum-sim does.
-  Profile P = syntheticTraining();
-  const Trace T = traceOf(P);
-  const uint64_t Capacity = footprint(P) / 2;
-  CostModel M = takeOk(loadCostModel("v100-pcie-16gb"));
-  const Schedule S = schedulePrefetch(T, M, Capacity);
+  HalfFootprint H;
+  const Trace &T = H.T;
+  const uint64_t Capacity = H.Capacity;
+  CostModel &M = H.M;
+  const Schedule &S = H.Discarding;
   ASSERT_GT(S.Stats.Populates, 0u);
   M.PopulateBlockUs = 5000; // every populate late
   const double Waiting = predictIterationUs(T, M, S.Actions, Capacity);

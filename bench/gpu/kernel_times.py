@@ -5,10 +5,11 @@ compute a deepum profile's kernel durations are held against.
 
     kernel_times.py OUT.json -- SCRIPT [ARGS...]
 
-Each optimizer step ends a profiler step; after WAIT + WARMUP steps, ACTIVE
-steps are recorded (DEEPUM_KT_WAIT, DEEPUM_KT_ACTIVE: default 2 and 3, one
-warm-up). Writes the kernel time of each recorded step, the kernels by total
-time, and prints one line per step.
+Each optimizer step ends a profiler step; after WAIT steps and one warm-up,
+ACTIVE steps are recorded once (DEEPUM_KT_WAIT, DEEPUM_KT_ACTIVE: default 2
+and 3; the script must run at least WAIT + 1 + ACTIVE steps). Writes the
+kernels' time over the recorded steps (copies and memsets apart) and the
+kernels by total time, and prints the time per step.
 """
 import json
 import os
@@ -45,18 +46,23 @@ def main():
 
     def ready(prof):
         events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        # Copies and memsets are GPU records too; the kernels are the rest.
+        copies = [e for e in events if e.name.startswith(("Memcpy", "Memset"))]
+        events = [e for e in events if not e.name.startswith(("Memcpy", "Memset"))]
         total_us = sum(e.time_range.elapsed_us() for e in events)
         by_name = {}
         for e in events:
             by_name[e.name] = by_name.get(e.name, 0.0) + e.time_range.elapsed_us()
         top = sorted(by_name.items(), key=lambda kv: -kv[1])[:15]
         steps.append({"kernels": len(events), "kernel_ms_total": total_us / 1e3,
+                      "copies": len(copies),
+                      "copy_ms_total": sum(e.time_range.elapsed_us() for e in copies) / 1e3,
                       "top": [[n[:120], t / 1e3] for n, t in top]})
 
     # Without a GPU (a smoke test) the CPU activity stands in: no kernels.
     activity = ProfilerActivity.CUDA if torch.cuda.is_available() else ProfilerActivity.CPU
     prof = profile(activities=[activity],
-                   schedule=schedule(wait=wait, warmup=1, active=active),
+                   schedule=schedule(wait=wait, warmup=1, active=active, repeat=1),
                    on_trace_ready=ready)
     after_each_optimizer_step(prof.step)
     sys.argv = [script] + args

@@ -29,14 +29,15 @@ def blocks(action):
         yield from range(first // BLOCK, (first + size + BLOCK - 1) // BLOCK)
 
 
-def ranges_of(block_list):
+def ranges_of(block_list, arena_bytes):
+    """Whole blocks as ranges, the last clipped to the arena (as the planner's)."""
     out = []
     for b in sorted(block_list):
         if out and out[-1][0] + out[-1][1] == b * BLOCK:
             out[-1][1] += BLOCK
         else:
             out.append([b * BLOCK, BLOCK])
-    return [{"offset": str(o), "bytes": str(n)} for o, n in out]
+    return [{"offset": str(o), "bytes": str(min(n, arena_bytes - o))} for o, n in out]
 
 
 def populates(actions):
@@ -56,6 +57,7 @@ def populates(actions):
 
 def variant(plan, drop_discards, drop_populates):
     actions = plan["actions"]
+    arena_bytes = int(plan["layout"]["arena_bytes"])
     mapped = populates(actions)
     kept = []
     for i, a in enumerate(actions):
@@ -65,7 +67,7 @@ def variant(plan, drop_discards, drop_populates):
             rest = [b for b in blocks(a) if (i, b) not in mapped]
             if not rest:
                 continue
-            a = dict(a, ranges=ranges_of(rest))
+            a = dict(a, ranges=ranges_of(rest, arena_bytes))
         kept.append(a)
     out = copy.deepcopy(plan)
     out["actions"] = kept

@@ -107,7 +107,7 @@ device_file() {
 # says), for this call's calibration when it made one.
 plan_profile() {
   local name=$1 profile=$2 device=$3 natural=${4:-} which ratio budget
-  local -a devfile
+  local -a devfile compute=()
   device_file
   for which in fit half; do
     ratio=1
@@ -120,18 +120,22 @@ plan_profile() {
     if [[ -n $natural ]] && step "$name.plan-$which" 120 "$g/bin/deepum-plan" "$profile" \
       --compute-from "$natural" --gpu-memory "$budget" --device "$device" "${devfile[@]}" \
       -o "$work/$name.$which.plan.pb"; then
+      compute=(--compute-from "$natural")
       continue
     fi
+    compute=()
     step "$name.plan-$which${natural:+-own-durations}" 120 "$g/bin/deepum-plan" "$profile" \
       --gpu-memory "$budget" --device "$device" "${devfile[@]}" \
       -o "$work/$name.$which.plan.pb" || return 1
   done
-  # The yardstick at half: no prefetch, demand faults, the budget evicting by
-  # Belady's MIN (the fewest faults any policy without prefetch can have).
+  # The yardstick at half: no prefetch, demand faults, the budget evicting the
+  # blocks needed farthest ahead; timed as the half plan was. Its failure
+  # costs only its own run.
   cp "$work/$name.half.budget" "$work/$name.demand.budget"
   step "$name.plan-demand" 120 "$g/bin/deepum-plan" "$profile" --strategy demand \
-    ${natural:+--compute-from "$natural"} --gpu-memory "$budget" --device "$device" \
-    "${devfile[@]}" -o "$work/$name.demand.plan.pb"
+    "${compute[@]}" --gpu-memory "$budget" --device "$device" "${devfile[@]}" \
+    -o "$work/$name.demand.plan.pb" || rm -f "$work/$name.demand.plan.pb"
+  return 0
 }
 
 # The device model closest to this GPU.

@@ -2,12 +2,13 @@
 //
 // No prefetch, eviction or discard: every block comes in by a demand fault,
 // and the executor keeps residency under the budget by evicting the resident
-// block needed farthest in the future (executor/lib/Budget.cpp). Belady's MIN
-// misses least of all replacement policies at a capacity, so the faults a
-// demand plan leaves are the fewest any policy without prefetch could have.
-// On a GPU, where real oversubscription is not allowed, this is the run
-// "without a plan" at a budget that a prefetch plan's faults are held
-// against.
+// blocks needed farthest in the future (executor/lib/Budget.cpp, which evicts
+// down to a low watermark 1/16 under the budget, so it misses somewhat more).
+// The count reported here is Belady's MIN at the capacity: the fewest misses
+// of any replacement policy, a lower bound on the faults any policy without
+// prefetch can leave. On a GPU, where real oversubscription is not allowed,
+// the plan stands for the run "without a plan" at a budget that a prefetch
+// plan's faults are held against.
 //
 // The schedule replays MIN over rounds of the cyclic iteration until the
 // residency at a round's start repeats, and reports the last round: blocks
@@ -21,6 +22,7 @@
 #include "Internal.h"
 
 #include <algorithm>
+#include <cassert>
 #include <functional>
 #include <set>
 #include <utility>
@@ -76,19 +78,17 @@ Schedule scheduleDemand(const Trace &T, const CostModel &M, uint64_t GpuMemoryBy
     uint64_t Faulted = 0, Victims = 0, Written = 0;
     double Us = 0;
     for (uint32_t P = 0; P < N; ++P) {
-      uint64_t Missed = 0, Moved = 0;
+      uint64_t Missed = 0;
       for (const BlockUse &BU : T.Uses[P]) {
         const uint64_t B = BU.Block;
-        if (UsedAt[B] == P)
-          continue; // a block listed twice
+        assert(UsedAt[B] != P && "buildTrace lists a block once a position");
         UsedAt[B] = P;
         const uint64_t I = U.Start[B] + Cursor[B];
         if (In[B]) {
           Resident.erase({NextUse[B], B});
         } else {
           In[B] = 1;
-          ++Missed;
-          Moved += !U.DeadBefore[I];
+          ++Missed; // nothing is discarded: dead contents come back too
         }
         Dirty[B] |= U.Writes[I];
         NextUse[B] = nextAfterUse(B, Round);
@@ -110,7 +110,7 @@ Schedule scheduleDemand(const Trace &T, const CostModel &M, uint64_t GpuMemoryBy
       }
       Faulted += Missed;
       Us += T.DurationUs[P] + static_cast<double>(Copied) * WriteBackUs +
-            static_cast<double>(Moved) * BlockUs + (Missed ? M.FaultBatchLatencyUs : 0.0);
+            static_cast<double>(Missed) * BlockUs + (Missed ? M.FaultBatchLatencyUs : 0.0);
     }
     S.Stats.DemandFetches = Faulted;
     S.Stats.Evictions = Victims;

@@ -533,13 +533,14 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
           }
         }
       double Start = std::max(PrevEnd, Issue); // the host launches it after its calls
+      const double Ready = Start;               // before any wait, as deepum-sim tests it
       double DiscardedUs = 0;
       for (const BlockUse &U : T.Uses[P]) {
         uint64_t B = U.Block;
-        if (Populating[B] && Resident[B] && Arrival[B] > Start && M.DiscardedFaultBlockUs > 0) {
+        if (Populating[B] && Resident[B] && Arrival[B] > Ready && M.DiscardedFaultBlockUs > 0) {
           DiscardedUs += M.DiscardedFaultBlockUs; // faulted on before its populate
           Populating[B] = 0;
-          Arrival[B] = Start;
+          Arrival[B] = Ready;
           continue;
         }
         if (!Resident[B]) { // demand fault: one batch, then the copy
@@ -1116,12 +1117,13 @@ Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemory
   // without dead-first gained under 0.3% over these three).
   // The best of the three is tried again with populates giving their slots
   // to later fetches (earlierSlot), kept where the replay predicts it faster.
-  // Where the device makes a populate of discarded data dear (an H100 with
-  // driver 580: about 0.4 ms a block against 0.27 ms to write a block back
-  // and copy it in), the three are tried again keeping dead contents: no
-  // discard, dead blocks written back and fetched like live ones.
+  // Where the device gives discarded data a cost (an H100 with driver 580:
+  // a populate takes 14 us a block, but a kernel that writes a discarded
+  // block before its populate arrives pays 4 ms a block), the three are tried
+  // again keeping dead contents: no discard, dead blocks written back and
+  // fetched like live ones. The replay, which charges both costs, picks.
   UseTable U = buildUseTable(T), Kept;
-  if (M.PopulateBlockUs > 0) {
+  if (M.PopulateBlockUs > 0 || M.DiscardedFaultBlockUs > 0) {
     Kept = U;
     std::fill(Kept.DeadBefore.begin(), Kept.DeadBefore.end(), 0);
   }

@@ -23,7 +23,6 @@ constexpr uint8_t FlReadMostly = 1;
 constexpr uint8_t FlPreferDevice = 2;
 constexpr uint8_t FlThrottled = 4;
 constexpr uint8_t FlPrefetched = 8; // explicitly prefetched, not yet used by a kernel
-constexpr uint8_t FlPopulating = 16; // its last prefetch maps discarded pages
 // Trace lanes.
 constexpr int Pid = 1;
 constexpr int TidCompute = 1, TidHtoD = 2, TidDtoH = 3, TidFaults = 4, TidHost = 5, TidDiscards = 6;
@@ -62,6 +61,7 @@ uint32_t Engine::blockId(uint64_t UmBlock) {
     LastEvictNs.push_back(Never);
     ThrashCount.push_back(0);
     Flags.push_back(0);
+    Populating.push_back(0);
     LrmPrev.push_back(-1);
     LrmNext.push_back(-1);
   }
@@ -306,18 +306,23 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
   uint64_t Bytes = pages(Copy) * PageBytes;
   uint64_t Ready = std::max(AtNs, RoomNs), Done = Ready;
   // Discarded pages cost the driver time of their own to map again: on the
-  // copy stream for a prefetch, in the fault's service for a demand fault
-  // (Device.PopulateBlockUs, DiscardedFaultBlockUs; zero where unmeasured).
+  // copy stream for a prefetch (a populate), added to the service of a
+  // demand fault (Device.PopulateBlockUs, DiscardedFaultBlockUs; zero where
+  // unmeasured).
   const uint32_t Discarded = Mask & ~Valid[B];
   const double EmptyUs = Discarded ? (C == Cause::User ? Device.PopulateBlockUs
                                                         : Device.DiscardedFaultBlockUs) *
                                          pages(Discarded) / PagesPerBlock
                                    : 0.0;
   const uint64_t EmptyNs = static_cast<uint64_t>(std::llround(EmptyUs * 1e3));
-  if (Bytes || EmptyNs) {
+  Populating[B] = (Populating[B] & ~Mask) | (C == Cause::User ? Discarded : 0u);
+  if (C != Cause::User && !Bytes)
+    Done = Ready + EmptyNs;
+  if (Bytes || (C == Cause::User && EmptyNs)) {
     uint64_t Setup =
         C == Cause::User ? static_cast<uint64_t>(std::llround(Device.TransferSetupUs * 1e3)) : 0;
-    Setup += EmptyNs;
+    if (C == Cause::User)
+      Setup += EmptyNs;
     uint64_t Start;
     if (C == Cause::User) {
       // A prefetch queues behind everything issued before it (FIFO).
@@ -328,7 +333,8 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
           HtoDItem{Start, Done, B, Mask, /*Prefetch=*/true,
                    Events ? static_cast<int64_t>(Events->size()) : -1});
     } else {
-      Start = startFaultHtoD(Ready, transferNs(Bytes) + EmptyNs, Done);
+      Start = startFaultHtoD(Ready, transferNs(Bytes), Done);
+      Done += EmptyNs; // the driver's work, not the copy engine's
     }
     Stats.BytesHtoD += Bytes;
     if (Events)
@@ -343,10 +349,6 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
                      llvm::json::Object{{"block", static_cast<int64_t>(B)},
                                         {"bytes", static_cast<int64_t>(Bytes)}});
   }
-  if (C == Cause::User && Discarded)
-    Flags[B] |= FlPopulating;
-  else
-    Flags[B] &= static_cast<uint8_t>(~FlPopulating);
   if (C == Cause::User)
     Stats.BytesPrefetched += Bytes;
   else if (C == Cause::DriverPrefetch)
@@ -662,9 +664,14 @@ uint64_t Engine::awaitPresentPages(llvm::ArrayRef<BlockUse> Uses, uint64_t Ready
       continue;
     if (uint64_t Late = ArrivalNs[B] > ReadyNs ? arrivalOf(B, Present) : 0; Late > ReadyNs) {
       ++Stats.LatePrefetches;
-      if ((Flags[B] & FlPopulating) && Device.DiscardedFaultBlockUs > 0) {
-        DiscardedNs += static_cast<uint64_t>(std::llround(Device.DiscardedFaultBlockUs * 1e3));
-        DiscardedScratch.push_back(B);
+      const uint32_t Empty = Present & Populating[B];
+      if (Empty && Device.DiscardedFaultBlockUs > 0 && arrivalOf(B, Empty) > ReadyNs) {
+        DiscardedNs += static_cast<uint64_t>(
+            std::llround(Device.DiscardedFaultBlockUs * 1e3 * pages(Empty) / PagesPerBlock));
+        DiscardedScratch.push_back({B, Empty});
+        // The other pages the kernel touches are waited for as before.
+        if (uint32_t Rest = Present & ~Empty)
+          StartNs = std::max(StartNs, arrivalOf(B, Rest));
         continue;
       }
       StartNs = std::max(StartNs, Late);
@@ -672,15 +679,20 @@ uint64_t Engine::awaitPresentPages(llvm::ArrayRef<BlockUse> Uses, uint64_t Ready
   }
   if (DiscardedScratch.empty())
     return StartNs;
-  // The faults made the pages resident: the later populate finds them there.
+  // The faults made the populated pages resident: the populate, when it
+  // runs, finds them there. Only those pages arrive now.
   StartNs += DiscardedNs;
-  for (uint32_t B : DiscardedScratch) {
-    ArrivalNs[B] = std::min(ArrivalNs[B], StartNs);
+  for (auto [B, Empty] : DiscardedScratch) {
+    uint64_t Latest = 0;
     for (unsigned P = 0; P < PagesPerBlock; ++P) {
       uint64_t &At = PageArrivalNs[uint64_t{B} * PagesPerBlock + P];
-      At = std::min(At, StartNs);
+      if (Empty >> P & 1)
+        At = std::min(At, StartNs);
+      if (Resident[B] >> P & 1)
+        Latest = std::max(Latest, At);
     }
-    Flags[B] &= static_cast<uint8_t>(~FlPopulating);
+    ArrivalNs[B] = Latest;
+    Populating[B] &= ~Empty;
   }
   DiscardedScratch.clear();
   return StartNs;

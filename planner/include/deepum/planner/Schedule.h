@@ -60,12 +60,6 @@ struct CostModel {
   double transferUs(uint64_t Bytes) const {
     return static_cast<double>(Bytes) / LinkBytesPerSecond * 1e6;
   }
-  /// Whether discarding a dead block and populating it again costs more than
-  /// writing it back and copying it in (then dead contents are kept, moved
-  /// like live ones, and never discarded).
-  bool populateCostsMoreThanCopying(uint64_t BlockBytes) const {
-    return PopulateBlockUs > writeBackUs(BlockBytes) + transferUs(BlockBytes);
-  }
   double writeBackUs(uint64_t Bytes) const {
     return DeviceToHostBytesPerSecond > 0
                ? static_cast<double>(Bytes) / DeviceToHostBytesPerSecond * 1e6

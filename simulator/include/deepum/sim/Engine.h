@@ -344,6 +344,9 @@ private:
   std::vector<uint64_t> LastEvictNs;
   std::vector<uint8_t> ThrashCount;
   std::vector<uint8_t> Flags; // Fl* below
+  /// Pages whose last arrival is a prefetch of discarded contents (a
+  /// populate): a kernel that starts before it ends faults on them.
+  std::vector<uint32_t> Populating;
   std::vector<int32_t> LrmPrev, LrmNext;
   int32_t LrmHead = -1, LrmTail = -1;
 
@@ -369,7 +372,8 @@ private:
   // Starts above every Pinned entry so that no block is pinned before a launch.
   uint32_t KernelSeq = 1, ProtectEpoch = 1;
   std::vector<BlockUse> LastFaults, FaultScratch;
-  std::vector<uint32_t> DiscardedScratch; // awaitPresentPages: late populates faulted on
+  /// awaitPresentPages: the blocks and pages of late populates faulted on.
+  std::vector<std::pair<uint32_t, uint32_t>> DiscardedScratch;
   std::vector<uint32_t> PresentScratch;
   std::vector<uint32_t> VictimScratch;
   EngineStats Stats;

@@ -383,15 +383,25 @@ private:
           "cudaMemPrefetchAsync to the device");
   }
   void sync() { check(cudaStreamSynchronize(Stream), "cudaStreamSynchronize"); }
+  /// The GPU writes Value into every word of [P, P+Bytes), in stream order.
+  void fill(void *P, uint64_t Bytes, unsigned Value) {
+    fillWords<<<1024, 256, 0, Stream>>>(static_cast<unsigned *>(P), Bytes / sizeof(unsigned),
+                                        Value);
+    check(cudaGetLastError(), "fillWords launch");
+  }
+  /// [P, P+Bytes) on the GPU and dirty there: prefetched, written, waited for.
+  void writtenOnGpu(void *P, uint64_t Bytes, unsigned Value) {
+    toDevice(P, Bytes);
+    fill(P, Bytes, Value);
+    sync();
+  }
   /// Managed memory whose pages have contents and are host-resident: written
   /// by the GPU, then prefetched to the host. (Pages never written anywhere
   /// may be populated without a copy, so they would time no transfer.)
   void *managed(uint64_t Bytes) {
     void *P = nullptr;
     check(cudaMallocManaged(&P, Bytes), "cudaMallocManaged");
-    fillWords<<<1024, 256, 0, Stream>>>(static_cast<unsigned *>(P), Bytes / sizeof(unsigned),
-                                        0x5A5A5A5Au);
-    check(cudaGetLastError(), "fillWords launch");
+    fill(P, Bytes, 0x5A5A5A5Au);
     toHost(P, Bytes);
     sync();
     return P;
@@ -585,10 +595,7 @@ void Calibration::measureWriteBack() {
   const uint64_t Words = S / sizeof(unsigned);
   std::vector<double> T;
   for (int R = 0; R < Opt.Repeats; ++R) {
-    toDevice(P, S);
-    fillWords<<<1024, 256, 0, Stream>>>(P, Words, static_cast<unsigned>(R));
-    check(cudaGetLastError(), "fillWords launch");
-    sync();
+    writtenOnGpu(P, S, static_cast<unsigned>(R));
     check(cudaEventRecord(E0, Stream), "cudaEventRecord");
     toHost(P, S);
     check(cudaEventRecord(E1, Stream), "cudaEventRecord");
@@ -625,10 +632,7 @@ void Calibration::measureExplicitCopies() {
     sync();
     Down.push_back(elapsedUs(E0, E1));
     Up.push_back(elapsedUs(E1, E2));
-    toDevice(P, S);
-    fillWords<<<1024, 256, 0, Stream>>>(P, Words, static_cast<unsigned>(R) + 7u);
-    check(cudaGetLastError(), "fillWords launch");
-    sync();
+    writtenOnGpu(P, S, static_cast<unsigned>(R) + 7u);
     check(cudaEventRecord(E0, Stream), "cudaEventRecord");
     check(cudaMemcpyAsync(Pinned, P, S, cudaMemcpyDeviceToHost, Stream), "cudaMemcpyAsync");
     check(cudaEventRecord(E1, Stream), "cudaEventRecord");
@@ -661,17 +665,10 @@ void Calibration::measureDiscards() {
   constexpr int Blocks = 64;
   const uint64_t S = Blocks * kBlockBytes;
   unsigned *P = static_cast<unsigned *>(managed(S));
-  const uint64_t Words = S / sizeof(unsigned);
   std::vector<void *> Ptrs(Blocks);
   std::vector<size_t> Lens(Blocks, kBlockBytes);
   for (int I = 0; I < Blocks; ++I)
     Ptrs[I] = reinterpret_cast<char *>(P) + I * kBlockBytes;
-  auto written = [&](unsigned Value) {
-    toDevice(P, S);
-    fillWords<<<1024, 256, 0, Stream>>>(P, Words, Value);
-    check(cudaGetLastError(), "fillWords launch");
-    sync();
-  };
   auto discard = [&] {
     return cudaMemDiscardBatchAsync(Ptrs.data(), Lens.data(), Blocks, 0, Stream);
   };
@@ -686,7 +683,7 @@ void Calibration::measureDiscards() {
   };
   std::vector<double> Discard, Populate, AfterPopulate, Write, Resident, InPlace, ToHost, Back;
   for (int R = 0; R < Opt.Repeats; ++R) {
-    written(static_cast<unsigned>(R));
+    writtenOnGpu(P, S, static_cast<unsigned>(R));
     check(cudaEventRecord(E0, Stream), "cudaEventRecord");
     cudaError_t E = discard();
     if (E == cudaErrorNotSupported) {
@@ -705,24 +702,21 @@ void Calibration::measureDiscards() {
     Populate.push_back(elapsedUs(E1, E2) / Blocks);
     // The populate done, a kernel writes the blocks: resident, or not quite?
     check(cudaEventRecord(E0, Stream), "cudaEventRecord");
-    fillWords<<<1024, 256, 0, Stream>>>(P, Words, static_cast<unsigned>(R) + 9u);
-    check(cudaGetLastError(), "fillWords launch");
+    fill(P, S, static_cast<unsigned>(R) + 9u);
     check(cudaEventRecord(E1, Stream), "cudaEventRecord");
     sync();
     AfterPopulate.push_back(elapsedUs(E0, E1) / Blocks);
-    written(static_cast<unsigned>(R) + 1u);
+    writtenOnGpu(P, S, static_cast<unsigned>(R) + 1u);
     check(discard(), "cudaMemDiscardBatchAsync");
     check(cudaEventRecord(E0, Stream), "cudaEventRecord");
-    fillWords<<<1024, 256, 0, Stream>>>(P, Words, static_cast<unsigned>(R) + 2u);
-    check(cudaGetLastError(), "fillWords launch");
+    fill(P, S, static_cast<unsigned>(R) + 2u);
     check(cudaEventRecord(E1, Stream), "cudaEventRecord");
-    fillWords<<<1024, 256, 0, Stream>>>(P, Words, static_cast<unsigned>(R) + 3u);
-    check(cudaGetLastError(), "fillWords launch");
+    fill(P, S, static_cast<unsigned>(R) + 3u);
     check(cudaEventRecord(E2, Stream), "cudaEventRecord");
     sync();
     Write.push_back(elapsedUs(E0, E1) / Blocks);
     Resident.push_back(elapsedUs(E1, E2) / Blocks);
-    written(static_cast<unsigned>(R) + 4u);
+    writtenOnGpu(P, S, static_cast<unsigned>(R) + 4u);
     check(cudaEventRecord(E0, Stream), "cudaEventRecord");
     E = discardAndPrefetch(DeviceLoc);
     if (E == cudaErrorNotSupported) {

@@ -142,4 +142,20 @@ check "$plan_kernels" "deepum-plan --compute-from takes the kernels profile"
 awk -v s="$sim_fit" -v k="$sim_fit_kernels" 'BEGIN { d = s - k; if (d < 0) d = -d; exit !(k > 0 && d <= 0.01 * s) }' &&
   check ok "kernel durations of --mode kernels: deepum-sim within 1% of the natural profile's ($sim_fit_kernels us, $sim_fit us)" ||
   check FAIL "kernel durations of --mode kernels: deepum-sim within 1% of the natural profile's ($sim_fit_kernels us, $sim_fit us)"
+# deepum-inspect --convert --drop-migrations on a profile that has migration
+# records: the copy has none and keeps every kernel, and the summary printed
+# is the input's.
+"$tools/deepum-inspect" --json "$out/profile.pb" > "$out/full.json"
+"$tools/deepum-inspect" --json "$out/profile.pb" --convert "$out/slim.pb" --drop-migrations \
+  > "$out/full-again.json"
+"$tools/deepum-inspect" --json "$out/slim.pb" > "$out/slim.json"
+python3 - "$out/full.json" "$out/full-again.json" "$out/slim.json" <<'PY' &&
+import json, sys
+full, again, slim = (json.load(open(p)) for p in sys.argv[1:])
+assert full["migrations"], "the input profile has no migration records to drop"
+assert again == full, "the summary printed with --drop-migrations is not the input's"
+assert slim["migrations"] == {} and slim["kernels"] == full["kernels"], slim
+PY
+  check ok "--drop-migrations: no migration records in the copy, kernels and the summary kept" ||
+  check FAIL "--drop-migrations: no migration records in the copy, kernels and the summary kept"
 exit $fail

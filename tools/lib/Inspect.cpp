@@ -46,15 +46,22 @@ Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
       if (Error E = W.write(Opts.PerfettoOut, Inputs))
         return E;
     }
-    if (Opts.DropMigrations) {
-      // The summary below stays the input's: a copy is written.
-      v1::Profile Out = *P;
-      Out.clear_migrations();
-      Out.clear_um_events();
-      if (Error E = format::writeProfile(Out, Opts.ConvertOut, Inputs))
-        return E;
-    } else if (!Opts.ConvertOut.empty()) {
-      if (Error E = format::writeProfile(*P, Opts.ConvertOut, Inputs))
+    if (!Opts.ConvertOut.empty()) {
+      // --drop-migrations: the records are set aside while the profile is
+      // written (not copied: a GPU profile holds millions) and put back, so
+      // the summary below stays the input's.
+      google::protobuf::RepeatedPtrField<v1::Migration> Migrations;
+      google::protobuf::RepeatedPtrField<v1::UmEvent> Events;
+      if (Opts.DropMigrations) {
+        Migrations.Swap(P->mutable_migrations());
+        Events.Swap(P->mutable_um_events());
+      }
+      Error E = format::writeProfile(*P, Opts.ConvertOut, Inputs);
+      if (Opts.DropMigrations) {
+        Migrations.Swap(P->mutable_migrations());
+        Events.Swap(P->mutable_um_events());
+      }
+      if (E)
         return E;
     }
     if (!Opts.Dump.empty()) {

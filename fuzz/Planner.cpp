@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     if (!fuzz::takeValue(R))
       continue;
     if (llvm::Error E = format::validatePlan(R->Plan))
-      fuzz::fuzzFail(Target, "the " + Name + " plan fails validatePlan: " + llvm::toString(std::move(E)));
+      fuzz::fuzzFail(Target,
+                     "the " + Name + " plan fails validatePlan: " + llvm::toString(std::move(E)));
     std::string Serialised;
     if (!R->Plan.SerializeToString(&Serialised))
       fuzz::fuzzFail(Target, "the " + Name + " plan does not serialise");

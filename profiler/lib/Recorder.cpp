@@ -8,10 +8,10 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
 
-
 #include <algorithm>
 #include <limits>
 #include <utility>
+
 using namespace deepum::v1;
 using namespace llvm;
 

@@ -370,28 +370,24 @@ TEST(PlannerSchedule, DearPopulatesKeepDeadContents) {
   // copying it in, the planner keeps dead contents: no discard, no populate,
   // and a prediction no worse than the discarding schedule's under that cost.
   HalfFootprint H;
-  const Trace &T = H.T;
-  const uint64_t Capacity = H.Capacity;
-  CostModel &M = H.M;
-  const Schedule &Discarding = H.Discarding;
-  ASSERT_GT(Discarding.Stats.Discards, 0u);
-  ASSERT_GT(Discarding.Stats.Populates, 0u);
+  ASSERT_GT(H.Discarding.Stats.Discards, 0u);
+  ASSERT_GT(H.Discarding.Stats.Populates, 0u);
   // Dearer than writing the block back and copying it in.
-  M.PopulateBlockUs = 2 * (M.writeBackUs(T.BlockBytes) + M.transferUs(T.BlockBytes));
-  const Schedule Kept = schedulePrefetch(T, M, Capacity);
+  H.M.PopulateBlockUs = 2 * (H.M.writeBackUs(H.T.BlockBytes) + H.M.transferUs(H.T.BlockBytes));
+  const Schedule Kept = schedulePrefetch(H.T, H.M, H.Capacity);
   EXPECT_EQ(Kept.Stats.Discards, 0u);
   EXPECT_EQ(Kept.Stats.Populates, 0u);
   for (const Action &A : Kept.Actions)
     EXPECT_NE(A.kind(), ACTION_KIND_DISCARD);
   EXPECT_LE(Kept.Stats.PredictedIterationUs,
-            predictIterationUs(T, M, Discarding.Actions, Capacity) * 1.0001);
+            predictIterationUs(H.T, H.M, H.Discarding.Actions, H.Capacity) * 1.0001);
   // A cheap populate (the schedules keeping dead contents are tried, and
   // lose) leaves the schedule as it was.
-  M.PopulateBlockUs = 1e-6;
-  const Schedule Cheap = schedulePrefetch(T, M, Capacity);
-  ASSERT_EQ(Cheap.Actions.size(), Discarding.Actions.size());
+  H.M.PopulateBlockUs = 1e-6;
+  const Schedule Cheap = schedulePrefetch(H.T, H.M, H.Capacity);
+  ASSERT_EQ(Cheap.Actions.size(), H.Discarding.Actions.size());
   for (size_t I = 0; I < Cheap.Actions.size(); ++I)
-    EXPECT_EQ(Cheap.Actions[I].SerializeAsString(), Discarding.Actions[I].SerializeAsString())
+    EXPECT_EQ(Cheap.Actions[I].SerializeAsString(), H.Discarding.Actions[I].SerializeAsString())
         << "action " << I;
 }
 
@@ -399,15 +395,11 @@ TEST(PlannerSchedule, APopulateLateForItsKernelCostsTheDiscardedFault) {
   // The replay charges a kernel that starts before its populate has arrived
   // the device's discarded-fault cost, as deepum-sim does.
   HalfFootprint H;
-  const Trace &T = H.T;
-  const uint64_t Capacity = H.Capacity;
-  CostModel &M = H.M;
-  const Schedule &S = H.Discarding;
-  ASSERT_GT(S.Stats.Populates, 0u);
-  M.PopulateBlockUs = 5000; // every populate late
-  const double Waiting = predictIterationUs(T, M, S.Actions, Capacity);
-  M.DiscardedFaultBlockUs = 1e6;
-  const double Faulting = predictIterationUs(T, M, S.Actions, Capacity);
+  ASSERT_GT(H.Discarding.Stats.Populates, 0u);
+  H.M.PopulateBlockUs = 5000; // every populate late
+  const double Waiting = predictIterationUs(H.T, H.M, H.Discarding.Actions, H.Capacity);
+  H.M.DiscardedFaultBlockUs = 1e6;
+  const double Faulting = predictIterationUs(H.T, H.M, H.Discarding.Actions, H.Capacity);
   EXPECT_GT(Faulting, Waiting + 1e6) << "at least one kernel must pay the fault";
 }
 

@@ -47,8 +47,8 @@ struct DeviceModel {
   /// A prefetch to the GPU of a block whose contents were discarded (a
   /// populate: nothing crosses the link), us per 2 MiB block on the copy
   /// stream; and a demand fault on such a block, beyond a fault's service.
-  /// Zero where unmeasured. On an H100 with driver 580 both cost more than
-  /// copying the block (docs/results/gpu.md).
+  /// Zero where unmeasured. On an H100 with driver 580: 14 us and 4 ms, the
+  /// fault far more than copying the block (docs/results/gpu.md).
   double PopulateBlockUs = 0;
   double DiscardedFaultBlockUs = 0;
   /// Fault-buffer entries (one per faulting 4 KiB page) per batch.

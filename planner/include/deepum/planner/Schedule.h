@@ -11,7 +11,8 @@
 //                     schedules it chooses among takes them first);
 //   scheduleSwap      tensor-level swap selection of Zhang et al. 2019;
 //   scheduleDemand    no actions: demand faults, and the executor's budget
-//                     evicting by Belady's MIN (the no-prefetch yardstick).
+//                     evicting by next use; counts Belady's MIN misses (the
+//                     no-prefetch yardstick).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DEEPUM_PLANNER_SCHEDULE_H

@@ -38,8 +38,9 @@ inline constexpr const char *kDeviceFileHelp =
 
 /// deepum-plan and deepum-sim: --compute-from PROFILE (format::takeComputeTimes).
 inline constexpr const char *kComputeFromHelp =
-    "Kernel compute times from this natural-mode profile of the same program (for a profile "
-    "recorded with --mode access-set, whose kernels wait on the faults that mode provokes)";
+    "Kernel compute times from this profile of the same program, recorded where everything "
+    "fits, best with deepum-profile --mode kernels (for a profile recorded with --mode "
+    "access-set, whose kernels wait on the faults that mode provokes)";
 
 /// Parses argv into the tool's cl::opt globals; on a usage error prints the
 /// option library's message and exits 2.

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Regenerates docs/results/sensitivity.md: deepum-plan against every baseline at 2x
 # oversubscription as the per-call API cost (transfer_call_us: 0 / 5 / 20 us) and the
-# link rate (0.5x / 1x of link_bytes_per_second) vary, on v100-pcie-16gb and h100-pcie,
-# for every shipped model but resnet50-b32 (the planner-speed profile).
+# link rate (0.5x / 1x of link_bytes_per_second) vary, and, at the default call cost, with
+# the device-to-host rate at 0.19 of the host-to-device rate (the ratio deepum-calibrate
+# measured on an H100: 9.16 against 47.8 GB/s, docs/results/gpu.md), on v100-pcie-16gb and
+# h100-pcie, for every shipped model but resnet50-b32 (the planner-speed profile).
 #
 # Each variant is a full copy of the built-in model (simulator/devices/device-models.json)
-# with the two fields changed, written to a device file that both deepum-plan and
+# with those fields changed, written to a device file that both deepum-plan and
 # deepum-sim read (--device-file): the plan is compiled for the device it is judged on.
 # transfer_range_us and every other field keep their defaults.
 #
@@ -21,6 +23,19 @@ models=(resnet50 vgg16 vit_b_16 bert-large gpt2-medium bart-large llama-1b llama
 devices=(v100-pcie-16gb h100-pcie)
 calls=(0 5 20)
 links=(0.5 1)
+# Variants "call link dtoh": every call cost and link rate with the device-to-host rate equal
+# to the host-to-device rate (dtoh 1), then the default call cost at each link rate with the
+# device-to-host rate at the measured fraction.
+measured_dtoh=0.19
+variants=()
+for call in "${calls[@]}"; do
+  for link in "${links[@]}"; do
+    variants+=("$call $link 1")
+  done
+done
+for link in "${links[@]}"; do
+  variants+=("20 $link $measured_dtoh")
+done
 ratio=2
 iterations=12
 warmup=6
@@ -28,19 +43,24 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 for device in "${devices[@]}"; do
-  for call in "${calls[@]}"; do
-    for link in "${links[@]}"; do
-      /usr/bin/python3 - "$root/simulator/devices/device-models.json" "$device" "$call" "$link" \
-        >"$work/$device@$call@$link.device.json" <<'PY'
+  for variant in "${variants[@]}"; do
+    read -r call link dtoh <<<"$variant"
+    /usr/bin/python3 - "$root/simulator/devices/device-models.json" "$device" "$call" "$link" \
+      "$dtoh" >"$work/$device@$call@$link@$dtoh.device.json" <<'PY'
 import json, sys
-src, name, call, link = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+src, name = sys.argv[1], sys.argv[2]
+call, link, dtoh = (float(x) for x in sys.argv[3:6])
 doc = json.load(open(src))
 model = next(m for m in doc["models"] if m["name"] == name)
+link0 = model["link_bytes_per_second"]
+out0 = model.get("device_to_host_bytes_per_second", 0) or link0  # 0: the link rate
 model["transfer_call_us"] = call
-model["link_bytes_per_second"] = model["link_bytes_per_second"] * link
+model["link_bytes_per_second"] = link0 * link
+# dtoh 1: the model's own device-to-host rate, scaled with the link; below 1: that
+# fraction of the (scaled) host-to-device rate.
+model["device_to_host_bytes_per_second"] = out0 * link if dtoh == 1 else link0 * link * dtoh
 json.dump({"format": doc["format"], "models": [model]}, sys.stdout, indent=1)
 PY
-    done
   done
 done
 
@@ -56,20 +76,19 @@ for model in "${models[@]}"; do
     capacity="$("$sim" "$profile" --device "$device" --oversubscription "$ratio" --policy ideal \
       --iterations 1 --warmup 0 --json |
       /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["gpu_memory_bytes"])')"
-    for call in "${calls[@]}"; do
-      for link in "${links[@]}"; do
-        key="$model@$device@$call@$link"
-        dev="$work/$device@$call@$link.device.json"
-        echo "sensitivity: $key" >&2
-        "$plan" "$profile" --gpu-memory "$capacity" --device "$device" --device-file "$dev" \
-          --quiet -o "$work/$key.plan"
-        "$sim" "$profile" --device "$device" --device-file "$dev" --gpu-memory "$capacity" \
-          --plan "$work/$key.plan" --compare --json --iterations "$iterations" \
-          --warmup "$warmup" >"$work/$key.json"
-      done
+    for variant in "${variants[@]}"; do
+      read -r call link dtoh <<<"$variant"
+      key="$model@$device@$call@$link@$dtoh"
+      dev="$work/$device@$call@$link@$dtoh.device.json"
+      echo "sensitivity: $key" >&2
+      "$plan" "$profile" --gpu-memory "$capacity" --device "$device" --device-file "$dev" \
+        --quiet -o "$work/$key.plan"
+      "$sim" "$profile" --device "$device" --device-file "$dev" --gpu-memory "$capacity" \
+        --plan "$work/$key.plan" --compare --json --iterations "$iterations" \
+        --warmup "$warmup" >"$work/$key.json"
     done
   done
 done
 /usr/bin/python3 "$root/bench/sim/sensitivity.py" --runs "$work" --out "$root/docs/results/sensitivity.md" \
   --iterations "$iterations" --warmup "$warmup" --ratio "$ratio" \
-  --models "${models[@]}" --devices "${devices[@]}" --calls "${calls[@]}" --links "${links[@]}"
+  --models "${models[@]}" --devices "${devices[@]}" --variants "${variants[@]}"

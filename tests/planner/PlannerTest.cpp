@@ -182,9 +182,9 @@ TEST(PlannerProperties, CapacityDiscardsAndFaults) {
     Profile P = syntheticTraining(Case.Options);
     Trace T = traceOf(P);
     uint64_t Footprint = footprint(P);
-    for (Strategy S : {Strategy::Prefetch, Strategy::Swap})
+    for (Strategy S : kStrategies)
       for (double Ratio : {1.25, 1.5, 2.0, 3.0}) {
-        SCOPED_TRACE(std::string(Case.Name) + (S == Strategy::Swap ? " swap " : " prefetch ") +
+        SCOPED_TRACE(std::string(Case.Name) + " " + strategyName(S).str() + " " +
                      std::to_string(Ratio));
         uint64_t Capacity = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio);
         PlanResult R = compile(P, Capacity, S);
@@ -936,7 +936,7 @@ TEST(PlannerHostile, AllocationIdsEqualToHashTableSentinels) {
     for (TensorAccess &T : *K.mutable_tensors())
       T.set_allocation_id(Remap(T.allocation_id()));
   ASSERT_FALSE(format::validateProfile(Q));
-  for (Strategy S : {Strategy::Prefetch, Strategy::Swap}) {
+  for (Strategy S : kStrategies) {
     PlanResult X = compile(P, 40 * MiB, S), Y = compile(Q, 40 * MiB, S);
     EXPECT_EQ(X.Plan.layout().SerializeAsString(), Y.Plan.layout().SerializeAsString());
     ASSERT_EQ(X.Plan.actions_size(), Y.Plan.actions_size());

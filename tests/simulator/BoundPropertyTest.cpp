@@ -287,7 +287,7 @@ void checkRandomWorkloads(const std::vector<uint64_t> &Seeds, bool MidStep,
           note(*R);
           ++Checked;
         }
-        for (planner::Strategy S : {planner::Strategy::Prefetch, planner::Strategy::Swap}) {
+        for (planner::Strategy S : planner::kStrategies) {
           planner::PlanOptions PO;
           PO.GpuMemoryBytes = Capacity;
           PO.DeviceModel = llvm::StringRef(D.Name).startswith("hand") ? "v100-pcie-16gb" : D.Name;
@@ -311,7 +311,7 @@ void checkRandomWorkloads(const std::vector<uint64_t> &Seeds, bool MidStep,
             continue;
           }
           expectAboveEveryBound(
-              {Where + ", plan (" + (S == planner::Strategy::Prefetch ? "prefetch" : "swap") + ")",
+              {Where + ", plan (" + planner::strategyName(S).str() + ")",
                *R});
           note(*R);
           ++PlansChecked;
@@ -502,7 +502,7 @@ TEST(SimBoundProperty, NoPolicyOrPlanBeatsABoundOnTheShippedProfiles) {
         O.WarmupIterations = 1;
         expectAboveEveryBound({Where + ", " + St.name(), takeOk(sim::simulate(P, O))});
       }
-      for (planner::Strategy S : {planner::Strategy::Prefetch, planner::Strategy::Swap}) {
+      for (planner::Strategy S : planner::kStrategies) {
         if (Ratio != 2.0)
           break;
         planner::PlanOptions PO;
@@ -519,7 +519,7 @@ TEST(SimBoundProperty, NoPolicyOrPlanBeatsABoundOnTheShippedProfiles) {
         O.Iterations = 2;
         O.WarmupIterations = 1;
         expectAboveEveryBound(
-            {Where + ", plan (" + (S == planner::Strategy::Prefetch ? "prefetch" : "swap") + ")",
+            {Where + ", plan (" + planner::strategyName(S).str() + ")",
              takeOk(sim::simulate(P, O))});
       }
     }

@@ -64,9 +64,9 @@ TEST(SimPlanProperties, PlansRespectTheModelOnNoisyProfiles) {
     v1::Profile P = syntheticTraining(C.Opts);
     uint64_t Footprint = sim::footprintBytes(P);
     for (double Ratio : {1.25, 2.0, 3.0}) {
-      for (planner::Strategy S : {planner::Strategy::Prefetch, planner::Strategy::Swap}) {
+      for (planner::Strategy S : planner::kStrategies) {
         SCOPED_TRACE(C.Name + " at " + std::to_string(Ratio) + "x, " +
-                     (S == planner::Strategy::Prefetch ? "prefetch" : "swap"));
+                     planner::strategyName(S).str());
         planner::PlanOptions PO;
         PO.GpuMemoryBytes = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio);
         PO.DeviceModel = D.Name;
@@ -95,7 +95,7 @@ TEST(SimPlanProperties, PlansRespectTheModelOnNoisyProfiles) {
       }
     }
   }
-  EXPECT_EQ(Simulated, 6u * 3u * 2u);
+  EXPECT_EQ(Simulated, 6u * 3u * std::size(planner::kStrategies));
   EXPECT_GT(FitRows, 0u) << "the fault property was never exercised";
 }
 

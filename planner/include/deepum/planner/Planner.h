@@ -29,6 +29,8 @@
 namespace deepum::planner {
 
 enum class Strategy { Prefetch, Swap, Demand };
+/// Every strategy, for tests and generators that must cover them all.
+inline constexpr Strategy kStrategies[] = {Strategy::Prefetch, Strategy::Swap, Strategy::Demand};
 
 /// "prefetch" / "swap" / "demand".
 llvm::Expected<Strategy> parseStrategy(llvm::StringRef Name);

@@ -35,28 +35,36 @@ if command -v valgrind >/dev/null; then
 else
   echo "(valgrind not found: instructions not counted)" >"$work/instructions.md"
 fi
-# How far the instructions per block use move along that series (the last column), for the
-# text below; "not counted" without valgrind.
-spread="$(/usr/bin/python3 - "$work/instructions.md" <<'PY'
+# The sentences on linearity, from this run's tables, one line each: how far the instructions
+# per block use move along the resnet50-b32 series (not counted without valgrind), and how CPU
+# time per use moves along it.
+{ read -r linearity; read -r cpu_time; } < <(/usr/bin/python3 - "$work/instructions.md" \
+  "$work/speed-small.md" <<'PY'
 import sys
-rows = [line.split("|") for line in open(sys.argv[1]) if line.startswith("| resnet50")]
-per_use = [float(r[5]) for r in rows if len(r) > 5 and r[5].strip()]
-uses = [int(r[3]) for r in rows if len(r) > 5 and r[5].strip()]
-if len(per_use) < 2:
-    print("(not counted on this machine)")
+
+
+def rows(path):
+    return [line.split("|") for line in open(path) if line.startswith("| resnet50")]
+
+
+counted = [r for r in rows(sys.argv[1]) if len(r) > 5 and r[5].strip()]
+if len(counted) < 2:
+    print("Whether the work is linear in them is not shown on this machine: valgrind, which "
+          "counts the instructions, was not found.")
 else:
+    per_use = [float(r[5]) for r in counted]
+    uses = [int(r[3]) for r in counted]
     spread = (max(per_use) - min(per_use)) / min(per_use) * 100
-    print(f"stay within {spread:.1f}% from {min(uses) / 1e3:.0f}k to {max(uses) / 1e6:.2f}M")
+    print(f"The work is linear in them: the instructions deepum-plan executes per block use (the "
+          f"last table, counted by callgrind on the resnet50-b32 series) stay within "
+          f"{spread:.1f}% from {min(uses) / 1e3:.0f}k to {max(uses) / 1e6:.2f}M uses.")
+timed = [float(r[-2]) for r in rows(sys.argv[2])]
+change = (timed[-1] / timed[0] - 1) * 100
+print(f"CPU time per use goes from {timed[0]:.2f} to {timed[-1]:.2f} s per 1M uses along the same "
+      f"series ({change:+.0f}%, the last column of the speed table): larger tables miss the caches "
+      f"more.")
 PY
-)"
-# And CPU time per block use along the same series, timed (the speed table's last column).
-cpu_rise="$(/usr/bin/python3 - "$work/speed-small.md" <<'PY'
-import sys
-rows = [line.split("|") for line in open(sys.argv[1]) if line.startswith("| resnet50")]
-per_use = [float(r[-2]) for r in rows]
-print(f"{per_use[0]:.2f} to {per_use[-1]:.2f} s per 1M uses, +{(per_use[-1] / per_use[0] - 1) * 100:.0f}%")
-PY
-)"
+)
 {
   cat "$work/table.md"
   cat <<'TEXT'
@@ -125,15 +133,11 @@ Planner speed target (tables below): "100k kernels per iteration and 1M block us
 takes these timings while another generator runs beside them on the same cores, which slows the
 larger profiles most (`bash bench/plan/results.sh` alone avoids it). Time follows block uses, not
 kernels: compare resnet50 x22 (30k kernels) with resnet50-b32 x73 (100k kernels), both near 1M
-block uses. The work is linear in them: the instructions deepum-plan executes per block use
-(the last table, counted by callgrind on the resnet50-b32 series) @INSTRUCTIONS_SPREAD@
-uses. Two steps were not, and were found that way: sorting the plan's actions (a comparison
+block uses. @LINEARITY@ Two steps were not, and were found that way: sorting the plan's actions (a comparison
 sort of about a million of them, now a counting sort by position) and asking which allocations
 of an arena block are live at a tick (a walk back that grew with the block's owners when a
 long-lived allocation shared the block with many short ones, now bounded by a tree of their
-ends); before, instructions per use rose by 4.3% along the same series. CPU time per use still
-rises a little with size (the last column of the speed table: @CPU_RISE@) because larger tables
-miss the caches more: the work is linear, the memory it walks is not all cached. deepum-plan keeps the memory it frees for reuse (glibc returned each large table
+ends); before, instructions per use rose by 4.3% along the same series. @CPU_TIME@ deepum-plan keeps the memory it frees for reuse (glibc returned each large table
 to the system and faulted it in again for the next schedule searched). The 100k-kernel
 gpt2-medium point carries 5.2M block uses, five times the target's, and stays within five times
 its budget in time and memory.
@@ -156,7 +160,9 @@ TEXT
   echo "valgrind's callgrind; the same runs, not timed):"
   echo
   cat "$work/instructions.md"
-} | sed -e "s/@INSTRUCTIONS_SPREAD@/$spread/" -e "s/@CPU_RISE@/$cpu_rise/" | awk -v notes=bench/plan/model-change.md \
+} | awk -v lin="$linearity" -v cpu="$cpu_time" \
+  '{ sub(/@LINEARITY@/, lin); sub(/@CPU_TIME@/, cpu); print }' |
+  awk -v notes=bench/plan/model-change.md \
   'NR == 1 { print; print ""; while ((getline l < notes) > 0) print l; next } { print }' \
   >"$out/plan.md"
 /usr/bin/python3 bench/plan/plot.py "$out/plan.csv" "$out/plan.png"

@@ -199,6 +199,11 @@ TEST(PlannerProperties, CapacityDiscardsAndFaults) {
             EXPECT_EQ(Rep.SteadyStateDriverEvictions, 0u);
           }
         }
+        if (S == Strategy::Demand) {
+          // No actions; below the footprint, the cyclic iteration must fetch some block again.
+          EXPECT_EQ(R.Plan.actions_size(), 0);
+          EXPECT_GT(R.Stats.DemandFetches, 0u);
+        }
         EXPECT_GE(R.Stats.PredictedIterationUs, R.Stats.ComputeUs);
       }
   }
@@ -946,6 +951,10 @@ TEST(PlannerHostile, AllocationIdsEqualToHashTableSentinels) {
     for (int I = 0; I < X.Plan.block_chains_size(); ++I)
       EXPECT_EQ(X.Plan.block_chains(I).SerializeAsString(),
                 Y.Plan.block_chains(I).SerializeAsString());
+    // What the schedule predicts and counts (the demand strategy's whole output) too.
+    EXPECT_EQ(X.Stats.PredictedIterationUs, Y.Stats.PredictedIterationUs);
+    EXPECT_EQ(X.Stats.Prefetches, Y.Stats.Prefetches);
+    EXPECT_EQ(X.Stats.DemandFetches, Y.Stats.DemandFetches);
   }
 }
 

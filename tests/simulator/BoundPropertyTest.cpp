@@ -4,7 +4,7 @@
 // workloads nobody tuned it for: random training-like iterations whose
 // tensors are allocated, written, freed and whose memory is reused by later
 // allocations, with READ_WRITE accesses (what deepum-profile records) as
-// well as exact modes. Every policy and both plan strategies, at several
+// well as exact modes. Every policy and every plan strategy, at several
 // capacities, must take at least every bound the simulator reports.
 //
 //===----------------------------------------------------------------------===//
@@ -239,7 +239,7 @@ std::vector<sim::DeviceModel> handAndH100() {
   return {handDevice(), takeOk(sim::loadDeviceModel("h100-pcie"))};
 }
 
-/// Every baseline (DeepUM also in a tuned setting) and both plan strategies
+/// Every baseline (DeepUM also in a tuned setting) and every plan strategy
 /// on the random workloads of `Seeds` at 1.25x, 2x and 3x, on `Devices`
 /// (plans for the hand device are compiled for v100-pcie-16gb): none beats
 /// a bound. Prints how tight the bound is.

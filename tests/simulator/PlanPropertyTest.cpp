@@ -2,7 +2,7 @@
 //
 // The planner checks its plans with its own replay; here the simulator's
 // engine, with its invariant checks on, replays them: on noisy training-like
-// profiles at 1.25x to 3x oversubscription, with both strategies, residency
+// profiles at 1.25x to 3x oversubscription, with every strategy, residency
 // never exceeds the capacity, no page is read after its data was discarded,
 // every policy stays above the lower bounds, and the plan has no demand
 // faults in steady state when the largest kernel's working set fits.

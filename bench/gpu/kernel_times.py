@@ -8,8 +8,9 @@ compute a deepum profile's kernel durations are held against.
 Each optimizer step ends a profiler step; after WAIT steps and one warm-up,
 ACTIVE steps are recorded once (DEEPUM_KT_WAIT, DEEPUM_KT_ACTIVE: default 2
 and 3; the script must run at least WAIT + 1 + ACTIVE steps). Writes the
-kernels' time over the recorded steps (copies and memsets apart) and the
-kernels by total time, and prints the time per step.
+kernels' time over the recorded steps (copies and memsets apart), the
+kernels by total time and every launch in order with its duration (for
+bench/gpu/torch_durations.py), and prints the time per step.
 """
 import json
 import os
@@ -54,10 +55,15 @@ def main():
         for e in events:
             by_name[e.name] = by_name.get(e.name, 0.0) + e.time_range.elapsed_us()
         top = sorted(by_name.items(), key=lambda kv: -kv[1])[:15]
+        # Every launch in the order it ran, whole name and duration: what
+        # bench/gpu/torch_durations.py lays over a deepum profile's kernels.
+        launches = [[e.name, e.time_range.elapsed_us()]
+                    for e in sorted(events, key=lambda e: e.time_range.start)]
         steps.append({"kernels": len(events), "kernel_ms_total": total_us / 1e3,
                       "copies": len(copies),
                       "copy_ms_total": sum(e.time_range.elapsed_us() for e in copies) / 1e3,
-                      "top": [[n[:120], t / 1e3] for n, t in top]})
+                      "top": [[n[:120], t / 1e3] for n, t in top],
+                      "launches": launches})
 
     # Without a GPU (a smoke test) the CPU activity stands in: no kernels.
     activity = ProfilerActivity.CUDA if torch.cuda.is_available() else ProfilerActivity.CPU

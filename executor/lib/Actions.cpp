@@ -86,10 +86,80 @@ void detail::orderAfterCompute(Backend &Back, Executor::DeviceState &D) {
     }
     BackendStatus S = Back.recordEvent(D.Device, C.Event, C.Stream);
     noteError(D, S);
-    if (S.ok())
+    if (S.ok()) {
       noteError(D, Back.streamWaitEvent(D.Device, D.ReleaseStream, C.Event));
+      noteError(D, Back.streamWaitEvent(D.Device, D.DiscardStream, C.Event));
+    }
     C.Dirty = false;
   }
+}
+
+void detail::markRelease(Backend &Back, DeviceState &D, StreamHandle Stream, uint64_t Blocks) {
+  if (!Blocks)
+    return;
+  EventHandle E = 0;
+  if (!D.SpareEvents.empty()) {
+    E = D.SpareEvents.back();
+    D.SpareEvents.pop_back();
+  } else {
+    BackendStatus S = Back.createEvent(D.Device, &E);
+    noteError(D, S);
+    if (!S.ok())
+      E = 0;
+  }
+  if (E) {
+    BackendStatus S = Back.recordEvent(D.Device, E, Stream);
+    noteError(D, S);
+    if (!S.ok()) {
+      D.SpareEvents.push_back(E);
+      E = 0; // untracked: counted as leaving, never waited for (the error is counted)
+    }
+  }
+  (Stream == D.DiscardStream ? D.DiscardsPending : D.EvictionsPending).push_back({E, Blocks});
+  D.PendingReleaseBlocks += Blocks;
+}
+
+void detail::waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied) {
+  const uint64_t BB = D.blockBytes();
+  const uint64_t Fallback = D.Pool.stats().BytesInUse; // as enforceBudget counts it
+  const uint64_t Limit = D.Budget > Fallback ? (D.Budget - Fallback) / BB : 0;
+  using Mark = Executor::DeviceState::ReleaseMark;
+  auto Done = [&](const Mark &M) {
+    return !M.Event || Back.queryEvent(D.Device, M.Event) == EventState::Complete;
+  };
+  // Each stream is FIFO: the latest of its marks waited for covers the earlier.
+  EventHandle WaitForDiscards = 0, WaitForEvictions = 0;
+  auto Pop = [&](std::deque<Mark> &Q, EventHandle &WaitFor) {
+    const Mark M = Q.front();
+    Q.pop_front();
+    D.PendingReleaseBlocks -= M.Blocks;
+    if (M.Event && !Done(M)) {
+      if (WaitFor)
+        D.SpareEvents.push_back(WaitFor);
+      WaitFor = M.Event;
+    } else if (M.Event) {
+      D.SpareEvents.push_back(M.Event);
+    }
+  };
+  // Marks the host sees complete leave the ledger without a wait.
+  while (!D.DiscardsPending.empty() && Done(D.DiscardsPending.front()))
+    Pop(D.DiscardsPending, WaitForDiscards);
+  while (!D.EvictionsPending.empty() && Done(D.EvictionsPending.front()))
+    Pop(D.EvictionsPending, WaitForEvictions);
+  // Then the room still short, from discards first: they end soon after the
+  // kernels before them; write-backs take the link's time.
+  while (Occupied + D.PendingReleaseBlocks > Limit &&
+         (!D.DiscardsPending.empty() || !D.EvictionsPending.empty())) {
+    if (!D.DiscardsPending.empty())
+      Pop(D.DiscardsPending, WaitForDiscards);
+    else
+      Pop(D.EvictionsPending, WaitForEvictions);
+  }
+  for (EventHandle E : {WaitForDiscards, WaitForEvictions})
+    if (E) {
+      noteError(D, Back.streamWaitEvent(D.Device, D.ActionStream, E));
+      D.SpareEvents.push_back(E); // re-recording it later does not change this wait
+    }
 }
 
 namespace {
@@ -129,15 +199,28 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
   D.CurrentPosition = Pos;
   ++D.Stamp;
   D.Blocks.clear();
-  uint64_t Incoming = 0;
   const uint64_t BB = D.blockBytes();
-  for (uint32_t B : P.PositionBlocks[Pos])
-    stampBlocks(D, uint64_t{B} * BB, BB, Incoming);
+  // The prefetches' blocks first, each range's new ones counted: the room each
+  // range needs when it is issued. Then the kernel's own (faulted in if not
+  // prefetched).
   const auto &Actions = P.BeforeLaunch[Pos];
+  std::vector<MemRange> &Ranges = D.PrefetchRanges; // not D.Ranges: enforceBudget's scratch
+  Ranges.clear();
+  std::vector<uint64_t> &RangeBlocks = D.RangeBlocks;
+  RangeBlocks.clear();
+  uint64_t Incoming = 0;
   for (const PlanAction &A : Actions)
     if (A.Kind == PlanActionKind::Prefetch)
-      for (const MemRange &R : A.Ranges)
+      for (const MemRange &R : A.Ranges) {
+        const uint64_t Before = Incoming;
         stampBlocks(D, R.Address, R.Bytes, Incoming);
+        if (MemRange Pages = pagesAround(D, R); Pages.Bytes) {
+          Ranges.push_back(Pages);
+          RangeBlocks.push_back(Incoming - Before);
+        }
+      }
+  for (uint32_t B : P.PositionBlocks[Pos])
+    stampBlocks(D, uint64_t{B} * BB, BB, Incoming);
   if (Incoming)
     enforceBudget(Back, D, Incoming);
   // The kernel's own blocks become resident whether prefetched or faulted in.
@@ -146,32 +229,37 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
   const uint64_t Now = D.ResidentBlocks.fetch_add(D.Blocks.size()) + D.Blocks.size();
   if (Now > D.PeakResidentBlocks.load(std::memory_order_relaxed))
     D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
-  if (Actions.empty())
+  if (Ranges.empty())
     return;
-  D.Ranges.clear();
-  for (const PlanAction &A : Actions) {
-    if (A.Kind == PlanActionKind::Advise)
-      continue; // issued first, above
-    for (const MemRange &R : A.Ranges)
-      if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
-        D.Ranges.push_back(Pages);
+  // Room first, as far as each range needs it: the ranges go in calls that
+  // start once enough of the releases issued before them have ended (a call
+  // of all of them when the room is there).
+  uint64_t Occupied = Now - D.Blocks.size(); // resident before them, budget evictions made
+  std::vector<MemRange> &Piece = D.Piece;
+  Piece.clear();
+  auto Issue = [&] {
+    if (Piece.empty())
+      return;
+    BackendStatus S = Back.prefetchBatch(D.Device, Piece, D.Device, D.ActionStream);
+    noteError(D, S);
+    if (S.ok()) {
+      bump(D.C.PrefetchBatches);
+      bump(D.C.PrefetchBytes, rangeBytes(Piece));
+    }
+    Piece.clear();
+  };
+  const uint64_t Fallback = D.Pool.stats().BytesInUse;
+  const uint64_t Limit = D.Budget > Fallback ? (D.Budget - Fallback) / BB : 0;
+  for (size_t I = 0; I < Ranges.size(); ++I) {
+    Occupied += RangeBlocks[I];
+    if (Occupied + D.PendingReleaseBlocks > Limit &&
+        (!D.DiscardsPending.empty() || !D.EvictionsPending.empty())) {
+      Issue(); // what fits now goes without waiting
+      waitForRoom(Back, D, Occupied);
+    }
+    Piece.push_back(Ranges[I]);
   }
-  if (D.Ranges.empty())
-    return;
-  if (D.ReleasedSincePrefetch) {
-    // Room first: this batch starts once the releases issued before it end.
-    BackendStatus W = Back.recordEvent(D.Device, D.ReleaseEvent, D.ReleaseStream);
-    noteError(D, W);
-    if (W.ok())
-      noteError(D, Back.streamWaitEvent(D.Device, D.ActionStream, D.ReleaseEvent));
-    D.ReleasedSincePrefetch = false;
-  }
-  BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, D.Device, D.ActionStream);
-  noteError(D, S);
-  if (S.ok()) {
-    bump(D.C.PrefetchBatches);
-    bump(D.C.PrefetchBytes, rangeBytes(D.Ranges));
-  }
+  Issue();
 }
 
 /// Launches a discard waits for its range to be freed before it becomes an
@@ -235,24 +323,28 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
     return;
   orderAfterCompute(Back, D);
   auto MarkGone = [&](const MemRange &R) {
-    // Only blocks wholly covered leave the GPU.
+    // Only blocks wholly covered leave the GPU; returns how many did.
     uint64_t First = (R.Address + BB - 1) / BB, Last = (R.Address + R.Bytes) / BB;
+    uint64_t Gone = 0;
     for (uint64_t B = First; B < Last && B < D.Resident.size(); ++B)
       if (D.Resident[B]) {
         D.Resident[B] = 0;
         D.ResidentBlocks.fetch_sub(1);
+        ++Gone;
       }
+    return Gone;
   };
   D.Ranges.clear();
+  uint64_t Evicted = 0;
   for (const MemRange &R : Evict) {
-    MarkGone(R);
+    Evicted += MarkGone(R);
     if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
       D.Ranges.push_back(Pages);
   }
   if (!D.Ranges.empty()) {
     BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
     noteError(D, S);
-    D.ReleasedSincePrefetch = true;
+    markRelease(Back, D, D.ReleaseStream, Evicted);
     if (S.ok()) {
       bump(D.C.EvictBatches);
       bump(D.C.EvictBytes, rangeBytes(D.Ranges));
@@ -260,10 +352,11 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
   }
   if (DiscardPages.empty())
     return;
+  uint64_t Discarded = 0;
   for (const MemRange &R : Discard)
-    MarkGone(R);
-  BackendStatus S = Back.discardBatch(D.Device, DiscardPages, D.ReleaseStream);
-  D.ReleasedSincePrefetch = true;
+    Discarded += MarkGone(R);
+  BackendStatus S = Back.discardBatch(D.Device, DiscardPages, D.DiscardStream);
+  markRelease(Back, D, D.DiscardStream, Discarded);
   noteError(D, S);
   if (S.ok()) {
     bump(D.C.DiscardBatches);
@@ -274,7 +367,7 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
   if (!D.DiscardEvent)
     noteError(D, Back.createEvent(D.Device, &D.DiscardEvent));
   if (D.DiscardEvent)
-    noteError(D, Back.recordEvent(D.Device, D.DiscardEvent, D.ReleaseStream));
+    noteError(D, Back.recordEvent(D.Device, D.DiscardEvent, D.DiscardStream));
 }
 
 /// Evictions and discards of one list (ReleaseBefore or AfterLaunch of a position).

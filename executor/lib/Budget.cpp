@@ -71,7 +71,7 @@ void detail::enforceBudget(Backend &Back, DeviceState &D, uint64_t Incoming) {
   orderAfterCompute(Back, D);
   BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
   noteError(D, S);
-  D.ReleasedSincePrefetch = true;
+  markRelease(Back, D, D.ReleaseStream, Need);
   if (S.ok()) {
     bump(D.C.EvictBatches);
     bump(D.C.EvictBytes, rangeBytes(D.Ranges));

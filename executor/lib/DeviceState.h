@@ -17,8 +17,10 @@
 //   ArenaMapped are written once, before HasPlan is published (or under both
 //   locks in setPlan), and read without a lock after it.
 // - LaunchMu guards the replay: Cursor, ActionStream, ReleaseStream,
-//   ReleaseEvent, ReleasedSincePrefetch, ComputeClocks, Resident, NeededStamp,
-//   Stamp, Budget, Pending, CurrentPosition and the scratch vectors.
+//   DiscardStream, EvictionsPending, DiscardsPending, PendingReleaseBlocks,
+//   SpareEvents, ComputeClocks,
+//   Resident, NeededStamp, Stamp, Budget, Pending, CurrentPosition and the
+//   scratch vectors.
 // - Deferred (discards waiting for their range to be freed) is written with
 //   both held.
 // - Lock order: LaunchMu, then AllocMu (a discard checks the arena under
@@ -39,6 +41,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -112,12 +115,24 @@ struct Executor::DeviceState {
   std::atomic<bool> PlanOn{false};
   // Two streams, like the plan's two copy engines: prefetches on one,
   // evictions and discards on the other, so a release waiting for the compute
-  // stream never holds back a later prefetch. A prefetch waits for the
-  // releases of its own position only (ReleaseEvent): room is made first.
+  // stream never holds back a later prefetch. A prefetch waits for releases
+  // only as far as it needs their room (waitForRoom): each release batch is
+  // marked with an event and the blocks it takes off the GPU, and a prefetch
+  // batch waits for the oldest marks until the blocks still leaving fit under
+  // the budget beside everything resident, its own blocks included.
+  // Discards have a stream of their own: behind write-backs that move at a
+  // fifth of the fetch rate (an H100, docs/results/gpu.md) the room a discard
+  // frees at once would come late.
   StreamHandle ActionStream = 0;  // prefetches (host to device)
-  StreamHandle ReleaseStream = 0; // evictions and discards
-  EventHandle ReleaseEvent = 0;
-  bool ReleasedSincePrefetch = false;
+  StreamHandle ReleaseStream = 0; // evictions
+  StreamHandle DiscardStream = 0; // discards
+  struct ReleaseMark {
+    EventHandle Event; // recorded on its stream after the batch (0: none could be)
+    uint64_t Blocks;   // blocks the batch took off the GPU
+  };
+  std::deque<ReleaseMark> EvictionsPending, DiscardsPending; // each in issue order
+  uint64_t PendingReleaseBlocks = 0;    // their blocks
+  std::vector<EventHandle> SpareEvents; // marks' events, free for reuse
   std::vector<StreamClock> ComputeClocks;
   std::vector<uint8_t> Resident;
   std::vector<uint64_t> NeededStamp;
@@ -137,6 +152,9 @@ struct Executor::DeviceState {
   std::vector<DeferredDiscard> Deferred; // written under LaunchMu and AllocMu
   std::vector<MemRange> Ranges;          // scratch
   std::vector<uint32_t> Blocks;          // scratch
+  std::vector<MemRange> PrefetchRanges;  // scratch: a position's prefetch ranges
+  std::vector<uint64_t> RangeBlocks;     // scratch: new blocks per prefetch range
+  std::vector<MemRange> Piece;           // scratch: one prefetch call's ranges
   uint32_t CurrentPosition = 0;
   std::atomic<bool> ErrorLogged{false};
 
@@ -173,8 +191,19 @@ uint64_t rangeBytes(const std::vector<MemRange> &Rs);
 /// The address range of arena range `R` for a prefetch or an eviction: every
 /// page it touches, within the arena's allocation.
 MemRange pagesAround(const DeviceState &D, const MemRange &R);
-/// Orders the release stream after the compute streams that launched since.
+/// Orders the release and discard streams after the compute streams that
+/// launched since.
 void orderAfterCompute(Backend &Back, DeviceState &D);
+/// Marks a release batch just issued on `Stream` (the release or the discard
+/// stream) that took `Blocks` blocks off the GPU (waitForRoom's ledger).
+/// LaunchMu held.
+void markRelease(Backend &Back, DeviceState &D, StreamHandle Stream, uint64_t Blocks);
+/// Makes the prefetch stream wait for the oldest release marks until the
+/// blocks still leaving fit under the budget beside `Occupied` blocks (those
+/// resident and those the next prefetch call brings); marks whose events the
+/// host sees complete are dropped without a wait. Without a budget it waits
+/// for every release. LaunchMu held.
+void waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied);
 /// Advice, releases of earlier data and prefetches of one position, before
 /// its launch runs. LaunchMu held.
 void issueBefore(Backend &Back, DeviceState &D, uint32_t Pos);

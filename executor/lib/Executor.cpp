@@ -272,7 +272,7 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   if (S.ok())
     S = Back.createStream(D.Device, &D.ReleaseStream);
   if (S.ok())
-    S = Back.createEvent(D.Device, &D.ReleaseEvent);
+    S = Back.createStream(D.Device, &D.DiscardStream);
   if (!S.ok()) {
     log(LogLevel::Warn,
         "device %d: cannot create the action stream (%s: %s); training "
@@ -291,6 +291,9 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   D.NextSequence = 0;
   D.Resident = std::move(Resident);
   D.NeededStamp = std::move(NeededStamp);
+  D.EvictionsPending.clear(); // a former plan's marks: its streams are not these
+  D.DiscardsPending.clear();
+  D.PendingReleaseBlocks = 0;
   D.Budget = Budget;
   D.Plan = std::move(Plan);
   D.HasPlan.store(true, std::memory_order_release);

@@ -94,7 +94,64 @@ void detail::orderAfterCompute(Backend &Back, Executor::DeviceState &D) {
   }
 }
 
-void detail::markRelease(Backend &Back, DeviceState &D, StreamHandle Stream, uint64_t Blocks) {
+namespace {
+using Mark = Executor::DeviceState::ReleaseMark;
+
+bool markDone(Backend &Back, const Executor::DeviceState &D, const Mark &M) {
+  return !M.Event || Back.queryEvent(D.Device, M.Event) == EventState::Complete;
+}
+
+/// Takes the front mark of `Q` off the ledger; a mark not known complete
+/// becomes the one to wait for on its stream (FIFO: it covers the earlier).
+void popMark(Backend &Back, Executor::DeviceState &D, std::deque<Mark> &Q,
+             EventHandle &WaitFor) {
+  const Mark M = Q.front();
+  Q.pop_front();
+  D.PendingReleaseBlocks -= M.Blocks;
+  if (M.Event && !markDone(Back, D, M)) {
+    if (WaitFor)
+      D.SpareEvents.push_back(WaitFor);
+    WaitFor = M.Event;
+  } else if (M.Event) {
+    D.SpareEvents.push_back(M.Event);
+  }
+}
+
+/// Drops the marks at the fronts that the host sees complete.
+void dropDoneMarks(Backend &Back, Executor::DeviceState &D) {
+  EventHandle None = 0;
+  for (std::deque<Mark> *Q : {&D.DiscardsPending, &D.EvictionsPending})
+    while (!Q->empty() && markDone(Back, D, Q->front()))
+      popMark(Back, D, *Q, None);
+}
+
+/// Whether mark `Seq` is still on the ledger (each queue is in Seq order).
+bool markPending(const Executor::DeviceState &D, uint64_t Seq) {
+  for (const std::deque<Mark> *Q : {&D.DiscardsPending, &D.EvictionsPending}) {
+    auto It = std::lower_bound(Q->begin(), Q->end(), Seq,
+                               [](const Mark &M, uint64_t S) { return M.Seq < S; });
+    if (It != Q->end() && It->Seq == Seq)
+      return true;
+  }
+  return false;
+}
+
+/// The event of pending mark `Seq` (0 when it is not pending or has none).
+EventHandle pendingMarkEvent(const Executor::DeviceState &D, uint64_t Seq) {
+  for (const std::deque<Mark> *Q : {&D.DiscardsPending, &D.EvictionsPending}) {
+    auto It = std::lower_bound(Q->begin(), Q->end(), Seq,
+                               [](const Mark &M, uint64_t S) { return M.Seq < S; });
+    if (It != Q->end() && It->Seq == Seq)
+      return It->Event;
+  }
+  return 0;
+}
+
+} // namespace
+
+void detail::markRelease(Backend &Back, DeviceState &D, StreamHandle Stream) {
+  dropDoneMarks(Back, D); // keeps the ledger as short as the work in flight
+  const uint64_t Blocks = D.Leaving.size();
   if (!Blocks)
     return;
   EventHandle E = 0;
@@ -115,45 +172,32 @@ void detail::markRelease(Backend &Back, DeviceState &D, StreamHandle Stream, uin
       E = 0; // untracked: counted as leaving, never waited for (the error is counted)
     }
   }
-  (Stream == D.DiscardStream ? D.DiscardsPending : D.EvictionsPending).push_back({E, Blocks});
+  const uint64_t Seq = D.NextMarkSeq++;
+  (Stream == D.DiscardStream ? D.DiscardsPending : D.EvictionsPending)
+      .push_back({E, Blocks, Seq});
   D.PendingReleaseBlocks += Blocks;
+  for (uint32_t B : D.Leaving)
+    D.LeftWith[B] = Seq;
+  D.Leaving.clear();
 }
 
 void detail::waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied) {
   const uint64_t BB = D.blockBytes();
   const uint64_t Fallback = D.Pool.stats().BytesInUse; // as enforceBudget counts it
   const uint64_t Limit = D.Budget > Fallback ? (D.Budget - Fallback) / BB : 0;
-  using Mark = Executor::DeviceState::ReleaseMark;
-  auto Done = [&](const Mark &M) {
-    return !M.Event || Back.queryEvent(D.Device, M.Event) == EventState::Complete;
-  };
-  // Each stream is FIFO: the latest of its marks waited for covers the earlier.
   EventHandle WaitForDiscards = 0, WaitForEvictions = 0;
-  auto Pop = [&](std::deque<Mark> &Q, EventHandle &WaitFor) {
-    const Mark M = Q.front();
-    Q.pop_front();
-    D.PendingReleaseBlocks -= M.Blocks;
-    if (M.Event && !Done(M)) {
-      if (WaitFor)
-        D.SpareEvents.push_back(WaitFor);
-      WaitFor = M.Event;
-    } else if (M.Event) {
-      D.SpareEvents.push_back(M.Event);
-    }
-  };
-  // Marks the host sees complete leave the ledger without a wait.
-  while (!D.DiscardsPending.empty() && Done(D.DiscardsPending.front()))
-    Pop(D.DiscardsPending, WaitForDiscards);
-  while (!D.EvictionsPending.empty() && Done(D.EvictionsPending.front()))
-    Pop(D.EvictionsPending, WaitForEvictions);
-  // Then the room still short, from discards first: they end soon after the
-  // kernels before them; write-backs take the link's time.
+  dropDoneMarks(Back, D);
+  // Oldest first over both streams, until the room is there.
   while (Occupied + D.PendingReleaseBlocks > Limit &&
          (!D.DiscardsPending.empty() || !D.EvictionsPending.empty())) {
-    if (!D.DiscardsPending.empty())
-      Pop(D.DiscardsPending, WaitForDiscards);
+    const bool Discard =
+        !D.DiscardsPending.empty() &&
+        (D.EvictionsPending.empty() ||
+         D.DiscardsPending.front().Seq < D.EvictionsPending.front().Seq);
+    if (Discard)
+      popMark(Back, D, D.DiscardsPending, WaitForDiscards);
     else
-      Pop(D.EvictionsPending, WaitForEvictions);
+      popMark(Back, D, D.EvictionsPending, WaitForEvictions);
   }
   for (EventHandle E : {WaitForDiscards, WaitForEvictions})
     if (E) {
@@ -208,6 +252,8 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
   Ranges.clear();
   std::vector<uint64_t> &RangeBlocks = D.RangeBlocks;
   RangeBlocks.clear();
+  std::vector<MemRange> &PrefetchArena = D.PrefetchArena; // the same ranges, arena offsets
+  PrefetchArena.clear();
   uint64_t Incoming = 0;
   for (const PlanAction &A : Actions)
     if (A.Kind == PlanActionKind::Prefetch)
@@ -216,6 +262,7 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
         stampBlocks(D, R.Address, R.Bytes, Incoming);
         if (MemRange Pages = pagesAround(D, R); Pages.Bytes) {
           Ranges.push_back(Pages);
+          PrefetchArena.push_back(R);
           RangeBlocks.push_back(Incoming - Before);
         }
       }
@@ -233,33 +280,65 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
     return;
   // Room first, as far as each range needs it: the ranges go in calls that
   // start once enough of the releases issued before them have ended (a call
-  // of all of them when the room is there).
-  uint64_t Occupied = Now - D.Blocks.size(); // resident before them, budget evictions made
+  // of all of them when the room is there). A range holding blocks whose own
+  // release is still pending (migrations on two streams are not ordered) goes
+  // on the late stream after that release instead, so that it holds back no
+  // other prefetch (a populate behind a discard waits for the kernels before
+  // the discard).
+  uint64_t Fetched = 0;
+  for (uint64_t N : RangeBlocks)
+    Fetched += N;
+  uint64_t Occupied = Now - Fetched; // resident, the kernel's own blocks included
   std::vector<MemRange> &Piece = D.Piece;
   Piece.clear();
-  auto Issue = [&] {
-    if (Piece.empty())
+  auto Issue = [&](std::vector<MemRange> &Rs, StreamHandle Stream) {
+    if (Rs.empty())
       return;
-    BackendStatus S = Back.prefetchBatch(D.Device, Piece, D.Device, D.ActionStream);
+    BackendStatus S = Back.prefetchBatch(D.Device, Rs, D.Device, Stream);
     noteError(D, S);
     if (S.ok()) {
       bump(D.C.PrefetchBatches);
-      bump(D.C.PrefetchBytes, rangeBytes(Piece));
+      bump(D.C.PrefetchBytes, rangeBytes(Rs));
     }
-    Piece.clear();
+    Rs.clear();
   };
   const uint64_t Fallback = D.Pool.stats().BytesInUse;
   const uint64_t Limit = D.Budget > Fallback ? (D.Budget - Fallback) / BB : 0;
+  dropDoneMarks(Back, D);
+  std::vector<MemRange> &Late = D.LatePiece;
+  Late.clear();
+  std::vector<EventHandle> &LateWaits = D.LateWaits;
+  LateWaits.clear();
   for (size_t I = 0; I < Ranges.size(); ++I) {
     Occupied += RangeBlocks[I];
+    const MemRange &A = PrefetchArena[I];
+    bool Leaving = false;
+    for (uint64_t B = A.Address / BB; B < (A.Address + A.Bytes + BB - 1) / BB && B < D.LeftWith.size();
+         ++B)
+      if (D.LeftWith[B] && markPending(D, D.LeftWith[B])) {
+        Leaving = true;
+        EventHandle E = pendingMarkEvent(D, D.LeftWith[B]); // 0: none to wait for
+        if (E && std::find(LateWaits.begin(), LateWaits.end(), E) == LateWaits.end())
+          LateWaits.push_back(E);
+      }
+    if (Leaving) {
+      Late.push_back(Ranges[I]);
+      continue;
+    }
     if (Occupied + D.PendingReleaseBlocks > Limit &&
         (!D.DiscardsPending.empty() || !D.EvictionsPending.empty())) {
-      Issue(); // what fits now goes without waiting
+      Issue(Piece, D.ActionStream); // what fits goes without waiting
       waitForRoom(Back, D, Occupied);
     }
     Piece.push_back(Ranges[I]);
   }
-  Issue();
+  Issue(Piece, D.ActionStream);
+  if (!Late.empty()) {
+    // The late stream also keeps the room rule: it follows the prefetch stream.
+    for (EventHandle E : LateWaits)
+      noteError(D, Back.streamWaitEvent(D.Device, D.LateStream, E));
+    Issue(Late, D.LateStream);
+  }
 }
 
 /// Launches a discard waits for its range to be freed before it becomes an
@@ -323,28 +402,26 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
     return;
   orderAfterCompute(Back, D);
   auto MarkGone = [&](const MemRange &R) {
-    // Only blocks wholly covered leave the GPU; returns how many did.
+    // Only blocks wholly covered leave the GPU (D.Leaving: the call's mark).
     uint64_t First = (R.Address + BB - 1) / BB, Last = (R.Address + R.Bytes) / BB;
-    uint64_t Gone = 0;
     for (uint64_t B = First; B < Last && B < D.Resident.size(); ++B)
       if (D.Resident[B]) {
         D.Resident[B] = 0;
         D.ResidentBlocks.fetch_sub(1);
-        ++Gone;
+        D.Leaving.push_back(static_cast<uint32_t>(B));
       }
-    return Gone;
   };
   D.Ranges.clear();
-  uint64_t Evicted = 0;
+  D.Leaving.clear();
   for (const MemRange &R : Evict) {
-    Evicted += MarkGone(R);
+    MarkGone(R);
     if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
       D.Ranges.push_back(Pages);
   }
   if (!D.Ranges.empty()) {
     BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
     noteError(D, S);
-    markRelease(Back, D, D.ReleaseStream, Evicted);
+    markRelease(Back, D, D.ReleaseStream);
     if (S.ok()) {
       bump(D.C.EvictBatches);
       bump(D.C.EvictBytes, rangeBytes(D.Ranges));
@@ -352,11 +429,11 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
   }
   if (DiscardPages.empty())
     return;
-  uint64_t Discarded = 0;
+  D.Leaving.clear();
   for (const MemRange &R : Discard)
-    Discarded += MarkGone(R);
+    MarkGone(R);
   BackendStatus S = Back.discardBatch(D.Device, DiscardPages, D.DiscardStream);
-  markRelease(Back, D, D.DiscardStream, Discarded);
+  markRelease(Back, D, D.DiscardStream);
   noteError(D, S);
   if (S.ok()) {
     bump(D.C.DiscardBatches);

@@ -60,9 +60,11 @@ void detail::enforceBudget(Backend &Back, DeviceState &D, uint64_t Incoming) {
   std::partial_sort(Victims.begin(), Victims.begin() + static_cast<long>(Need), Victims.end(),
                     [](const auto &A, const auto &B) { return A.first > B.first; });
   D.Ranges.clear();
+  D.Leaving.clear();
   for (uint64_t I = 0; I < Need; ++I) {
     uint32_t B = Victims[I].second;
     D.Resident[B] = 0;
+    D.Leaving.push_back(B);
     D.Ranges.push_back(pagesAround(D, {B * BlockBytes, BlockBytes}));
   }
   D.ResidentBlocks.fetch_sub(Need);
@@ -71,7 +73,7 @@ void detail::enforceBudget(Backend &Back, DeviceState &D, uint64_t Incoming) {
   orderAfterCompute(Back, D);
   BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
   noteError(D, S);
-  markRelease(Back, D, D.ReleaseStream, Need);
+  markRelease(Back, D, D.ReleaseStream);
   if (S.ok()) {
     bump(D.C.EvictBatches);
     bump(D.C.EvictBytes, rangeBytes(D.Ranges));

@@ -107,15 +107,15 @@ struct Executor::DeviceState {
   std::atomic<bool> WrapPending{false};
   std::atomic<uint64_t> DiscardsInFlight{
       0};                       // discards issued, action-stream event not yet seen complete
-  EventHandle DiscardEvent = 0; // recorded on the action stream after the latest discard
+  EventHandle DiscardEvent = 0; // recorded on the discard stream after the latest discard
 
   // --- guarded by LaunchMu ---
   std::mutex LaunchMu;
   std::optional<PlanCursor> Cursor;
   std::atomic<bool> PlanOn{false};
-  // Two streams, like the plan's two copy engines: prefetches on one,
-  // evictions and discards on the other, so a release waiting for the compute
-  // stream never holds back a later prefetch. A prefetch waits for releases
+  // Separate streams for prefetches and releases, like the plan's copy
+  // engines, so a release waiting for the compute stream never holds back a
+  // later prefetch. A prefetch waits for releases
   // only as far as it needs their room (waitForRoom): each release batch is
   // marked with an event and the blocks it takes off the GPU, and a prefetch
   // batch waits for the oldest marks until the blocks still leaving fit under
@@ -126,12 +126,21 @@ struct Executor::DeviceState {
   StreamHandle ActionStream = 0;  // prefetches (host to device)
   StreamHandle ReleaseStream = 0; // evictions
   StreamHandle DiscardStream = 0; // discards
+  StreamHandle LateStream = 0;    // prefetches of blocks whose own release is pending
   struct ReleaseMark {
     EventHandle Event; // recorded on its stream after the batch (0: none could be)
     uint64_t Blocks;   // blocks the batch took off the GPU
+    uint64_t Seq;      // issue order over both streams (from 1)
   };
   std::deque<ReleaseMark> EvictionsPending, DiscardsPending; // each in issue order
   uint64_t PendingReleaseBlocks = 0;    // their blocks
+  uint64_t NextMarkSeq = 1;
+  /// Per arena block, the mark of the release that last took it off the GPU
+  /// (0: none): a prefetch of it goes on the late stream after that mark while
+  /// it is pending, whatever the room (migrations on two streams are not
+  /// ordered).
+  std::vector<uint64_t> LeftWith;
+  std::vector<uint32_t> Leaving;        // scratch: blocks of the release being marked
   std::vector<EventHandle> SpareEvents; // marks' events, free for reuse
   std::vector<StreamClock> ComputeClocks;
   std::vector<uint8_t> Resident;
@@ -152,7 +161,10 @@ struct Executor::DeviceState {
   std::vector<DeferredDiscard> Deferred; // written under LaunchMu and AllocMu
   std::vector<MemRange> Ranges;          // scratch
   std::vector<uint32_t> Blocks;          // scratch
-  std::vector<MemRange> PrefetchRanges;  // scratch: a position's prefetch ranges
+  std::vector<MemRange> PrefetchRanges;  // scratch: a position's prefetch ranges (addresses)
+  std::vector<MemRange> PrefetchArena;   // scratch: the same, arena offsets
+  std::vector<MemRange> LatePiece;       // scratch: ranges for the late stream
+  std::vector<EventHandle> LateWaits;    // scratch: the marks they wait for
   std::vector<uint64_t> RangeBlocks;     // scratch: new blocks per prefetch range
   std::vector<MemRange> Piece;           // scratch: one prefetch call's ranges
   uint32_t CurrentPosition = 0;
@@ -195,12 +207,13 @@ MemRange pagesAround(const DeviceState &D, const MemRange &R);
 /// launched since.
 void orderAfterCompute(Backend &Back, DeviceState &D);
 /// Marks a release batch just issued on `Stream` (the release or the discard
-/// stream) that took `Blocks` blocks off the GPU (waitForRoom's ledger).
-/// LaunchMu held.
-void markRelease(Backend &Back, DeviceState &D, StreamHandle Stream, uint64_t Blocks);
-/// Makes the prefetch stream wait for the oldest release marks until the
+/// stream) that took the blocks in D.Leaving off the GPU (waitForRoom's
+/// ledger; each block remembers the mark). Drops the marks the host already
+/// sees complete. LaunchMu held.
+void markRelease(Backend &Back, DeviceState &D, StreamHandle Stream);
+/// Makes the prefetch stream wait for release marks, oldest first, until the
 /// blocks still leaving fit under the budget beside `Occupied` blocks (those
-/// resident and those the next prefetch call brings); marks whose events the
+/// resident and those the next prefetch call brings). Marks whose events the
 /// host sees complete are dropped without a wait. Without a budget it waits
 /// for every release. LaunchMu held.
 void waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied);

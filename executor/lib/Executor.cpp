@@ -273,6 +273,8 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
     S = Back.createStream(D.Device, &D.ReleaseStream);
   if (S.ok())
     S = Back.createStream(D.Device, &D.DiscardStream);
+  if (S.ok())
+    S = Back.createStream(D.Device, &D.LateStream);
   if (!S.ok()) {
     log(LogLevel::Warn,
         "device %d: cannot create the action stream (%s: %s); training "
@@ -291,9 +293,7 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   D.NextSequence = 0;
   D.Resident = std::move(Resident);
   D.NeededStamp = std::move(NeededStamp);
-  D.EvictionsPending.clear(); // a former plan's marks: its streams are not these
-  D.DiscardsPending.clear();
-  D.PendingReleaseBlocks = 0;
+  D.LeftWith.assign(D.Resident.size(), 0);
   D.Budget = Budget;
   D.Plan = std::move(Plan);
   D.HasPlan.store(true, std::memory_order_release);

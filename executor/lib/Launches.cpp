@@ -88,11 +88,14 @@ void Executor::launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids,
   }
 }
 
-void Executor::launchEnd(int Device, StreamHandle) {
+void Executor::launchEnd(int Device, StreamHandle Stream) {
   DeviceState *D = device(Device);
   if (!D || !D->PlanOn.load(std::memory_order_acquire))
     return;
   std::lock_guard<std::mutex> Lock(D->LaunchMu);
+  // The launch is enqueued now: releases issued from here on wait for it (the
+  // ones before it were ordered after what had been enqueued then).
+  clockFor(D->ComputeClocks, Stream).Dirty = true;
   if (!D->Deferred.empty())
     issueRanges(Back, *D, {}, {});
   if (D->Pending.empty())

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <fstream>
 
 using namespace deepum::executor;
@@ -483,6 +484,103 @@ TEST(ExecutorTest, SkippedPositionsStillIssueTheirActions) {
   B.launch(0, S1, 13); // 12 did not happen
   EXPECT_EQ(statsOf(E).prefetch_batches, 1u);
   EXPECT_EQ(statsOf(E).positions_missing, 1u);
+}
+
+} // namespace
+
+namespace {
+
+TEST(ExecutorTest, AFetchOfABlockStillLeavingWaitsForItsReleaseWhateverTheRoom) {
+  // Block 0 is evicted before position 1 and fetched again for position 2,
+  // with room to spare. Migrations on two streams are not ordered, so the
+  // fetch waits for the eviction's mark: otherwise the write-back could run
+  // after it and send the block back to the host just before its use.
+  FakeBackend B({.EventsCompleteAtOnce = false});
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11, 12});
+  PB.chain(0, {0})
+      .chain(2, {0})
+      .action(v1::ACTION_KIND_EVICT, 1, 0, kBlock, 0)
+      .action(v1::ACTION_KIND_PREFETCH, 2, 0, kBlock, 2);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 10 * kBlock));
+  B.launch(0, S1, 10);
+  B.clearCalls();
+  B.launch(0, S1, 11);
+  auto Evicted = B.calls();
+  auto Evict = std::find_if(Evicted.begin(), Evicted.end(), [](const FakeCall &C) {
+    return C.Kind == FakeCallKind::Prefetch && C.Location == kHostLocation;
+  });
+  ASSERT_NE(Evict, Evicted.end());
+  ASSERT_NE(Evict + 1, Evicted.end());
+  const FakeCall Mark = *(Evict + 1);
+  EXPECT_EQ(Mark.Kind, FakeCallKind::RecordEvent);
+  EXPECT_EQ(Mark.Stream, Evict->Stream);
+  B.clearCalls();
+  B.launch(0, S1, 12);
+  auto Calls = B.calls();
+  auto Fetch = std::find_if(Calls.begin(), Calls.end(), [](const FakeCall &C) {
+    return C.Kind == FakeCallKind::Prefetch && C.Location == 0;
+  });
+  ASSERT_NE(Fetch, Calls.end());
+  ASSERT_NE(Fetch, Calls.begin());
+  const FakeCall Wait = *(Fetch - 1);
+  EXPECT_EQ(Wait.Kind, FakeCallKind::StreamWaitEvent);
+  EXPECT_EQ(Wait.Stream, Fetch->Stream);
+  EXPECT_EQ(Wait.Event, Mark.Event);
+}
+
+TEST(ExecutorTest, MarksTheHostSeesCompleteAreNotWaitedFor) {
+  // The budget of two blocks of releaseThenPrefetch, but every event complete
+  // as soon as it is recorded: the ledger drops the eviction's mark, and the
+  // prefetch stream waits for nothing.
+  FakeBackend B; // events complete at once
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11, 12});
+  PB.chain(0, {0})
+      .chain(1, {1})
+      .chain(2, {2})
+      .action(v1::ACTION_KIND_PREFETCH, 2, 2 * kBlock, kBlock, 2)
+      .action(v1::ACTION_KIND_EVICT, 2, 0, kBlock, 0);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 2 * kBlock));
+  B.launch(0, S1, 10);
+  B.launch(0, S1, 11);
+  B.clearCalls();
+  B.launch(0, S1, 12);
+  auto Calls = B.calls();
+  auto Fetch = std::find_if(Calls.begin(), Calls.end(), [](const FakeCall &C) {
+    return C.Kind == FakeCallKind::Prefetch && C.Location == 0;
+  });
+  ASSERT_NE(Fetch, Calls.end());
+  for (const FakeCall &C : Calls)
+    EXPECT_FALSE(C.Kind == FakeCallKind::StreamWaitEvent && C.Stream == Fetch->Stream);
+}
+
+TEST(ExecutorTest, ReleasesAfterALaunchWaitForThatLaunch) {
+  // A discard of the launch's own data goes after the launch is enqueued, and
+  // its stream waits for an event recorded on the compute stream then: the
+  // discard never overtakes the kernel still using the data.
+  FakeBackend B;
+  Executor E(B, noPlan());
+  PlanBuilder PB({10, 11});
+  PB.chain(0, {0}).action(v1::ACTION_KIND_DISCARD, 0, 0, kBlock, 0);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  uint64_t Id = 10;
+  E.launchBegin(0, S1, &Id, 1);
+  B.clearCalls();
+  E.launchEnd(0, S1);
+  auto Calls = B.calls();
+  auto Discard = std::find_if(Calls.begin(), Calls.end(), [](const FakeCall &C) {
+    return C.Kind == FakeCallKind::Discard;
+  });
+  ASSERT_NE(Discard, Calls.end());
+  ASSERT_GE(Discard - Calls.begin(), 2);
+  EXPECT_EQ(Calls[0].Kind, FakeCallKind::RecordEvent);
+  EXPECT_EQ(Calls[0].Stream, S1);
+  bool DiscardStreamWaits = false;
+  for (auto It = Calls.begin(); It != Discard; ++It)
+    DiscardStreamWaits |= It->Kind == FakeCallKind::StreamWaitEvent &&
+                          It->Stream == Discard->Stream && It->Event == Calls[0].Event;
+  EXPECT_TRUE(DiscardStreamWaits);
 }
 
 } // namespace

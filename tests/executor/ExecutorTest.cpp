@@ -187,12 +187,22 @@ TEST(ExecutorTest, IssuesActionsAtTheirPositions) {
   EXPECT_EQ(S.iterations, 1u);
 }
 
+/// The first call of kind `K` to location `Location` (a prefetch's), or of
+/// kind `K` when `Location` is kAnyLocation.
+constexpr int kAnyLocation = -2;
+std::vector<FakeCall>::const_iterator firstCall(const std::vector<FakeCall> &Calls,
+                                                FakeCallKind K, int Location = kAnyLocation) {
+  return std::find_if(Calls.begin(), Calls.end(), [&](const FakeCall &C) {
+    return C.Kind == K && (Location == kAnyLocation || C.Location == Location);
+  });
+}
+
 /// Positions 10, 11, 12 touching blocks 0, 1 and 2; at position 2 block 0
 /// leaves (last used by position 0) and block 2 is prefetched. Releases go
 /// before the launch and its prefetch; what the prefetch waits for depends on
 /// the budget. Returns the backend calls of launch 12's hook.
-std::vector<FakeCall> releaseThenPrefetch(uint64_t BudgetBlocks) {
-  FakeBackend B({.EventsCompleteAtOnce = false});
+std::vector<FakeCall> releaseThenPrefetch(uint64_t BudgetBlocks, bool EventsComplete = false) {
+  FakeBackend B({.EventsCompleteAtOnce = EventsComplete});
   Executor E(B, noPlan());
   PlanBuilder PB({10, 11, 12});
   PB.chain(0, {0})
@@ -506,10 +516,8 @@ TEST(ExecutorTest, AFetchOfABlockStillLeavingWaitsForItsReleaseWhateverTheRoom) 
   B.launch(0, S1, 10);
   B.clearCalls();
   B.launch(0, S1, 11);
-  auto Evicted = B.calls();
-  auto Evict = std::find_if(Evicted.begin(), Evicted.end(), [](const FakeCall &C) {
-    return C.Kind == FakeCallKind::Prefetch && C.Location == kHostLocation;
-  });
+  const auto Evicted = B.calls();
+  auto Evict = firstCall(Evicted, FakeCallKind::Prefetch, kHostLocation);
   ASSERT_NE(Evict, Evicted.end());
   ASSERT_NE(Evict + 1, Evicted.end());
   const FakeCall Mark = *(Evict + 1);
@@ -517,10 +525,8 @@ TEST(ExecutorTest, AFetchOfABlockStillLeavingWaitsForItsReleaseWhateverTheRoom) 
   EXPECT_EQ(Mark.Stream, Evict->Stream);
   B.clearCalls();
   B.launch(0, S1, 12);
-  auto Calls = B.calls();
-  auto Fetch = std::find_if(Calls.begin(), Calls.end(), [](const FakeCall &C) {
-    return C.Kind == FakeCallKind::Prefetch && C.Location == 0;
-  });
+  const auto Calls = B.calls();
+  auto Fetch = firstCall(Calls, FakeCallKind::Prefetch, 0);
   ASSERT_NE(Fetch, Calls.end());
   ASSERT_NE(Fetch, Calls.begin());
   const FakeCall Wait = *(Fetch - 1);
@@ -533,23 +539,8 @@ TEST(ExecutorTest, MarksTheHostSeesCompleteAreNotWaitedFor) {
   // The budget of two blocks of releaseThenPrefetch, but every event complete
   // as soon as it is recorded: the ledger drops the eviction's mark, and the
   // prefetch stream waits for nothing.
-  FakeBackend B; // events complete at once
-  Executor E(B, noPlan());
-  PlanBuilder PB({10, 11, 12});
-  PB.chain(0, {0})
-      .chain(1, {1})
-      .chain(2, {2})
-      .action(v1::ACTION_KIND_PREFETCH, 2, 2 * kBlock, kBlock, 2)
-      .action(v1::ACTION_KIND_EVICT, 2, 0, kBlock, 0);
-  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 2 * kBlock));
-  B.launch(0, S1, 10);
-  B.launch(0, S1, 11);
-  B.clearCalls();
-  B.launch(0, S1, 12);
-  auto Calls = B.calls();
-  auto Fetch = std::find_if(Calls.begin(), Calls.end(), [](const FakeCall &C) {
-    return C.Kind == FakeCallKind::Prefetch && C.Location == 0;
-  });
+  const auto Calls = releaseThenPrefetch(2, /*EventsComplete=*/true);
+  auto Fetch = firstCall(Calls, FakeCallKind::Prefetch, 0);
   ASSERT_NE(Fetch, Calls.end());
   for (const FakeCall &C : Calls)
     EXPECT_FALSE(C.Kind == FakeCallKind::StreamWaitEvent && C.Stream == Fetch->Stream);
@@ -568,10 +559,8 @@ TEST(ExecutorTest, ReleasesAfterALaunchWaitForThatLaunch) {
   E.launchBegin(0, S1, &Id, 1);
   B.clearCalls();
   E.launchEnd(0, S1);
-  auto Calls = B.calls();
-  auto Discard = std::find_if(Calls.begin(), Calls.end(), [](const FakeCall &C) {
-    return C.Kind == FakeCallKind::Discard;
-  });
+  const auto Calls = B.calls();
+  auto Discard = firstCall(Calls, FakeCallKind::Discard);
   ASSERT_NE(Discard, Calls.end());
   ASSERT_GE(Discard - Calls.begin(), 2);
   EXPECT_EQ(Calls[0].Kind, FakeCallKind::RecordEvent);

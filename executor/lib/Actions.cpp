@@ -125,26 +125,21 @@ void dropDoneMarks(Backend &Back, Executor::DeviceState &D) {
       popMark(Back, D, *Q, None);
 }
 
-/// Whether mark `Seq` is still on the ledger (each queue is in Seq order).
-bool markPending(const Executor::DeviceState &D, uint64_t Seq) {
+/// Mark `Seq` while it is on the ledger, else null (each queue is in Seq order).
+const Mark *findPendingMark(const Executor::DeviceState &D, uint64_t Seq) {
   for (const std::deque<Mark> *Q : {&D.DiscardsPending, &D.EvictionsPending}) {
     auto It = std::lower_bound(Q->begin(), Q->end(), Seq,
                                [](const Mark &M, uint64_t S) { return M.Seq < S; });
     if (It != Q->end() && It->Seq == Seq)
-      return true;
+      return &*It;
   }
-  return false;
+  return nullptr;
 }
 
-/// The event of pending mark `Seq` (0 when it is not pending or has none).
-EventHandle pendingMarkEvent(const Executor::DeviceState &D, uint64_t Seq) {
-  for (const std::deque<Mark> *Q : {&D.DiscardsPending, &D.EvictionsPending}) {
-    auto It = std::lower_bound(Q->begin(), Q->end(), Seq,
-                               [](const Mark &M, uint64_t S) { return M.Seq < S; });
-    if (It != Q->end() && It->Seq == Seq)
-      return It->Event;
-  }
-  return 0;
+/// The budget in blocks, less the pool's live bytes (as enforceBudget counts them).
+uint64_t roomBlocks(const Executor::DeviceState &D) {
+  const uint64_t Fallback = D.Pool.stats().BytesInUse;
+  return D.Budget > Fallback ? (D.Budget - Fallback) / D.blockBytes() : 0;
 }
 
 } // namespace
@@ -182,9 +177,7 @@ void detail::markRelease(Backend &Back, DeviceState &D, StreamHandle Stream) {
 }
 
 void detail::waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied) {
-  const uint64_t BB = D.blockBytes();
-  const uint64_t Fallback = D.Pool.stats().BytesInUse; // as enforceBudget counts it
-  const uint64_t Limit = D.Budget > Fallback ? (D.Budget - Fallback) / BB : 0;
+  const uint64_t Limit = roomBlocks(D);
   EventHandle WaitForDiscards = 0, WaitForEvictions = 0;
   dropDoneMarks(Back, D);
   // Oldest first over both streams, until the room is there.
@@ -302,8 +295,7 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
     }
     Rs.clear();
   };
-  const uint64_t Fallback = D.Pool.stats().BytesInUse;
-  const uint64_t Limit = D.Budget > Fallback ? (D.Budget - Fallback) / BB : 0;
+  const uint64_t Limit = roomBlocks(D);
   dropDoneMarks(Back, D);
   std::vector<MemRange> &Late = D.LatePiece;
   Late.clear();
@@ -315,11 +307,10 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
     bool Leaving = false;
     for (uint64_t B = A.Address / BB; B < (A.Address + A.Bytes + BB - 1) / BB && B < D.LeftWith.size();
          ++B)
-      if (D.LeftWith[B] && markPending(D, D.LeftWith[B])) {
-        Leaving = true;
-        EventHandle E = pendingMarkEvent(D, D.LeftWith[B]); // 0: none to wait for
-        if (E && std::find(LateWaits.begin(), LateWaits.end(), E) == LateWaits.end())
-          LateWaits.push_back(E);
+      if (const Mark *M = D.LeftWith[B] ? findPendingMark(D, D.LeftWith[B]) : nullptr) {
+        Leaving = true; // an event of 0: none to wait for
+        if (M->Event && std::find(LateWaits.begin(), LateWaits.end(), M->Event) == LateWaits.end())
+          LateWaits.push_back(M->Event);
       }
     if (Leaving) {
       Late.push_back(Ranges[I]);

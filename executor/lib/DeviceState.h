@@ -17,8 +17,8 @@
 //   ArenaMapped are written once, before HasPlan is published (or under both
 //   locks in setPlan), and read without a lock after it.
 // - LaunchMu guards the replay: Cursor, ActionStream, ReleaseStream,
-//   DiscardStream, EvictionsPending, DiscardsPending, PendingReleaseBlocks,
-//   SpareEvents, ComputeClocks,
+//   DiscardStream, LateStream, EvictionsPending, DiscardsPending,
+//   PendingReleaseBlocks, NextMarkSeq, LeftWith, SpareEvents, ComputeClocks,
 //   Resident, NeededStamp, Stamp, Budget, Pending, CurrentPosition and the
 //   scratch vectors.
 // - Deferred (discards waiting for their range to be freed) is written with
@@ -106,7 +106,7 @@ struct Executor::DeviceState {
   bool AnyAllocation = false;
   std::atomic<bool> WrapPending{false};
   std::atomic<uint64_t> DiscardsInFlight{
-      0};                       // discards issued, action-stream event not yet seen complete
+      0};                       // discards issued, DiscardEvent not yet seen complete
   EventHandle DiscardEvent = 0; // recorded on the discard stream after the latest discard
 
   // --- guarded by LaunchMu ---
@@ -115,11 +115,11 @@ struct Executor::DeviceState {
   std::atomic<bool> PlanOn{false};
   // Separate streams for prefetches and releases, like the plan's copy
   // engines, so a release waiting for the compute stream never holds back a
-  // later prefetch. A prefetch waits for releases
-  // only as far as it needs their room (waitForRoom): each release batch is
-  // marked with an event and the blocks it takes off the GPU, and a prefetch
-  // batch waits for the oldest marks until the blocks still leaving fit under
-  // the budget beside everything resident, its own blocks included.
+  // later prefetch. A prefetch waits for releases only as far as it needs
+  // their room (waitForRoom): each release call is marked with an event and
+  // the blocks it takes off the GPU, and a prefetch call waits for the oldest
+  // marks until the blocks still leaving fit under the budget beside
+  // everything resident, its own blocks included.
   // Discards have a stream of their own: behind write-backs that move at a
   // fifth of the fetch rate (an H100, docs/results/gpu.md) the room a discard
   // frees at once would come late.

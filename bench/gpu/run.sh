@@ -316,11 +316,7 @@ model() {
   local -a script
   model_script "$name" || return 2
   device=$(device_model)
-  if [[ ${DEEPUM_GPU_BASELINES:-1} != 0 ]]; then
-    train_step "$name.torch" 90 "$py" "${script[@]}" --steps "$steps"
-    DEEPUM_STATS="$work/$name.noplan.stats.json" train_step "$name.deepum-noplan" 90 \
-      "$py" -m deepum.run -- "$py" "${script[@]}" --steps "$steps"
-  fi
+  [[ ${DEEPUM_GPU_BASELINES:-1} != 0 ]] && baselines "$name" "$steps"
   # access-set: the GPU has room, so a natural profile would see no fault
   # after the first step; this one sees every block each kernel touches.
   local iterations=${DEEPUM_GPU_PROFILE_ITERATIONS:-3}
@@ -341,16 +337,63 @@ model() {
   local natural=""
   kernels_profile "$name" && natural="$work/$name.kernels.pb.gz"
   plan_profile "$name" "$work/$name.profile.pb.gz" "$device" "$natural" || return 1
-  for which in half fit demand; do
+  run_plans "$name" "$steps"
+}
+
+# STEPS steps (default DEEPUM_GPU_STEPS, else 30) of model NAME with each of
+# its plans in this call's folder (NAME.{half,fit,demand}.plan.pb, from a
+# model call, plan_model or use_plan) at its budget, or only those named
+# after STEPS; the demand plan DEEPUM_GPU_DEMAND_STEPS steps (default 10).
+run_plans() {
+  local name=$1 steps=${2:-${DEEPUM_GPU_STEPS:-30}} which budget n
+  local -a script which_list=(half fit demand)
+  (($# > 2)) && which_list=("${@:3}")
+  model_script "$name" || return 2
+  for which in "${which_list[@]}"; do
     [[ -s $work/$name.$which.plan.pb ]] || continue
     budget=$(cat "$work/$name.$which.budget")
     # Demand paging at half the footprint: each step faults gigabytes in.
-    local n=$steps
+    n=$steps
     [[ $which == demand ]] && n=${DEEPUM_GPU_DEMAND_STEPS:-10}
     DEEPUM_STATS="$work/$name.$which.stats.json" DEEPUM_LOG=info train_step "$name.deepum-$which" 150 \
       "$py" -m deepum.run --plan "$work/$name.$which.plan.pb" --gpu-memory "$budget" \
       -- "$py" "${script[@]}" --steps "$n"
   done
+}
+
+# Plans model NAME's access-set PROFILE (relative to the bundle's root when
+# not absolute; e.g. one an earlier call recorded) as a model call does: fit,
+# half and demand, with this call's kernels profile and calibration when it
+# has them.
+plan_model() {
+  local name=$1 profile=$2 natural=""
+  [[ $profile == /* ]] || profile="$g/$profile"
+  [[ -s $work/$name.kernels.pb.gz ]] && natural="$work/$name.kernels.pb.gz"
+  plan_profile "$name" "$profile" "$(device_model)" "$natural"
+}
+
+# Stages PLAN (a file made elsewhere; relative to the bundle's root when not
+# absolute) as model NAME's WHICH plan (half, fit or demand) at BUDGET bytes,
+# where run_plans and replay_profile find a model call's own.
+use_plan() {
+  local name=$1 which=$2 plan=$3 budget=$4
+  [[ $plan == /* ]] || plan="$g/$plan"
+  [[ -s $plan && $budget =~ ^[0-9]+$ ]] || {
+    say "use_plan: no plan at $plan, or budget '$budget' is not a number of bytes"
+    return 1
+  }
+  cp "$plan" "$work/$name.$which.plan.pb" && echo "$budget" >"$work/$name.$which.budget"
+}
+
+# The runs without a plan: STEPS steps with PyTorch's allocator and under
+# deepum without a plan.
+baselines() {
+  local name=$1 steps=${2:-${DEEPUM_GPU_STEPS:-30}}
+  local -a script
+  model_script "$name" || return 2
+  train_step "$name.torch" 90 "$py" "${script[@]}" --steps "$steps"
+  DEEPUM_STATS="$work/$name.noplan.stats.json" train_step "$name.deepum-noplan" 90 \
+    "$py" -m deepum.run -- "$py" "${script[@]}" --steps "$steps"
 }
 
 # A profile (natural) of the run replaying model NAME's WHICH plan at its
@@ -456,14 +499,16 @@ only() {
   for s in "$@"; do
     case "${s%% *}" in
     device_info | calibrate | gpu_tests | model | replay_profile | gpu_pytorch | kernel_times | \
-      replay_plan | kernels_profile | replan)
+      replay_plan | kernels_profile | replan | use_plan | run_plans | baselines | plan_model)
       [[ $s == calibrate ]] && s="calibrate $(device_model)"
       # shellcheck disable=SC2086 # the words are the function and its arguments
       ${s} ;;
     *)
       echo "run.sh: only: unknown step '$s' (device_info, calibrate, gpu_tests N, model M," \
         "replay_profile M fit|half|demand, gpu_pytorch, kernel_times M," \
-        "replay_plan M LABEL PLAN BUDGET [STEPS], kernels_profile M, replan M PROFILE BUDGET)" >&2
+        "replay_plan M LABEL PLAN BUDGET [STEPS], kernels_profile M, replan M PROFILE BUDGET," \
+        "use_plan M fit|half|demand PLAN BUDGET, run_plans M [STEPS [WHICH...]]," \
+        "baselines M [STEPS], plan_model M PROFILE)" >&2
       return 2
       ;;
     esac
@@ -563,7 +608,14 @@ smoke | model | lease | only)
   call=$1
   [[ $call == model ]] && call="model-${2:-}"
   out="${OUT:-$PWD/gpu-out}"
-  work=$(mktemp -d "${TMPDIR:-/tmp}/deepum-gpu-$call.XXXXXX")
+  # DEEPUM_GPU_WORK: a later call on the same (warm) machine goes on in an
+  # earlier call's folder, with its plans and profiles.
+  if [[ -n ${DEEPUM_GPU_WORK:-} ]]; then
+    work=$DEEPUM_GPU_WORK
+    [[ -d $work ]] || { echo "run.sh: DEEPUM_GPU_WORK=$work is not a folder" >&2; exit 2; }
+  else
+    work=$(mktemp -d "${TMPDIR:-/tmp}/deepum-gpu-$call.XXXXXX")
+  fi
   setup_env
   trap 'gather "$call" "$out"' EXIT
   case $1 in

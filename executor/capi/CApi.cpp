@@ -172,16 +172,23 @@ void *deepum_malloc(ssize_t size, int device, void *stream) {
   if (size <= 0)
     return nullptr;
   void *Ptr = nullptr;
+  uint64_t Call = 0;
   try {
     if (Executor *E = executor())
-      Ptr =
-          E->allocate(static_cast<uint64_t>(size), device, reinterpret_cast<StreamHandle>(stream));
+      Ptr = E->allocate(static_cast<uint64_t>(size), device, reinterpret_cast<StreamHandle>(stream),
+                        &Call);
   } catch (...) {
     return nullptr;
   }
-  if (Ptr) // after the memory is obtained (Hooks.h)
-    if (const deepum_profiler_hooks *H = profiler())
-      H->record_alloc(Ptr, static_cast<uint64_t>(size), reinterpret_cast<uint64_t>(stream));
+  if (Ptr) { // after the memory is obtained (Hooks.h)
+    if (const deepum_profiler_hooks *H = profiler()) {
+      if (H->version >= 2 && H->record_alloc_call)
+        H->record_alloc_call(Ptr, static_cast<uint64_t>(size), reinterpret_cast<uint64_t>(stream),
+                             Call);
+      else
+        H->record_alloc(Ptr, static_cast<uint64_t>(size), reinterpret_cast<uint64_t>(stream));
+    }
+  }
   return Ptr;
 }
 

@@ -46,40 +46,69 @@ StreamClock &detail::clockFor(std::vector<StreamClock> &Clocks, StreamHandle S) 
 static bool tryPlace(Backend &Back, Executor::DeviceState &D, uint64_t Off, uint64_t Size,
                      StreamHandle Stream);
 
-void *Executor::allocate(uint64_t Bytes, int Device, StreamHandle Stream) {
+void *Executor::allocate(uint64_t Bytes, int Device, StreamHandle Stream, uint64_t *Call) {
+  if (Call)
+    *Call = 0;
   if (Bytes == 0 || Bytes > kMaxAllocationBytes)
     return nullptr;
   DeviceState *D = deviceOrCreate(Device);
   if (!D)
     return nullptr;
+  // Every call counts, planned or not, placed or not: the profiler records
+  // the same count (Hooks.h), and a plan's persistent placements name it.
+  const uint64_t ThisCall = D->AllocCalls.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (Call)
+    *Call = ThisCall;
   if (D->HasPlan.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> Lock(D->AllocMu);
     D->AnyAllocation = true;
-    if (D->WrapPending.exchange(false) && !ExplicitSteps.load(std::memory_order_relaxed))
-      D->NextSequence = D->Plan->FirstIterationSequence;
-    const auto &Placements = D->Plan->Placements;
-    for (uint32_t K = 0; K <= kPlacementLookahead; ++K) {
-      auto It = Placements.find(D->NextSequence + K);
-      if (It == Placements.end() || It->second.Size != Bytes)
-        continue;
-      const uint32_t Seq = D->NextSequence + K;
-      D->NextSequence = Seq + 1;
-      if (!tryPlace(Back, *D, It->second.Offset, Bytes, Stream))
-        break; // the planned range is still in use: this call was the planned one, but falls back
-      bump(D->C.Allocations);
-      bump(D->C.ArenaPlacements);
-      uint64_t Now = D->C.ArenaBytesInUse.fetch_add(Bytes) + Bytes;
-      uint64_t Peak = D->C.ArenaPeak.load();
-      while (Now > Peak && !D->C.ArenaPeak.compare_exchange_weak(Peak, Now)) {
+    if (ThisCall < D->Plan->PrologueEnd) {
+      // Before the first iteration: the persistent placements by call index.
+      // Every other call (the first step's activations, which may share a
+      // gradient's or an optimizer state's size) goes to the pool.
+      auto It = D->Plan->PrologueCalls.find(ThisCall);
+      if (It != D->Plan->PrologueCalls.end()) {
+        const PlannedPlacement &Pl = D->Plan->Placements.at(It->second);
+        if (Pl.Size == Bytes && tryPlace(Back, *D, Pl.Offset, Bytes, Stream))
+          return placed(*D, Pl.Offset, Bytes);
+        bump(D->C.PlacementMisses); // the program departed from the profiled one here
       }
-      return reinterpret_cast<void *>(D->ArenaBase + It->second.Offset);
+    } else {
+      if (D->WrapPending.exchange(false) && !ExplicitSteps.load(std::memory_order_relaxed))
+        D->NextSequence = D->Plan->FirstIterationSequence;
+      if (void *P = placeBySequence(*D, Bytes, Stream))
+        return P;
+      bump(D->C.PlacementMisses);
     }
-    bump(D->C.PlacementMisses);
   }
   void *P = D->Pool.allocate(Bytes, Stream);
   if (P)
     bump(D->C.Allocations);
   return P;
+}
+
+void *Executor::placed(DeviceState &D, uint64_t Offset, uint64_t Bytes) {
+  bump(D.C.Allocations);
+  bump(D.C.ArenaPlacements);
+  uint64_t Now = D.C.ArenaBytesInUse.fetch_add(Bytes) + Bytes;
+  uint64_t Peak = D.C.ArenaPeak.load();
+  while (Now > Peak && !D.C.ArenaPeak.compare_exchange_weak(Peak, Now)) {
+  }
+  return reinterpret_cast<void *>(D.ArenaBase + Offset);
+}
+
+void *Executor::placeBySequence(DeviceState &D, uint64_t Bytes, StreamHandle Stream) {
+  const auto &Placements = D.Plan->Placements;
+  for (uint32_t K = 0; K <= kPlacementLookahead; ++K) {
+    auto It = Placements.find(D.NextSequence + K);
+    if (It == Placements.end() || It->second.Size != Bytes)
+      continue;
+    D.NextSequence += K + 1;
+    if (!tryPlace(Back, D, It->second.Offset, Bytes, Stream))
+      return nullptr; // the planned range is still in use: this call was the planned one, but falls back
+    return placed(D, It->second.Offset, Bytes);
+  }
+  return nullptr;
 }
 
 static bool tryPlace(Backend &Back, Executor::DeviceState &D, uint64_t Off, uint64_t Size,

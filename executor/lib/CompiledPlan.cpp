@@ -145,6 +145,10 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
     Out.Placements[Pl.Sequence] = {Pl.Size, Pl.Offset, Pl.Persistent};
     if (Pl.Persistent)
       FirstIteration = std::max(FirstIteration, Pl.Sequence + 1);
+    if (Pl.Persistent && Pl.CallIndex != 0) { // unique and persistent-only (checkRawPlan)
+      Out.PrologueCalls[Pl.CallIndex] = Pl.Sequence;
+      Out.PrologueEnd = std::max(Out.PrologueEnd, Pl.CallIndex + 1);
+    }
   }
   Out.FirstIterationSequence = FirstIteration;
   return true;

@@ -290,7 +290,8 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   D.ArenaBase = reinterpret_cast<uintptr_t>(Arena);
   D.ArenaBytes = Plan->ArenaBytes;
   D.ArenaMapped = Mapped;
-  D.NextSequence = 0;
+  // Persistent placements with call indices are found by call, not by sequence.
+  D.NextSequence = Plan->PrologueEnd != 0 ? Plan->FirstIterationSequence : 0;
   D.Resident = std::move(Resident);
   D.NeededStamp = std::move(NeededStamp);
   D.LeftWith.assign(D.Resident.size(), 0);

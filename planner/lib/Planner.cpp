@@ -116,6 +116,8 @@ void addLayout(const Trace &T, Plan &Out) {
     Pl->set_size_bytes(PA.Size);
     Pl->set_offset(PA.Offset);
     Pl->set_persistent(PA.Persistent);
+    if (PA.Persistent && PA.CallIndex != 0)
+      Pl->set_call_index(PA.CallIndex);
     if (PA.Persistent || PA.Live[0].empty())
       continue;
     assert(PA.Live[1].empty() || PA.Live[1].Begin == 0);

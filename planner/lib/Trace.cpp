@@ -266,12 +266,19 @@ void TraceBuilder::assignSequences() {
     PA.Size = Al.size_bytes();
     PA.Persistent = IsPersistent;
     PA.ProfileId = Al.id();
+    PA.CallIndex = IsPersistent ? Al.call_index() : 0;
     PA.Role = Al.role();
     SeqOfId[Al.id()] = PA.Sequence;
     T.Allocations.push_back(PA);
   };
   for (uint32_t I : Persistent)
     Add(I, true);
+  // A call is one allocation: a profile naming one call twice (corrupt or
+  // hostile) has the repeat placed by sequence, never two placements by call.
+  DenseSet<uint64_t> Calls;
+  for (PlannedAllocation &PA : T.Allocations)
+    if (PA.CallIndex != 0 && !Calls.insert(PA.CallIndex).second)
+      PA.CallIndex = 0;
   for (uint32_t I : Window)
     Add(I, false);
   for (PlannedAllocation &PA : T.Allocations)

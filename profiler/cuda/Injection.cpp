@@ -76,7 +76,7 @@ public:
   void mark(MarkAction A);
   void finishAtExit();
   // HookTarget: deepum's allocator and deepum_step().
-  void allocation(const void *Ptr, uint64_t Bytes, uint64_t Stream) override;
+  void allocation(const void *Ptr, uint64_t Bytes, uint64_t Stream, uint64_t Call) override;
   void release(const void *Ptr) override;
 
   // CUPTI entry points.
@@ -504,10 +504,10 @@ void Profiler::stopRecording() {
   (void)Port.flushActivity();
 }
 
-void Profiler::allocation(const void *Ptr, uint64_t Bytes, uint64_t Stream) {
+void Profiler::allocation(const void *Ptr, uint64_t Bytes, uint64_t Stream, uint64_t Call) {
   if (isOwner())
     Rec.addAllocation(reinterpret_cast<uint64_t>(Ptr), Bytes, Stream, now(),
-                      AllocationSource::Allocator);
+                      AllocationSource::Allocator, Call);
 }
 
 void Profiler::release(const void *Ptr) {

@@ -10,7 +10,11 @@ std::atomic<HookTarget *> Target{nullptr};
 
 void hookAlloc(const void *Ptr, uint64_t Bytes, uint64_t Stream) {
   if (HookTarget *T = Target.load(std::memory_order_acquire))
-    T->allocation(Ptr, Bytes, Stream);
+    T->allocation(Ptr, Bytes, Stream, 0);
+}
+void hookAllocCall(const void *Ptr, uint64_t Bytes, uint64_t Stream, uint64_t Call) {
+  if (HookTarget *T = Target.load(std::memory_order_acquire))
+    T->allocation(Ptr, Bytes, Stream, Call);
 }
 void hookFree(const void *Ptr) {
   if (HookTarget *T = Target.load(std::memory_order_acquire))
@@ -21,7 +25,8 @@ void hookStep() {
     T->step();
 }
 
-const deepum_profiler_hooks Table = {DEEPUM_PROFILER_HOOKS_VERSION, hookAlloc, hookFree, hookStep};
+const deepum_profiler_hooks Table = {DEEPUM_PROFILER_HOOKS_VERSION, hookAlloc, hookFree, hookStep,
+                                     hookAllocCall};
 
 } // namespace
 

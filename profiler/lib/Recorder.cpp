@@ -92,7 +92,7 @@ void Recorder::addDroppedRecords(uint64_t Count) {
 }
 
 void Recorder::addAllocation(uint64_t Address, uint64_t Bytes, uint64_t Stream, uint64_t TimeNs,
-                             AllocationSource Source) {
+                             AllocationSource Source, uint64_t Call) {
   if (Bytes == 0)
     return; // a zero-byte request occupies nothing and no kernel can touch it
   std::lock_guard<std::mutex> L(Mu);
@@ -104,7 +104,7 @@ void Recorder::addAllocation(uint64_t Address, uint64_t Bytes, uint64_t Stream, 
     Live.erase(It);
   }
   Live[Address] = Allocations.size();
-  Allocations.push_back({Address, Bytes, Stream, TimeNs, std::nullopt, Source});
+  Allocations.push_back({Address, Bytes, Stream, TimeNs, std::nullopt, Source, Call});
 }
 
 void Recorder::addFree(uint64_t Address, uint64_t TimeNs, AllocationSource Source) {
@@ -639,6 +639,8 @@ void Recorder::ProfileBuilder::addAllocations() {
     PA->set_stream(As[I]->Stream);
     PA->set_address(As[I]->Address);
     PA->set_alloc_time_ns(As[I]->AllocNs);
+    if (As[I]->Call)
+      PA->set_call_index(As[I]->Call);
     if (As[I]->FreeNs && *As[I]->FreeNs <= WinEnd) {
       PA->set_freed(true);
       PA->set_free_time_ns(*As[I]->FreeNs);

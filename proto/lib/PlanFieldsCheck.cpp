@@ -125,6 +125,7 @@ CHECK_FIELD(Placement, placement, Persistent, persistent);
 CHECK_FIELD(Placement, placement, LiveBegin, live_begin);
 CHECK_FIELD(Placement, placement, LiveEnd, live_end);
 CHECK_FIELD(Placement, placement, WrapEnd, wrap_end);
+CHECK_FIELD(Placement, placement, CallIndex, call_index);
 
 CHECK_FIELD(PoolLayout, layout, ArenaBytes, arena_bytes);
 CHECK_FIELD(PoolLayout, layout, Placements, placements);

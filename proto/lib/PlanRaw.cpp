@@ -41,7 +41,7 @@ RawPlan rawPlanFromProto(const deepum::v1::Plan &P) {
   R.LayoutTicks = P.layout().ticks();
   for (const auto &Pl : P.layout().placements())
     R.Placements.push_back({Pl.sequence(), Pl.size_bytes(), Pl.offset(), Pl.persistent(),
-                            Pl.live_begin(), Pl.live_end(), Pl.wrap_end()});
+                            Pl.live_begin(), Pl.live_end(), Pl.wrap_end(), Pl.call_index()});
   return R;
 }
 

@@ -197,10 +197,18 @@ std::string checkRawPlan(const RawPlan &P) {
   }
 
   std::unordered_set<uint32_t> Seqs;
+  std::unordered_set<uint64_t> Calls; // a call is one allocation: one placement at most
   Seqs.reserve(P.Placements.size());
   for (const RawPlan::Placement &Pl : P.Placements) {
     if (!Seqs.insert(Pl.Sequence).second)
       return "placement for allocation " + num(Pl.Sequence) + " appears twice";
+    if (Pl.CallIndex != 0 && !Pl.Persistent)
+      return "placement for allocation " + num(Pl.Sequence) +
+             " has a call index but is not persistent (only allocations made before the first "
+             "iteration are placed by call)";
+    if (Pl.CallIndex != 0 && !Calls.insert(Pl.CallIndex).second)
+      return "placements for two allocations share call index " + num(Pl.CallIndex) +
+             " (allocation " + num(Pl.Sequence) + ")";
     if (Pl.Size == 0)
       return "placement for allocation " + num(Pl.Sequence) + " has size 0";
     if (Pl.Offset > P.ArenaBytes || Pl.Size > P.ArenaBytes - Pl.Offset)

@@ -451,6 +451,8 @@ bool placement(Reader &M, uint32_t T, bool &K, RawPlan &P) {
       return S.scalar(X, Pl.LiveEnd, L);
     case tag(F::WrapEnd):
       return S.scalar(X, Pl.WrapEnd, L);
+    case tag(F::CallIndex):
+      return S.scalar(X, Pl.CallIndex, L);
     default:
       return false;
     }

@@ -89,6 +89,83 @@ TEST(ExecutorTest, FallsBackWhenTheSequenceDeparts) {
   EXPECT_EQ(statsOf(E).placement_misses, 1u);
 }
 
+/// What a first training step allocates, as in GPT-2 (bench/gpu/results,
+/// call10): weights, then activations freed within the step interleaved with
+/// the gradients and optimizer states that stay, all of one size. Calls 1, 3
+/// and 5 stay; 2 and 4 are freed before the first iteration mark.
+struct FirstStep {
+  void *Weight, *Grad, *State;
+};
+FirstStep runFirstStep(Executor &E) {
+  FirstStep F;
+  F.Weight = E.allocate(4 * kMiB, 0, S1);     // call 1
+  void *Act1 = E.allocate(4 * kMiB, 0, S1);   // call 2: freed in the step
+  F.Grad = E.allocate(4 * kMiB, 0, S1);       // call 3
+  void *Act2 = E.allocate(4 * kMiB, 0, S1);   // call 4: freed in the step
+  E.deallocate(Act1, 0, S1);
+  F.State = E.allocate(4 * kMiB, 0, S1);      // call 5
+  E.deallocate(Act2, 0, S1);
+  E.markIteration();
+  return F;
+}
+
+PlanBuilder firstStepPlan(bool WithCalls) {
+  PlanBuilder PB({1, 2});
+  PB.place(0, 4 * kMiB, 0, true, WithCalls ? 1 : 0)
+      .place(1, 4 * kMiB, 4 * kMiB, true, WithCalls ? 3 : 0)
+      .place(2, 4 * kMiB, 8 * kMiB, true, WithCalls ? 5 : 0)
+      .place(3, 4 * kMiB, 12 * kMiB);
+  return PB;
+}
+
+TEST(ExecutorTest, PlacesWhatTheFirstStepKeepsByCallNotBySize) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  ASSERT_TRUE(E.setPlan(0, firstStepPlan(true).compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  FirstStep F = runFirstStep(E);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(F.Weight), Base);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(F.Grad), Base + 4 * kMiB);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(F.State), Base + 8 * kMiB);
+  // The iteration's own allocation still finds its placement.
+  void *Act = E.allocate(4 * kMiB, 0, S1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(Act), Base + 12 * kMiB);
+  auto S = statsOf(E);
+  EXPECT_EQ(S.arena_placements, 4u);
+  EXPECT_EQ(S.placement_misses, 0u); // the activations were never planned: no miss
+  // Sizes alone are ambiguous: without the call indices the first step's
+  // first activation takes the gradient's placement, and the gradient and
+  // the optimizer state stay outside the arena for the whole run.
+  FakeBackend B2;
+  Executor E2(B2, noPlan());
+  ASSERT_TRUE(E2.setPlan(0, firstStepPlan(false).compiled(), 0));
+  FirstStep G = runFirstStep(E2);
+  const uintptr_t Base2 = E2.arenaBase(0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(G.Weight), Base2);
+  EXPECT_NE(reinterpret_cast<uintptr_t>(G.Grad), Base2 + 4 * kMiB);
+  EXPECT_NE(reinterpret_cast<uintptr_t>(G.State), Base2 + 8 * kMiB);
+}
+
+TEST(ExecutorTest, AFirstStepThatDepartsFromTheProfileFallsBackCallByCall) {
+  FakeBackend B;
+  Executor E(B, noPlan());
+  ASSERT_TRUE(E.setPlan(0, firstStepPlan(true).compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  void *Weight = E.allocate(4 * kMiB, 0, S1);   // call 1, as profiled
+  void *Other = E.allocate(kMiB, 0, S1);        // call 2, a size the profile did not see
+  void *Grad = E.allocate(2 * kMiB, 0, S1);     // call 3: planned as 4 MiB, so not placed
+  void *State = E.allocate(4 * kMiB, 0, S1);    // call 4: not a planned call
+  void *Late = E.allocate(4 * kMiB, 0, S1);     // call 5: planned, placed
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(Weight), Base);
+  for (void *P : {Other, Grad, State}) {
+    ASSERT_NE(P, nullptr);
+    EXPECT_FALSE(reinterpret_cast<uintptr_t>(P) >= Base &&
+                 reinterpret_cast<uintptr_t>(P) < Base + 16 * kBlock);
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(Late), Base + 8 * kMiB);
+  EXPECT_EQ(statsOf(E).placement_misses, 1u); // call 3 only
+}
+
 TEST(ExecutorTest, NeverPlacesOverLiveData) {
   FakeBackend B;
   Executor E(B, noPlan());

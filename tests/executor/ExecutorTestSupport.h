@@ -60,12 +60,14 @@ public:
     }
     return *this;
   }
-  PlanBuilder &place(uint32_t Seq, uint64_t Size, uint64_t Offset, bool Persistent = false) {
+  PlanBuilder &place(uint32_t Seq, uint64_t Size, uint64_t Offset, bool Persistent = false,
+                     uint64_t Call = 0) {
     auto *Pl = P.mutable_layout()->add_placements();
     Pl->set_sequence(Seq);
     Pl->set_size_bytes(Size);
     Pl->set_offset(Offset);
     Pl->set_persistent(Persistent);
+    Pl->set_call_index(Call);
     return *this;
   }
   /// Sets metadata.profile_fingerprint as the planner does: the hash of the

@@ -20,15 +20,20 @@ void add(fake_profiler_event E) {
   std::lock_guard<std::mutex> Lock(Mu);
   Events.push_back(E);
 }
+/// Version 1's entry: a caller that has the call count must not use it.
 void recordAlloc(const void *Ptr, uint64_t Bytes, uint64_t Stream) {
-  add({FAKE_PROFILER_ALLOC, reinterpret_cast<uint64_t>(Ptr), Bytes, Stream});
+  add({FAKE_PROFILER_ALLOC, reinterpret_cast<uint64_t>(Ptr), Bytes, Stream, 0});
+}
+void recordAllocCall(const void *Ptr, uint64_t Bytes, uint64_t Stream, uint64_t Call) {
+  add({FAKE_PROFILER_ALLOC, reinterpret_cast<uint64_t>(Ptr), Bytes, Stream, Call});
 }
 void recordFree(const void *Ptr) {
-  add({FAKE_PROFILER_FREE, reinterpret_cast<uint64_t>(Ptr), 0, 0});
+  add({FAKE_PROFILER_FREE, reinterpret_cast<uint64_t>(Ptr), 0, 0, 0});
 }
-void step() { add({FAKE_PROFILER_STEP, 0, 0, 0}); }
+void step() { add({FAKE_PROFILER_STEP, 0, 0, 0, 0}); }
 
-const deepum_profiler_hooks Table = {DEEPUM_PROFILER_HOOKS_VERSION, recordAlloc, recordFree, step};
+const deepum_profiler_hooks Table = {DEEPUM_PROFILER_HOOKS_VERSION, recordAlloc, recordFree, step,
+                                     recordAllocCall};
 } // namespace
 
 extern "C" {

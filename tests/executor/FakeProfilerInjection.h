@@ -12,6 +12,7 @@ struct fake_profiler_event {
   uint64_t ptr;
   uint64_t bytes;
   uint64_t stream;
+  uint64_t call; ///< the allocator's call count (record_alloc_call); 0 by record_alloc
 };
 /// Copies up to `max` events (oldest first) into `out`; returns how many there are.
 typedef size_t (*fake_profiler_events_fn)(fake_profiler_event *out, size_t max);

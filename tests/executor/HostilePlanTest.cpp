@@ -136,6 +136,28 @@ TEST(HostilePlanTest, LifetimeOutsideTheLayoutClockIsRejected) {
   EXPECT_THAT(compileError(PB.proto()), HasSubstr("invalid lifetime"));
 }
 
+TEST(HostilePlanTest, CallIndicesOnlyOnPersistentPlacementsAndNeverTwice) {
+  // One call is one allocation: two placements by one call would hand out two
+  // ranges for one request, or the same range twice.
+  PlanBuilder Twice({1, 2});
+  Twice.place(0, kBlock, 0, true, 7).place(1, kBlock, kBlock, true, 7);
+  EXPECT_THAT(compileError(Twice.proto()), HasSubstr("share call index 7"));
+  // Placement by call is for what the first step keeps; a per-iteration one
+  // is matched by sequence.
+  PlanBuilder Transient({1, 2});
+  Transient.place(0, kBlock, 0, false, 3);
+  EXPECT_THAT(compileError(Transient.proto()), HasSubstr("has a call index but is not persistent"));
+  PlanBuilder Fine({1, 2});
+  Fine.place(0, kBlock, 0, true, 3).place(1, kBlock, kBlock, true, 9).place(2, kBlock, 2 * kBlock);
+  EXPECT_EQ(compileError(Fine.proto()), "");
+  // Both readers decode the field alike.
+  Verdicts V = judge(Fine.proto().SerializeAsString());
+  ASSERT_TRUE(V.Format && V.Deepum) << V.FormatError << V.DeepumError;
+  EXPECT_EQ(V.FromFormat.Placements, V.FromDeepum.Placements);
+  ASSERT_EQ(V.FromDeepum.Placements.size(), 3u);
+  EXPECT_EQ(V.FromDeepum.Placements[1].CallIndex, 9u);
+}
+
 TEST(HostilePlanTest, ActionRangeThatWrapsIsRejected) {
   PlanBuilder PB({1, 2}, 0);
   PB.action(v1::ACTION_KIND_PREFETCH, 0, ~uint64_t{0} - 10, 100);

@@ -56,9 +56,9 @@ std::vector<fake_profiler_event> events() {
 }
 
 bool is(const fake_profiler_event &E, fake_profiler_event_kind K, const void *Ptr = nullptr,
-        uint64_t Bytes = 0, const void *Stream = nullptr) {
+        uint64_t Bytes = 0, const void *Stream = nullptr, uint64_t Call = 0) {
   return E.kind == K && E.ptr == reinterpret_cast<uint64_t>(Ptr) && E.bytes == Bytes &&
-         E.stream == reinterpret_cast<uint64_t>(Stream);
+         E.stream == reinterpret_cast<uint64_t>(Stream) && E.call == Call;
 }
 
 /// Allocations that must work whatever the profiler's state.
@@ -98,8 +98,10 @@ int main(int argc, char **argv) {
     std::vector<fake_profiler_event> E = events();
     CHECK(E.size() == 5);
     if (E.size() == 5) {
-      CHECK(is(E[0], FAKE_PROFILER_ALLOC, P, 1000, kStream)); // requested bytes, the stream
-      CHECK(is(E[1], FAKE_PROFILER_ALLOC, Q, 3 * kMiB));
+      // Requested bytes, the stream, the allocator's call count (the 0-byte
+      // request is no call).
+      CHECK(is(E[0], FAKE_PROFILER_ALLOC, P, 1000, kStream, 1));
+      CHECK(is(E[1], FAKE_PROFILER_ALLOC, Q, 3 * kMiB, nullptr, 2));
       CHECK(is(E[2], FAKE_PROFILER_FREE, P));
       CHECK(is(E[3], FAKE_PROFILER_STEP));
       CHECK(is(E[4], FAKE_PROFILER_FREE, Q));
@@ -117,7 +119,8 @@ int main(int argc, char **argv) {
     std::vector<fake_profiler_event> E = events();
     CHECK(E.size() == 3);
     if (E.size() == 3) {
-      CHECK(is(E[0], FAKE_PROFILER_ALLOC, P, 8192, kStream));
+      // Call 2: the count includes the call made before the profiler was found.
+      CHECK(is(E[0], FAKE_PROFILER_ALLOC, P, 8192, kStream, 2));
       CHECK(is(E[1], FAKE_PROFILER_FREE, P));
       CHECK(is(E[2], FAKE_PROFILER_FREE, Early)); // reported, the profiler maps it or not
     }
@@ -148,15 +151,16 @@ int main(int argc, char **argv) {
     deepum_free(P, static_cast<ssize_t>(kMiB), 0, nullptr);
     deepum_step();
     std::vector<fake_profiler_event> E = events();
-    std::vector<fake_profiler_event> Want = {{FAKE_PROFILER_STEP, 0, 0, 0}};
+    std::vector<fake_profiler_event> Want = {{FAKE_PROFILER_STEP, 0, 0, 0, 0}};
     if (P) {
-      Want.push_back({FAKE_PROFILER_ALLOC, reinterpret_cast<uint64_t>(P), kMiB, 0});
-      Want.push_back({FAKE_PROFILER_FREE, reinterpret_cast<uint64_t>(P), 0, 0});
+      Want.push_back({FAKE_PROFILER_ALLOC, reinterpret_cast<uint64_t>(P), kMiB, 0, 1});
+      Want.push_back({FAKE_PROFILER_FREE, reinterpret_cast<uint64_t>(P), 0, 0, 0});
     }
-    Want.push_back({FAKE_PROFILER_STEP, 0, 0, 0});
+    Want.push_back({FAKE_PROFILER_STEP, 0, 0, 0, 0});
     CHECK(E.size() == Want.size());
     for (size_t I = 0; I < E.size() && I < Want.size(); ++I)
-      CHECK(is(E[I], Want[I].kind, reinterpret_cast<const void *>(Want[I].ptr), Want[I].bytes));
+      CHECK(is(E[I], Want[I].kind, reinterpret_cast<const void *>(Want[I].ptr), Want[I].bytes,
+               nullptr, Want[I].call));
     std::printf("real libdeepum: %s\n", P ? "allocated on a GPU" : "no GPU: steps only");
   } else {
     return 2;

@@ -150,6 +150,39 @@ TEST(PlannerLayout, WrappingLifetimesAndPersistentRegion) {
   EXPECT_EQ(T.Pool.ArenaBytes % T.BlockBytes, 0u);
 }
 
+TEST(PlannerLayout, PersistentPlacementsCarryTheirCallIndex) {
+  Profile P = syntheticTraining();
+  // The allocator numbers its calls; the profile keeps each allocation's.
+  for (int I = 0; I < P.allocations_size(); ++I)
+    P.mutable_allocations(I)->set_call_index(static_cast<uint64_t>(100 + 2 * I));
+  PlanResult R = compile(P, footprint(P) / 2);
+  Trace T = traceOf(P);
+  std::map<uint64_t, uint64_t> CallOfId;
+  for (const Allocation &A : P.allocations())
+    CallOfId[A.id()] = A.call_index();
+  size_t Persistent = 0;
+  for (const Placement &Pl : R.Plan.layout().placements()) {
+    const PlannedAllocation &PA = T.Allocations.at(Pl.sequence());
+    if (Pl.persistent()) {
+      ++Persistent;
+      EXPECT_EQ(Pl.call_index(), CallOfId.at(PA.ProfileId)) << "placement " << Pl.sequence();
+    } else {
+      EXPECT_EQ(Pl.call_index(), 0u) << "a per-iteration placement is found by sequence";
+    }
+  }
+  EXPECT_GT(Persistent, 0u);
+  // A profile that names one call twice: the repeat loses its index, and the
+  // plan still passes the rules every reader applies.
+  P.mutable_allocations(1)->set_call_index(P.allocations(0).call_index());
+  PlanResult Twice = compile(P, footprint(P) / 2);
+  EXPECT_FALSE(static_cast<bool>(format::validatePlan(Twice.Plan)));
+  std::set<uint64_t> Calls;
+  for (const Placement &Pl : Twice.Plan.layout().placements())
+    if (Pl.call_index() != 0) {
+      EXPECT_TRUE(Calls.insert(Pl.call_index()).second) << Pl.call_index();
+    }
+}
+
 struct PropertyCase {
   const char *Name;
   SyntheticOptions Options;

@@ -416,7 +416,8 @@ TEST(Hooks, HandMadeAllocatorCallsReachTheRecorder) {
   RecorderHookTarget Target(
       R, [&] { return Now; }, [&] { R.step(Now); });
   const deepum_profiler_hooks *H = hookTable();
-  ASSERT_GE(H->version, 1u);
+  ASSERT_GE(H->version, 2u);
+  ASSERT_NE(H->record_alloc_call, nullptr);
 
   H->record_alloc(reinterpret_cast<void *>(uintptr_t{1} << 40), 1 << 20, 0); // no target yet
   setHookTarget(&Target);
@@ -425,7 +426,7 @@ TEST(Hooks, HandMadeAllocatorCallsReachTheRecorder) {
   Now = 10;
   H->record_alloc(W, 2 << 20, 0);
   Now = 20;
-  H->record_alloc(A, 1 << 20, 5);
+  H->record_alloc_call(A, 1 << 20, 5, 7); // the allocator's seventh call
   KernelRecord K;
   K.Name = "k";
   K.StartNs = 30;
@@ -446,6 +447,9 @@ TEST(Hooks, HandMadeAllocatorCallsReachTheRecorder) {
   EXPECT_EQ(P.allocations(1).stream(), 5u);
   EXPECT_TRUE(P.allocations(1).freed());
   EXPECT_EQ(P.allocations(1).free_time_ns(), 50u);
+  // The call count travels into the profile; version 1's entry has none.
+  EXPECT_EQ(P.allocations(0).call_index(), 0u);
+  EXPECT_EQ(P.allocations(1).call_index(), 7u);
   ASSERT_EQ(P.iterations_size(), 1);
   EXPECT_EQ(P.iterations(0).end_ns(), 100u);
   EXPECT_THAT(P.workload().notes(), HasSubstr("1 free(s) of unknown addresses ignored"));

@@ -87,6 +87,16 @@ struct CompiledPlan {
   std::unordered_map<uint32_t, PlannedPlacement> Placements;
   /// Sequence number of the first per-iteration allocation (persistent ones come first).
   uint32_t FirstIterationSequence = 0;
+  /// Persistent placements by the profiled allocation's call index (the
+  /// allocator's count of allocation calls on the device), for the
+  /// allocations made before the first iteration: a replay of the same
+  /// program makes the same calls, while the sizes alone are ambiguous (an
+  /// activation freed in the first step can have a gradient's size). Empty
+  /// when the profile carried no call indices: then by sequence and size.
+  std::unordered_map<uint64_t, uint32_t> PrologueCalls;
+  /// One past the largest call index in PrologueCalls (0 when empty): the
+  /// calls before it are placed by call index alone.
+  uint64_t PrologueEnd = 0;
   /// Number of arena blocks (ArenaBytes rounded up to UmBlockBytes).
   uint32_t ArenaBlocks = 0;
 

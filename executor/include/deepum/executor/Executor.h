@@ -84,7 +84,9 @@ public:
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
 
-  void *allocate(uint64_t Bytes, int Device, StreamHandle Stream);
+  /// `Call`, when given, receives the device's count of allocation calls so
+  /// far, this one included (1 for the first; 0 when refused before counting).
+  void *allocate(uint64_t Bytes, int Device, StreamHandle Stream, uint64_t *Call = nullptr);
   void deallocate(void *Ptr, int Device, StreamHandle Stream);
   /// End of a training iteration (deepum_step).
   void markIteration();
@@ -117,6 +119,11 @@ private:
   DeviceState *deviceOrCreate(int Device);
   void loadPlanFor(DeviceState &D);
   bool setPlanLocked(DeviceState &D, CompiledPlan Plan, uint64_t BudgetBytes);
+  /// Arena.cpp, with the device's AllocMu held: the next planned placement by
+  /// sequence (a few ahead, for calls the program skipped) of this size, when
+  /// its range is free; and the bookkeeping of a placement made.
+  void *placeBySequence(DeviceState &D, uint64_t Bytes, StreamHandle Stream);
+  void *placed(DeviceState &D, uint64_t Offset, uint64_t Bytes);
 
   Backend &Back;
   ExecutorConfig Config;

@@ -88,6 +88,9 @@ struct PlannedAllocation {
   uint64_t Offset = 0;
   /// Allocation.id in the profile (for messages).
   uint64_t ProfileId = 0;
+  /// Allocation.call_index in the profile, for a persistent allocation (made
+  /// before the reference iteration): the executor places it by call. 0 = unknown.
+  uint64_t CallIndex = 0;
   deepum::v1::AllocationRole Role = deepum::v1::ALLOCATION_ROLE_UNSPECIFIED;
 
   bool liveAt(uint32_t Tick) const {

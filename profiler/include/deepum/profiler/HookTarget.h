@@ -19,7 +19,8 @@ namespace deepum::profiler {
 
 class HookTarget {
 public:
-  virtual void allocation(const void *Ptr, uint64_t Bytes, uint64_t Stream) = 0;
+  /// `Call`: the allocator's call count (Hooks.h, record_alloc_call); 0 = unknown.
+  virtual void allocation(const void *Ptr, uint64_t Bytes, uint64_t Stream, uint64_t Call) = 0;
   virtual void release(const void *Ptr) = 0;
   virtual void step() = 0;
 
@@ -38,9 +39,9 @@ class RecorderHookTarget final : public HookTarget {
 public:
   RecorderHookTarget(Recorder &Rec, std::function<uint64_t()> Now, std::function<void()> Step)
       : R(Rec), Clock(std::move(Now)), OnStep(std::move(Step)) {}
-  void allocation(const void *Ptr, uint64_t Bytes, uint64_t Stream) override {
+  void allocation(const void *Ptr, uint64_t Bytes, uint64_t Stream, uint64_t Call) override {
     R.addAllocation(reinterpret_cast<uint64_t>(Ptr), Bytes, Stream, Clock(),
-                    AllocationSource::Allocator);
+                    AllocationSource::Allocator, Call);
   }
   void release(const void *Ptr) override {
     R.addFree(reinterpret_cast<uint64_t>(Ptr), Clock(), AllocationSource::Allocator);

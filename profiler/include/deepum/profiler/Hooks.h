@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped when a field is added; a caller checks version >= what it needs. */
-#define DEEPUM_PROFILER_HOOKS_VERSION 1
+#define DEEPUM_PROFILER_HOOKS_VERSION 2
 
 typedef struct deepum_profiler_hooks {
   uint32_t version;
@@ -43,6 +43,11 @@ typedef struct deepum_profiler_hooks {
      the GPU to finish the iteration's work (the profile needs its records),
      so call it from the training loop, not from a CUDA callback. */
   void (*step)(void);
+  /* Version 2: record_alloc with the allocator's count of allocation calls on
+     this device so far, this one included (1 for the process's first call),
+     which the profile keeps so that a plan can place memory allocated before
+     its first iteration call by call. */
+  void (*record_alloc_call)(const void *ptr, uint64_t bytes, uint64_t stream, uint64_t call);
 } deepum_profiler_hooks;
 
 /* Exported by the injection library; never NULL there. */

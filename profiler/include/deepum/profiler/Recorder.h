@@ -96,9 +96,10 @@ public:
   void addDroppedRecords(uint64_t Count) override;
 
   /// An allocation of `Bytes` at `Address`. A second allocation at a live
-  /// address closes the first (its free was missed).
+  /// address closes the first (its free was missed). `Call`: the allocator's
+  /// count of allocation calls (Hooks.h, record_alloc_call); 0 = unknown.
   void addAllocation(uint64_t Address, uint64_t Bytes, uint64_t Stream, uint64_t TimeNs,
-                     AllocationSource Source);
+                     AllocationSource Source, uint64_t Call = 0);
   /// A free of the allocation at `Address`; unknown addresses are counted and ignored.
   void addFree(uint64_t Address, uint64_t TimeNs, AllocationSource Source);
 
@@ -154,6 +155,7 @@ private:
     uint64_t Address, Bytes, Stream, AllocNs;
     std::optional<uint64_t> FreeNs;
     AllocationSource Source;
+    uint64_t Call = 0;
   };
   struct Window {
     uint64_t Begin, End;

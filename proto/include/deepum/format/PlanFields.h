@@ -113,6 +113,7 @@ inline constexpr Field Persistent{4, Wire::Varint};
 inline constexpr Field LiveBegin{5, Wire::Varint};
 inline constexpr Field LiveEnd{6, Wire::Varint};
 inline constexpr Field WrapEnd{7, Wire::Varint};
+inline constexpr Field CallIndex{8, Wire::Varint};
 } // namespace placement
 
 namespace layout { // deepum.v1.PoolLayout

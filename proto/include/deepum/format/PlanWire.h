@@ -103,6 +103,8 @@ struct RawPlan {
     uint32_t LiveBegin = 0;
     uint32_t LiveEnd = 0;
     uint32_t WrapEnd = 0;
+    /// The profiled allocation's call index (persistent placements; 0 = unknown).
+    uint64_t CallIndex = 0;
     bool operator==(const Placement &) const = default;
   };
   std::vector<Placement> Placements;

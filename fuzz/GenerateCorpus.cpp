@@ -317,6 +317,28 @@ int main(int Argc, char **Argv) {
     P = *Richest;
     P.add_position_ids(P.position_ids(0));
     write(Target, "extra-position.plan.pb", binary(P));
+    // Persistent placements by call (Placement.call_index): valid, a call
+    // named twice, one on a per-iteration placement, one near 2^64.
+    P = *Richest;
+    uint64_t Call = 1;
+    for (v1::Placement &Pl : *P.mutable_layout()->mutable_placements())
+      if (Pl.persistent())
+        Pl.set_call_index(Call += 3);
+    write(Target, "call-indices.plan.pb", binary(P));
+    v1::Plan Twice = P;
+    for (v1::Placement &Pl : *Twice.mutable_layout()->mutable_placements())
+      Pl.set_call_index(Pl.persistent() ? 7 : 0);
+    write(Target, "call-index-twice.plan.pb", binary(Twice));
+    v1::Plan OnTransient = P;
+    for (v1::Placement &Pl : *OnTransient.mutable_layout()->mutable_placements())
+      if (!Pl.persistent())
+        Pl.set_call_index(5);
+    write(Target, "call-index-on-transient.plan.pb", binary(OnTransient));
+    v1::Plan Huge = P;
+    for (v1::Placement &Pl : *Huge.mutable_layout()->mutable_placements())
+      if (Pl.persistent())
+        Pl.set_call_index(~uint64_t{0} - Pl.sequence());
+    write(Target, "call-index-huge.plan.pb", binary(Huge));
   }
 
   // Each profile twice per target; every policy and both cost models across them.

@@ -54,23 +54,28 @@ void *Executor::allocate(uint64_t Bytes, int Device, StreamHandle Stream, uint64
   DeviceState *D = deviceOrCreate(Device);
   if (!D)
     return nullptr;
-  // Every call counts, planned or not, placed or not: the profiler records
-  // the same count (Hooks.h), and a plan's persistent placements name it.
-  const uint64_t ThisCall = D->AllocCalls.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Every call counts, on any device, planned or not, placed or not: the
+  // profiler records the same count (Hooks.h), and a plan's persistent
+  // placements name it.
+  const uint64_t ThisCall = AllocCalls.fetch_add(1, std::memory_order_relaxed) + 1;
   if (Call)
     *Call = ThisCall;
   if (D->HasPlan.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> Lock(D->AllocMu);
     D->AnyAllocation = true;
     if (ThisCall < D->Plan->PrologueEnd) {
-      // Before the first iteration: the persistent placements by call index.
-      // Every other call (the first step's activations, which may share a
-      // gradient's or an optimizer state's size) goes to the pool.
+      // Before the reference iteration: the persistent placements by call
+      // index. Every other call (the first step's activations, which may
+      // share a gradient's or an optimizer state's size) goes to the pool. A
+      // wrap of the launch sequence seen meanwhile is spent here: it must not
+      // restart the iteration's sequence in the middle of a later iteration.
+      D->WrapPending.store(false);
       auto It = D->Plan->PrologueCalls.find(ThisCall);
       if (It != D->Plan->PrologueCalls.end()) {
-        const PlannedPlacement &Pl = D->Plan->Placements.at(It->second);
-        if (Pl.Size == Bytes && tryPlace(Back, *D, Pl.Offset, Bytes, Stream))
-          return placed(*D, Pl.Offset, Bytes);
+        auto Pl = D->Plan->Placements.find(It->second);
+        if (Pl != D->Plan->Placements.end() && Pl->second.Size == Bytes &&
+            tryPlace(Back, *D, Pl->second.Offset, Bytes, Stream))
+          return placed(*D, Pl->second.Offset, Bytes);
         bump(D->C.PlacementMisses); // the program departed from the profiled one here
       }
     } else {

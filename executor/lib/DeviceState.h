@@ -104,9 +104,6 @@ struct Executor::DeviceState {
   std::vector<StreamClock> AllocClocks;
   uint32_t NextSequence = 0;
   bool AnyAllocation = false;
-  /// Allocation calls on this device since the process started, plan or not
-  /// (CompiledPlan::PrologueCalls counts the same calls).
-  std::atomic<uint64_t> AllocCalls{0};
   std::atomic<bool> WrapPending{false};
   std::atomic<uint64_t> DiscardsInFlight{
       0};                       // discards issued, DiscardEvent not yet seen complete

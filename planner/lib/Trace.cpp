@@ -273,11 +273,19 @@ void TraceBuilder::assignSequences() {
   };
   for (uint32_t I : Persistent)
     Add(I, true);
-  // A call is one allocation: a profile naming one call twice (corrupt or
-  // hostile) has the repeat placed by sequence, never two placements by call.
+  // Placement by call is all or nothing (the executor matches persistent
+  // allocations by call once a plan names any call): a persistent allocation
+  // without a call index (an older profiler; a driver allocation), a call
+  // named twice (a corrupt or hostile profile) or one beyond any process's
+  // count means sequence and size for all of them.
   DenseSet<uint64_t> Calls;
-  for (PlannedAllocation &PA : T.Allocations)
-    if (PA.CallIndex != 0 && !Calls.insert(PA.CallIndex).second)
+  bool ByCall = true;
+  for (const PlannedAllocation &PA : T.Allocations)
+    if (PA.Persistent && (PA.CallIndex == 0 || PA.CallIndex >= (uint64_t{1} << 62) ||
+                          !Calls.insert(PA.CallIndex).second))
+      ByCall = false;
+  if (!ByCall)
+    for (PlannedAllocation &PA : T.Allocations)
       PA.CallIndex = 0;
   for (uint32_t I : Window)
     Add(I, false);

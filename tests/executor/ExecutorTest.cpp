@@ -146,6 +146,26 @@ TEST(ExecutorTest, PlacesWhatTheFirstStepKeepsByCallNotBySize) {
   EXPECT_NE(reinterpret_cast<uintptr_t>(G.State), Base2 + 8 * kMiB);
 }
 
+TEST(ExecutorTest, TheIterationAfterThePrologueStartsAtItsFirstPlacementWithoutAMark) {
+  // The launch sequence alone marks iterations (no deepum_step): once the
+  // last persistent call is past, the next call is the iteration's first.
+  FakeBackendOptions Two;
+  Two.Devices = 2;
+  FakeBackend B(Two);
+  Executor E(B, noPlan());
+  ASSERT_TRUE(E.setPlan(0, firstStepPlan(true).compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  for (int Call = 1; Call <= 5; ++Call)
+    (void)E.allocate(4 * kMiB, 0, S1);
+  void *Act = E.allocate(4 * kMiB, 0, S1); // call 6: sequence 3
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(Act), Base + 12 * kMiB);
+  // Calls count on every device: the profiler records one sequence per process.
+  uint64_t Call = 0;
+  void *Other = E.allocate(kMiB, 1, S1, &Call);
+  EXPECT_NE(Other, nullptr);
+  EXPECT_EQ(Call, 7u);
+}
+
 TEST(ExecutorTest, AFirstStepThatDepartsFromTheProfileFallsBackCallByCall) {
   FakeBackend B;
   Executor E(B, noPlan());

@@ -147,6 +147,10 @@ TEST(HostilePlanTest, CallIndicesOnlyOnPersistentPlacementsAndNeverTwice) {
   PlanBuilder Transient({1, 2});
   Transient.place(0, kBlock, 0, false, 3);
   EXPECT_THAT(compileError(Transient.proto()), HasSubstr("has a call index but is not persistent"));
+  // One past the largest index would wrap: indices near 2^64 are refused.
+  PlanBuilder Huge({1, 2});
+  Huge.place(0, kBlock, 0, true, ~uint64_t{0});
+  EXPECT_THAT(compileError(Huge.proto()), HasSubstr("beyond any process's allocation calls"));
   PlanBuilder Fine({1, 2});
   Fine.place(0, kBlock, 0, true, 3).place(1, kBlock, kBlock, true, 9).place(2, kBlock, 2 * kBlock);
   EXPECT_EQ(compileError(Fine.proto()), "");

@@ -88,9 +88,9 @@ int main(int argc, char **argv) {
     if (!load(Lib))
       return 3;
     void *P = deepum_malloc(1000, 0, kStream);
+    CHECK(deepum_malloc(0, 0, kStream) == nullptr); // not an allocation: not reported nor counted
     void *Q = deepum_malloc(static_cast<ssize_t>(3 * kMiB), 0, nullptr);
     CHECK(P && Q && P != Q);
-    CHECK(deepum_malloc(0, 0, kStream) == nullptr); // not an allocation: not reported
     deepum_free(P, 1000, 0, kStream);
     deepum_step();
     deepum_free(Q, static_cast<ssize_t>(3 * kMiB), 0, nullptr);

@@ -171,16 +171,23 @@ TEST(PlannerLayout, PersistentPlacementsCarryTheirCallIndex) {
     }
   }
   EXPECT_GT(Persistent, 0u);
-  // A profile that names one call twice: the repeat loses its index, and the
-  // plan still passes the rules every reader applies.
-  P.mutable_allocations(1)->set_call_index(P.allocations(0).call_index());
-  PlanResult Twice = compile(P, footprint(P) / 2);
-  EXPECT_FALSE(static_cast<bool>(format::validatePlan(Twice.Plan)));
-  std::set<uint64_t> Calls;
-  for (const Placement &Pl : Twice.Plan.layout().placements())
-    if (Pl.call_index() != 0) {
-      EXPECT_TRUE(Calls.insert(Pl.call_index()).second) << Pl.call_index();
-    }
+  // All or nothing: a profile naming one call twice (corrupt or hostile), or
+  // one persistent allocation without a call, gives a plan placing them all
+  // by sequence, which passes the rules every reader applies.
+  auto NoCallIndex = [](const Plan &Pl) {
+    for (const Placement &X : Pl.layout().placements())
+      if (X.call_index() != 0)
+        return false;
+    return true;
+  };
+  Profile Twice = P;
+  Twice.mutable_allocations(1)->set_call_index(Twice.allocations(0).call_index());
+  PlanResult R2 = compile(Twice, footprint(Twice) / 2);
+  EXPECT_FALSE(static_cast<bool>(format::validatePlan(R2.Plan)));
+  EXPECT_TRUE(NoCallIndex(R2.Plan));
+  Profile Missing = P;
+  Missing.mutable_allocations(0)->clear_call_index();
+  EXPECT_TRUE(NoCallIndex(compile(Missing, footprint(Missing) / 2).Plan));
 }
 
 struct PropertyCase {

@@ -33,7 +33,8 @@ typedef struct deepum_stats {
   uint64_t peak_bytes_in_use;
   uint64_t bytes_reserved;    /* managed bytes held (arena + pool segments) */
   uint64_t arena_placements;  /* allocations placed where the plan said */
-  uint64_t placement_misses;  /* planned allocations that went to the fallback pool */
+  uint64_t placement_misses;  /* calls not placed in the arena: during iterations every one,
+                                 before them those a placement names by call (docs/executor.md) */
   uint64_t launches;          /* kernel launches observed */
   uint64_t launches_matched;  /* ... that matched the plan */
   uint64_t launches_inserted; /* ... not in the plan where one was expected */

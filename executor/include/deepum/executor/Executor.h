@@ -84,8 +84,9 @@ public:
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
 
-  /// `Call`, when given, receives the device's count of allocation calls so
-  /// far, this one included (1 for the first; 0 when refused before counting).
+  /// `Call`, when given, receives the process's count of allocation calls so
+  /// far, every device's, this one included (1 for the first; 0 when refused
+  /// before counting).
   void *allocate(uint64_t Bytes, int Device, StreamHandle Stream, uint64_t *Call = nullptr);
   void deallocate(void *Ptr, int Device, StreamHandle Stream);
   /// End of a training iteration (deepum_step).
@@ -129,6 +130,9 @@ private:
   ExecutorConfig Config;
   std::array<std::atomic<DeviceState *>, kMaxDevices> Devices{};
   std::atomic<bool> ExplicitSteps{false};
+  /// Allocation calls since the process started, on every device, planned or
+  /// not (the count the profiler records and CompiledPlan::PrologueCalls names).
+  std::atomic<uint64_t> AllocCalls{0};
   /// Plans read so far by path (nullptr: unusable); guarded by device creation.
   std::map<std::string, std::shared_ptr<const CompiledPlan>> PlanCache;
   /// Why each unusable plan in PlanCache was refused.

@@ -43,10 +43,10 @@ typedef struct deepum_profiler_hooks {
      the GPU to finish the iteration's work (the profile needs its records),
      so call it from the training loop, not from a CUDA callback. */
   void (*step)(void);
-  /* Version 2: record_alloc with the allocator's count of allocation calls on
-     this device so far, this one included (1 for the process's first call),
-     which the profile keeps so that a plan can place memory allocated before
-     its first iteration call by call. */
+  /* Version 2: record_alloc with the allocator's count of allocation calls in
+     this process so far, on every device, this one included (1 for the
+     first), which the profile keeps so that a plan can place memory allocated
+     before its reference iteration call by call. */
   void (*record_alloc_call)(const void *ptr, uint64_t bytes, uint64_t stream, uint64_t call);
 } deepum_profiler_hooks;
 

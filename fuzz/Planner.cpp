@@ -48,8 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   Opts.ContextLength = ((Param >> 4) & 3u) + 1;
   Opts.ProfileSource = "fuzz";
 
-  for (planner::Strategy S :
-       {planner::Strategy::Prefetch, planner::Strategy::Swap, planner::Strategy::Demand}) {
+  for (planner::Strategy S : planner::kStrategies) {
     Opts.Strat = S;
     const std::string Name = planner::strategyName(S).str();
     llvm::Expected<planner::PlanResult> R = planner::compilePlan(*P, Opts);

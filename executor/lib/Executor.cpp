@@ -268,13 +268,12 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
       return false;
     }
   }
-  BackendStatus S = Back.createStream(D.Device, &D.ActionStream);
-  if (S.ok())
-    S = Back.createStream(D.Device, &D.ReleaseStream);
-  if (S.ok())
-    S = Back.createStream(D.Device, &D.DiscardStream);
-  if (S.ok())
-    S = Back.createStream(D.Device, &D.LateStream);
+  // Streams made by an earlier attempt are kept and used again (the backend
+  // destroys none): a failure part-way leaves at most these four per device.
+  BackendStatus S;
+  for (StreamHandle *Stream : {&D.ActionStream, &D.ReleaseStream, &D.DiscardStream, &D.LateStream})
+    if (S.ok() && !*Stream)
+      S = Back.createStream(D.Device, Stream);
   if (!S.ok()) {
     log(LogLevel::Warn,
         "device %d: cannot create the action stream (%s: %s); training "

@@ -186,6 +186,33 @@ TEST(ExecutorTest, AFirstStepThatDepartsFromTheProfileFallsBackCallByCall) {
   EXPECT_EQ(statsOf(E).placement_misses, 1u); // call 3 only
 }
 
+/// createStream fails once, at its Nth call; counts every call.
+class StreamFailingBackend : public deepum::test::ForwardingBackend {
+public:
+  explicit StreamFailingBackend(int At) : FailAt(At) {}
+  BackendStatus createStream(int D, StreamHandle *O) override {
+    if (++Calls == FailAt)
+      return BackendStatus::failure(2, "cudaStreamCreateWithFlags", "out of memory");
+    return ForwardingBackend::createStream(D, O);
+  }
+  int FailAt, Calls = 0;
+};
+
+TEST(ExecutorTest, AStreamThatCannotBeMadeTurnsThePlanOffAndARetryMakesOnlyTheMissingOnes) {
+  StreamFailingBackend B(3); // the discard stream
+  Executor E(B, noPlan());
+  PlanBuilder PB({1, 2});
+  PB.place(0, kMiB, 0);
+  EXPECT_FALSE(E.setPlan(0, PB.compiled(), 0));
+  EXPECT_EQ(B.Calls, 3);
+  void *P = E.allocate(kMiB, 0, S1); // training goes on, unplanned
+  EXPECT_NE(P, nullptr);
+  E.deallocate(P, 0, S1);
+  // Again: the two streams made before are used, not made anew.
+  EXPECT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  EXPECT_EQ(B.Calls, 5);
+}
+
 TEST(ExecutorTest, NeverPlacesOverLiveData) {
   FakeBackend B;
   Executor E(B, noPlan());

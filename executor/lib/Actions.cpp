@@ -216,7 +216,8 @@ void stampBlocks(Executor::DeviceState &D, uint64_t Off, uint64_t Bytes, uint64_
 } // namespace
 
 /// Prefetches and advice of one position, before its launch runs.
-void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) {
+void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
+                         StreamHandle Launch) {
   const CompiledPlan &P = *D.Plan;
   // The plan's issue order within a position: ADVISE, DISCARD, EVICT,
   // PREFETCH (room is made before it is used).
@@ -241,23 +242,16 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
   // range needs when it is issued. Then the kernel's own (faulted in if not
   // prefetched).
   const auto &Actions = P.BeforeLaunch[Pos];
-  std::vector<MemRange> &Ranges = D.PrefetchRanges; // not D.Ranges: enforceBudget's scratch
+  std::vector<DeviceState::PrefetchRange> &Ranges = D.Prefetches;
   Ranges.clear();
-  std::vector<uint64_t> &RangeBlocks = D.RangeBlocks;
-  RangeBlocks.clear();
-  std::vector<MemRange> &PrefetchArena = D.PrefetchArena; // the same ranges, arena offsets
-  PrefetchArena.clear();
   uint64_t Incoming = 0;
   for (const PlanAction &A : Actions)
     if (A.Kind == PlanActionKind::Prefetch)
       for (const MemRange &R : A.Ranges) {
         const uint64_t Before = Incoming;
         stampBlocks(D, R.Address, R.Bytes, Incoming);
-        if (MemRange Pages = pagesAround(D, R); Pages.Bytes) {
-          Ranges.push_back(Pages);
-          PrefetchArena.push_back(R);
-          RangeBlocks.push_back(Incoming - Before);
-        }
+        if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+          Ranges.push_back({Pages, R, Incoming - Before, A.DuePosition == Pos});
       }
   for (uint32_t B : P.PositionBlocks[Pos])
     stampBlocks(D, uint64_t{B} * BB, BB, Incoming);
@@ -271,6 +265,12 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
     D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
   if (Ranges.empty())
     return;
+  // When the kernel waits for its own prefetches, they go first and in calls
+  // of their own, so that it waits for nothing else.
+  const bool Wait = Launch && D.KernelsWaitForTheirPrefetches;
+  if (Wait)
+    std::stable_partition(Ranges.begin(), Ranges.end(),
+                          [](const DeviceState::PrefetchRange &R) { return R.DueNow; });
   // Room first, as far as each range needs it: the ranges go in calls that
   // start once enough of the releases issued before them have ended (a call
   // of all of them when the room is there). A range holding blocks whose own
@@ -279,8 +279,8 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
   // other prefetch (a populate behind a discard waits for the kernels before
   // the discard).
   uint64_t Fetched = 0;
-  for (uint64_t N : RangeBlocks)
-    Fetched += N;
+  for (const DeviceState::PrefetchRange &R : Ranges)
+    Fetched += R.Blocks;
   uint64_t Occupied = Now - Fetched; // resident, the kernel's own blocks included
   std::vector<MemRange> &Piece = D.Piece;
   Piece.clear();
@@ -295,25 +295,43 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
     }
     Rs.clear();
   };
+  // The launching stream waits for what was issued on `Stream` so far.
+  auto LaunchWaits = [&](StreamHandle Stream, EventHandle &E) {
+    if (!E && !Back.createEvent(D.Device, &E).ok()) {
+      E = 0;
+      return;
+    }
+    BackendStatus S = Back.recordEvent(D.Device, E, Stream);
+    noteError(D, S);
+    if (S.ok())
+      noteError(D, Back.streamWaitEvent(D.Device, Launch, E));
+  };
   const uint64_t Limit = roomBlocks(D);
   dropDoneMarks(Back, D);
   std::vector<MemRange> &Late = D.LatePiece;
   Late.clear();
   std::vector<EventHandle> &LateWaits = D.LateWaits;
   LateWaits.clear();
+  size_t LateDueNow = 0; // the first ranges of Late: the kernel's own
+  bool DueOnAction = false;
   for (size_t I = 0; I < Ranges.size(); ++I) {
-    Occupied += RangeBlocks[I];
-    const MemRange &A = PrefetchArena[I];
+    const DeviceState::PrefetchRange &R = Ranges[I];
+    if (Wait && !R.DueNow && (I == 0 || Ranges[I - 1].DueNow) && DueOnAction) {
+      Issue(Piece, D.ActionStream); // the kernel's own, then its wait
+      LaunchWaits(D.ActionStream, D.DueEvent);
+    }
+    Occupied += R.Blocks;
     bool Leaving = false;
-    for (uint64_t B = A.Address / BB; B < (A.Address + A.Bytes + BB - 1) / BB && B < D.LeftWith.size();
-         ++B)
+    for (uint64_t B = R.Arena.Address / BB;
+         B < (R.Arena.Address + R.Arena.Bytes + BB - 1) / BB && B < D.LeftWith.size(); ++B)
       if (const Mark *M = D.LeftWith[B] ? findPendingMark(D, D.LeftWith[B]) : nullptr) {
         Leaving = true; // an event of 0: none to wait for
         if (M->Event && std::find(LateWaits.begin(), LateWaits.end(), M->Event) == LateWaits.end())
           LateWaits.push_back(M->Event);
       }
     if (Leaving) {
-      Late.push_back(Ranges[I]);
+      Late.push_back(R.Pages);
+      LateDueNow += R.DueNow;
       continue;
     }
     if (Occupied + D.PendingReleaseBlocks > Limit &&
@@ -321,13 +339,24 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos) 
       Issue(Piece, D.ActionStream); // what fits goes without waiting
       waitForRoom(Back, D, Occupied);
     }
-    Piece.push_back(Ranges[I]);
+    Piece.push_back(R.Pages);
+    DueOnAction |= R.DueNow;
   }
+  const bool AllDueNow = Ranges.back().DueNow;
   Issue(Piece, D.ActionStream);
+  if (Wait && AllDueNow && DueOnAction)
+    LaunchWaits(D.ActionStream, D.DueEvent);
   if (!Late.empty()) {
     // The late stream also keeps the room rule: it follows the prefetch stream.
     for (EventHandle E : LateWaits)
       noteError(D, Back.streamWaitEvent(D.Device, D.LateStream, E));
+    if (Wait && LateDueNow) {
+      std::vector<MemRange> Later(Late.begin() + static_cast<long>(LateDueNow), Late.end());
+      Late.resize(LateDueNow);
+      Issue(Late, D.LateStream);
+      LaunchWaits(D.LateStream, D.DueLateEvent);
+      Late = std::move(Later);
+    }
     Issue(Late, D.LateStream);
   }
 }

@@ -161,12 +161,21 @@ struct Executor::DeviceState {
   std::vector<DeferredDiscard> Deferred; // written under LaunchMu and AllocMu
   std::vector<MemRange> Ranges;          // scratch
   std::vector<uint32_t> Blocks;          // scratch
-  std::vector<MemRange> PrefetchRanges;  // scratch: a position's prefetch ranges (addresses)
-  std::vector<MemRange> PrefetchArena;   // scratch: the same, arena offsets
+  /// One prefetch range of a position (issueBefore's scratch).
+  struct PrefetchRange {
+    MemRange Pages;      // page-rounded addresses
+    MemRange Arena;      // arena offsets
+    uint64_t Blocks = 0; // blocks it brings that were not resident
+    bool DueNow = false; // its kernel is the position's own
+  };
+  std::vector<PrefetchRange> Prefetches; // scratch: a position's prefetch ranges
   std::vector<MemRange> LatePiece;       // scratch: ranges for the late stream
   std::vector<EventHandle> LateWaits;    // scratch: the marks they wait for
-  std::vector<uint64_t> RangeBlocks;     // scratch: new blocks per prefetch range
   std::vector<MemRange> Piece;           // scratch: one prefetch call's ranges
+  /// ExecutorConfig::KernelsWaitForTheirPrefetches, and the events the
+  /// launching stream waits for (on the prefetch and late streams).
+  bool KernelsWaitForTheirPrefetches = false;
+  EventHandle DueEvent = 0, DueLateEvent = 0;
   uint32_t CurrentPosition = 0;
   std::atomic<bool> ErrorLogged{false};
 
@@ -219,7 +228,9 @@ void markRelease(Backend &Back, DeviceState &D, StreamHandle Stream);
 void waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied);
 /// Advice, releases of earlier data and prefetches of one position, before
 /// its launch runs. LaunchMu held.
-void issueBefore(Backend &Back, DeviceState &D, uint32_t Pos);
+/// The actions before the launch at Pos; `Launch`, the stream it is enqueued
+/// on when Pos is the launch itself (0 for a position the program skipped).
+void issueBefore(Backend &Back, DeviceState &D, uint32_t Pos, StreamHandle Launch = 0);
 /// Evictions and discards (arena ranges); takes AllocMu. LaunchMu held.
 void issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Evict,
                  const std::vector<MemRange> &DiscardIn);

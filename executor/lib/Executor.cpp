@@ -113,6 +113,13 @@ ExecutorConfig ExecutorConfig::fromEnvironment() {
     configureLog(L);
   std::string Warnings;
   ExecutorConfig C = parse(std::getenv("DEEPUM_PLAN"), std::getenv("DEEPUM_GPU_MEMORY"), Warnings);
+  if (const char *W = std::getenv("DEEPUM_KERNEL_WAITS_FOR_PREFETCH"); W && *W) {
+    const std::string V = W;
+    if (V == "1" || V == "0")
+      C.KernelsWaitForTheirPrefetches = V == "1";
+    else
+      Warnings += "DEEPUM_KERNEL_WAITS_FOR_PREFETCH='" + V + "' is neither 0 nor 1; ignored\n";
+  }
   if (!Warnings.empty()) {
     Warnings.pop_back();
     log(LogLevel::Warn, "%s", Warnings.c_str());
@@ -172,6 +179,7 @@ Executor::DeviceState *Executor::deviceOrCreate(int Device) {
   if (DeviceState *D = device(Device))
     return D;
   auto *D = new DeviceState(Back, Device);
+  D->KernelsWaitForTheirPrefetches = Config.KernelsWaitForTheirPrefetches;
   loadPlanFor(*D);
   Devices[static_cast<size_t>(Device)].store(D, std::memory_order_release);
   return D;

@@ -82,7 +82,7 @@ void Executor::launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids,
       if (!D->Plan->AfterLaunch[Q].empty())
         D->Pending.push_back({Q, std::this_thread::get_id()});
     }
-    issueBefore(Back, *D, Pos);
+    issueBefore(Back, *D, Pos, Stream);
     if (!D->Plan->AfterLaunch[Pos].empty())
       D->Pending.push_back({Pos, std::this_thread::get_id()});
   }

@@ -4,6 +4,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cstdlib>
+
 using namespace deepum::executor;
 
 namespace {
@@ -78,6 +80,22 @@ TEST(ConfigTest, LogSetting) {
     EXPECT_EQ(parseLogSetting(Bad, Path, &Known), LogLevel::Warn) << Bad;
     EXPECT_FALSE(Known) << Bad;
   }
+}
+
+TEST(ConfigTest, KernelsWaitForTheirPrefetchesIsOffUnlessAsked) {
+  unsetenv("DEEPUM_KERNEL_WAITS_FOR_PREFETCH");
+  EXPECT_FALSE(ExecutorConfig::fromEnvironment().KernelsWaitForTheirPrefetches);
+  setenv("DEEPUM_KERNEL_WAITS_FOR_PREFETCH", "1", 1);
+  EXPECT_TRUE(ExecutorConfig::fromEnvironment().KernelsWaitForTheirPrefetches);
+  LogCapture::start();
+  setenv("DEEPUM_KERNEL_WAITS_FOR_PREFETCH", "yes", 1);
+  const bool Set = ExecutorConfig::fromEnvironment().KernelsWaitForTheirPrefetches;
+  std::string Lines = LogCapture::stop();
+  EXPECT_FALSE(Set);
+  EXPECT_NE(Lines.find("DEEPUM_KERNEL_WAITS_FOR_PREFETCH='yes' is neither 0 nor 1"),
+            std::string::npos)
+      << Lines;
+  unsetenv("DEEPUM_KERNEL_WAITS_FOR_PREFETCH");
 }
 
 TEST(ConfigTest, UnknownLogLevelIsWarnedAndWarnUsed) {

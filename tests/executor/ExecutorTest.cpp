@@ -385,6 +385,52 @@ TEST(ExecutorTest, APrefetchWithRoomBesideTheLeavingBlocksDoesNotWait) {
     EXPECT_FALSE(C.Kind == FakeCallKind::StreamWaitEvent && C.Stream == Calls[5].Stream);
 }
 
+/// Positions 10 and 11; at 11 two prefetches: block 1 for launch 11 itself
+/// and block 2 for a later one. Returns launch 11's hook calls.
+std::vector<FakeCall> ownAndLaterPrefetch(bool Wait) {
+  FakeBackend B;
+  ExecutorConfig C = noPlan();
+  C.KernelsWaitForTheirPrefetches = Wait;
+  Executor E(B, C);
+  PlanBuilder PB({10, 11, 12});
+  PB.chain(0, {0})
+      .chain(1, {1})
+      .chain(2, {2})
+      .action(v1::ACTION_KIND_PREFETCH, 1, 2 * kBlock, kBlock, 2) // later first, in the plan
+      .action(v1::ACTION_KIND_PREFETCH, 1, kBlock, kBlock, 1);
+  EXPECT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  B.launch(0, S1, 10);
+  B.clearCalls();
+  uint64_t Id = 11;
+  E.launchBegin(0, S1, &Id, 1);
+  std::vector<FakeCall> Calls = B.calls();
+  E.launchEnd(0, S1);
+  return Calls;
+}
+
+TEST(ExecutorTest, AKernelWaitsForItsOwnPrefetchesOnlyWhenAsked) {
+  // Asked: the kernel's own block goes first, alone, then the launching
+  // stream waits for it; the later block follows, not waited for.
+  auto Calls = ownAndLaterPrefetch(true);
+  ASSERT_EQ(Calls.size(), 4u);
+  EXPECT_EQ(Calls[0].Kind, FakeCallKind::Prefetch);
+  ASSERT_EQ(Calls[0].Ranges.size(), 1u);
+  const StreamHandle Action = Calls[0].Stream;
+  EXPECT_EQ(Calls[1].Kind, FakeCallKind::RecordEvent);
+  EXPECT_EQ(Calls[1].Stream, Action);
+  EXPECT_EQ(Calls[2].Kind, FakeCallKind::StreamWaitEvent);
+  EXPECT_EQ(Calls[2].Stream, S1);
+  EXPECT_EQ(Calls[2].Event, Calls[1].Event);
+  EXPECT_EQ(Calls[3].Kind, FakeCallKind::Prefetch);
+  ASSERT_EQ(Calls[3].Ranges.size(), 1u);
+  EXPECT_LT(Calls[0].Ranges[0].Address, Calls[3].Ranges[0].Address); // block 1, then block 2
+  // Not asked (the default): one call of both, and the kernel does not wait.
+  Calls = ownAndLaterPrefetch(false);
+  ASSERT_EQ(Calls.size(), 1u);
+  EXPECT_EQ(Calls[0].Kind, FakeCallKind::Prefetch);
+  EXPECT_EQ(Calls[0].Ranges.size(), 2u);
+}
+
 TEST(ExecutorTest, DiscardIsIssuedOnlyAfterTheLaunchIsEnqueued) {
   FakeBackend B;
   Executor E(B, noPlan());
@@ -657,6 +703,37 @@ TEST(ExecutorTest, AFetchOfABlockStillLeavingWaitsForItsReleaseWhateverTheRoom) 
   EXPECT_EQ(Wait.Kind, FakeCallKind::StreamWaitEvent);
   EXPECT_EQ(Wait.Stream, Fetch->Stream);
   EXPECT_EQ(Wait.Event, Mark.Event);
+}
+
+TEST(ExecutorTest, AKernelAskedToWaitWaitsForItsOwnFetchOnTheLateStream) {
+  // As above, the kernel at position 2 waiting for its own prefetches: the
+  // fetch of a block still leaving goes on the late stream, and the
+  // launching stream waits for an event recorded there after it.
+  FakeBackend B({.EventsCompleteAtOnce = false});
+  ExecutorConfig C = noPlan();
+  C.KernelsWaitForTheirPrefetches = true;
+  Executor E(B, C);
+  PlanBuilder PB({10, 11, 12});
+  PB.chain(0, {0})
+      .chain(2, {0})
+      .action(v1::ACTION_KIND_EVICT, 1, 0, kBlock, 0)
+      .action(v1::ACTION_KIND_PREFETCH, 2, 0, kBlock, 2);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 10 * kBlock));
+  B.launch(0, S1, 10);
+  B.launch(0, S1, 11);
+  B.clearCalls();
+  uint64_t Id = 12;
+  E.launchBegin(0, S1, &Id, 1);
+  const auto Calls = B.calls();
+  E.launchEnd(0, S1);
+  auto Fetch = firstCall(Calls, FakeCallKind::Prefetch, 0);
+  ASSERT_NE(Fetch, Calls.end());
+  ASSERT_GE(Calls.end() - Fetch, 3);
+  EXPECT_EQ((Fetch + 1)->Kind, FakeCallKind::RecordEvent);
+  EXPECT_EQ((Fetch + 1)->Stream, Fetch->Stream);
+  EXPECT_EQ((Fetch + 2)->Kind, FakeCallKind::StreamWaitEvent);
+  EXPECT_EQ((Fetch + 2)->Stream, S1);
+  EXPECT_EQ((Fetch + 2)->Event, (Fetch + 1)->Event);
 }
 
 TEST(ExecutorTest, MarksTheHostSeesCompleteAreNotWaitedFor) {

@@ -48,6 +48,12 @@ struct ExecutorConfig {
   std::map<int, uint64_t> BudgetBytes;
   /// Observe launches (off: a pure allocator).
   bool TrackLaunches = true;
+  /// A kernel waits (an event on its stream) for the prefetches the plan
+  /// issues at its own position, as deepum-plan and deepum-sim assume,
+  /// instead of running into the pages still in flight and faulting on them
+  /// (docs/results/gpu.md, finding 12). DEEPUM_KERNEL_WAITS_FOR_PREFETCH=1.
+  /// Off until a GPU has shown which is faster.
+  bool KernelsWaitForTheirPrefetches = false;
   CursorOptions Cursor;
 
   std::string planFor(int Device) const;

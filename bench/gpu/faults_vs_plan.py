@@ -18,7 +18,6 @@ Needs deepum.v1.profile_pb2 and plan_pb2 from the build tree
 """
 import collections
 import gzip
-import os
 import sys
 from pathlib import Path
 
@@ -26,13 +25,9 @@ BLOCK_SHIFT = 21  # 2 MiB
 
 
 def load_pb2():
-    root = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("DEEPUM_PROFILE_PB2_DIR"), root / "build" / "python" / "gen"):
-        if d and (Path(d) / "deepum" / "v1" / "plan_pb2.py").exists():
-            sys.path.insert(0, str(d))
-            break
-    from deepum.v1 import plan_pb2, profile_pb2  # noqa: E402
-    return plan_pb2, profile_pb2
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import pb2  # noqa: E402
+    return pb2.load("plan_pb2"), pb2.load("profile_pb2")
 
 
 def arena_base(profile, plan):

@@ -23,7 +23,6 @@ program, or another PyTorch naming).
 import gzip
 from array import array
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -31,14 +30,10 @@ from pathlib import Path
 
 
 def load_profile_module():
-    """deepum.v1.profile_pb2 from the build tree (DEEPUM_PROFILE_PB2_DIR or build/python/gen)."""
-    root = Path(__file__).resolve().parents[2]
-    for d in (os.environ.get("DEEPUM_PROFILE_PB2_DIR"), root / "build" / "python" / "gen"):
-        if d and (Path(d) / "deepum" / "v1" / "profile_pb2.py").exists():
-            sys.path.insert(0, str(d))
-            break
-    from deepum.v1 import profile_pb2  # noqa: E402
-    return profile_pb2
+    """deepum.v1.profile_pb2 from the build tree (bench/gpu/pb2.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import pb2  # noqa: E402
+    return pb2.load("profile_pb2")
 
 
 def demangle(names):

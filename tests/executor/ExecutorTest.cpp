@@ -670,23 +670,28 @@ TEST(ExecutorTest, SkippedPositionsStillIssueTheirActions) {
 
 namespace {
 
-TEST(ExecutorTest, AFetchOfABlockStillLeavingWaitsForItsReleaseWhateverTheRoom) {
-  // Block 0 is evicted before position 1 and fetched again for position 2,
-  // with room to spare. Migrations on two streams are not ordered, so the
-  // fetch waits for the eviction's mark: otherwise the write-back could run
-  // after it and send the block back to the host just before its use.
-  FakeBackend B({.EventsCompleteAtOnce = false});
-  Executor E(B, noPlan());
+/// Block 0 is evicted before position 1 and fetched again for position 2,
+/// with room to spare; launches 10 and 11 run. Returns launch 11's calls.
+std::vector<FakeCall> evictThenFetchAgain(FakeBackend &B, Executor &E) {
   PlanBuilder PB({10, 11, 12});
   PB.chain(0, {0})
       .chain(2, {0})
       .action(v1::ACTION_KIND_EVICT, 1, 0, kBlock, 0)
       .action(v1::ACTION_KIND_PREFETCH, 2, 0, kBlock, 2);
-  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 10 * kBlock));
+  EXPECT_TRUE(E.setPlan(0, PB.compiled(), 10 * kBlock));
   B.launch(0, S1, 10);
   B.clearCalls();
   B.launch(0, S1, 11);
-  const auto Evicted = B.calls();
+  return B.calls();
+}
+
+TEST(ExecutorTest, AFetchOfABlockStillLeavingWaitsForItsReleaseWhateverTheRoom) {
+  // Migrations on two streams are not ordered, so the fetch waits for the
+  // eviction's mark: otherwise the write-back could run after it and send
+  // the block back to the host just before its use.
+  FakeBackend B({.EventsCompleteAtOnce = false});
+  Executor E(B, noPlan());
+  const auto Evicted = evictThenFetchAgain(B, E);
   auto Evict = firstCall(Evicted, FakeCallKind::Prefetch, kHostLocation);
   ASSERT_NE(Evict, Evicted.end());
   ASSERT_NE(Evict + 1, Evicted.end());
@@ -713,14 +718,7 @@ TEST(ExecutorTest, AKernelAskedToWaitWaitsForItsOwnFetchOnTheLateStream) {
   ExecutorConfig C = noPlan();
   C.KernelsWaitForTheirPrefetches = true;
   Executor E(B, C);
-  PlanBuilder PB({10, 11, 12});
-  PB.chain(0, {0})
-      .chain(2, {0})
-      .action(v1::ACTION_KIND_EVICT, 1, 0, kBlock, 0)
-      .action(v1::ACTION_KIND_PREFETCH, 2, 0, kBlock, 2);
-  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 10 * kBlock));
-  B.launch(0, S1, 10);
-  B.launch(0, S1, 11);
+  evictThenFetchAgain(B, E);
   B.clearCalls();
   uint64_t Id = 12;
   E.launchBegin(0, S1, &Id, 1);

@@ -15,6 +15,10 @@
 //             names the library (dlopen; deepum_step marks each step), else from
 //             cudaMallocManaged. Prints the model's faults and time per step and
 //             libdeepum's stats; writes w1 then w2 (raw floats) to PARAMS.
+//             DEEPUM_TRAIN_GRADS_IN_FIRST_STEP=1: the gradients are allocated
+//             in the first step, each just after a scratch buffer of its size
+//             that the step frees (as PyTorch allocates gradients and
+//             optimizer state amid activations); the numbers do not change.
 // Prints one line per measure; exits 1 on a failed check.
 #include "deepum/deepum.h"
 #include "deepum/standin/Twin.h"
@@ -345,18 +349,27 @@ static int train(int argc, char **argv) {
   Sizes.push_back(size_t(DB) * C);          // t
   Sizes.push_back(1);                      // loss
   std::vector<float *> T(Sizes.size());
-  srand(7);
-  for (size_t i = 0; i < Sizes.size(); ++i) {
-    const size_t Bytes = Sizes[i] * sizeof(float);
+  auto allocate = [&](size_t Bytes) -> float * {
+    void *P = nullptr;
     if (Abi.malloc) {
-      T[i] = static_cast<float *>(Abi.malloc(ssize_t(Bytes), 0, s));
-      if (!T[i]) {
+      P = Abi.malloc(ssize_t(Bytes), 0, s);
+      if (!P) {
         std::printf("FAIL deepum_malloc(%zu) returned NULL\n", Bytes);
-        return 1;
+        std::exit(1);
       }
     } else {
-      CHECK(cudaMallocManaged(reinterpret_cast<void **>(&T[i]), Bytes));
+      CHECK(cudaMallocManaged(&P, Bytes));
     }
+    return static_cast<float *>(P);
+  };
+  const char *Lazy = std::getenv("DEEPUM_TRAIN_GRADS_IN_FIRST_STEP");
+  const bool GradsInFirstStep = Lazy && std::strcmp(Lazy, "1") == 0;
+  auto isGrad = [&](size_t i) { return i > size_t(NL) && i <= size_t(2 * NL + 1); };
+  srand(7);
+  for (size_t i = 0; i < Sizes.size(); ++i) {
+    if (GradsInFirstStep && isGrad(i))
+      continue; // allocated in the first step
+    T[i] = allocate(Sizes[i] * sizeof(float));
     const bool Weight = i <= size_t(NL), Data = i + 3 >= Sizes.size() && i + 1 < Sizes.size();
     for (size_t j = 0; j < Sizes[i]; ++j)
       T[i][j] = Weight || Data ? (float(rand() % 2001) / 1000.0f - 1.0f) * (Weight ? 0.03f : 1.0f)
@@ -375,6 +388,18 @@ static int train(int argc, char **argv) {
   const bool OnStandIn = su::stats(Prev);
   for (int it = 0; it < Steps; ++it) {
     CHECK(cudaProfilerStart());
+    if (GradsInFirstStep && it == 0)
+      for (size_t i = 0; i < Sizes.size(); ++i)
+        if (isGrad(i)) {
+          const size_t Bytes = Sizes[i] * sizeof(float);
+          float *Scratch = allocate(Bytes);
+          T[i] = allocate(Bytes);
+          std::memset(T[i], 0, Bytes);
+          if (Abi.free)
+            Abi.free(Scratch, ssize_t(Bytes), 0, s);
+          else
+            CHECK(cudaFree(Scratch));
+        }
     deepStep(N, s);
     CHECK(cudaStreamSynchronize(s));
     CHECK(cudaProfilerStop());

@@ -158,4 +158,24 @@ assert slim["migrations"] == {} and slim["kernels"] == full["kernels"], slim
 PY
   check ok "--drop-migrations: no migration records in the copy, kernels and the summary kept" ||
   check FAIL "--drop-migrations: no migration records in the copy, kernels and the summary kept"
+# What the program keeps from its first step, allocated amid transient
+# buffers of the same sizes (DEEPUM_TRAIN_GRADS_IN_FIRST_STEP): recorded
+# through libdeepum's allocator, whose call counts the profile keeps, the
+# plan places every gradient by its call, so no placement is missed.
+first_env=(DEEPUM_TRAIN_LIBDEEPUM="$libdeepum" DEEPUM_TRAIN_GRADS_IN_FIRST_STEP=1)
+env DEEPUM_STANDIN_GPU_MEMORY=1GiB "${first_env[@]}" "$tools/deepum-profile" \
+  --injection-library "$inj" --mode access-set --iterations 3 -o "$out/first.pb" -- \
+  "$ts" train 3 "$out/first-profiled.bin" > "$out/first-profile.log" 2>&1 ||
+  { cat "$out/first-profile.log"; exit 1; }
+"$tools/deepum-plan" "$out/first.pb" -o "$out/first.plan.pb" --gpu-memory "$cap" \
+  --device-model h100-pcie > "$out/first-plan.log" 2>&1 || { cat "$out/first-plan.log"; exit 1; }
+env DEEPUM_STANDIN_GPU_MEMORY="$cap" "${first_env[@]}" DEEPUM_PLAN="$out/first.plan.pb" \
+  DEEPUM_GPU_MEMORY="$cap" "$ts" train $steps "$out/first.bin" > "$out/first.log" 2>&1
+read -r placements misses < <(awk '$1 == "deepum" && $2 == "launches" {
+    for (i = 2; i < NF; ++i) { if ($i == "placements") p = $(i + 1); if ($i == "misses") m = $(i + 1) }
+    print p + 0, m + 0 }' "$out/first.log")
+awk -v p="$placements" -v m="$misses" 'BEGIN { exit !(p > 0 && m == 0) }' &&
+  cmp -s "$out/plain.bin" "$out/first.bin" &&
+  check ok "gradients allocated in the first step amid same-size buffers: $placements placed, $misses missed, parameters bit-identical" ||
+  check FAIL "gradients allocated in the first step amid same-size buffers: $placements placed, $misses missed (see $out/first.log)"
 exit $fail

@@ -217,7 +217,7 @@ void stampBlocks(Executor::DeviceState &D, uint64_t Off, uint64_t Bytes, uint64_
 
 /// Prefetches and advice of one position, before its launch runs.
 void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
-                         StreamHandle Launch) {
+                         std::optional<StreamHandle> Launch) {
   const CompiledPlan &P = *D.Plan;
   // The plan's issue order within a position: ADVISE, DISCARD, EVICT,
   // PREFETCH (room is made before it is used).
@@ -244,15 +244,21 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   const auto &Actions = P.BeforeLaunch[Pos];
   std::vector<DeviceState::PrefetchRange> &Ranges = D.Prefetches;
   Ranges.clear();
+  // When the kernel waits for its own prefetches (those due at its position),
+  // they go first, in calls of their own, so that it waits for none issued
+  // here for a later kernel (it does wait for what their streams held
+  // before); their blocks are counted first too (the room each range needs).
+  const bool Wait = Launch && D.KernelsWaitForTheirPrefetches;
   uint64_t Incoming = 0;
-  for (const PlanAction &A : Actions)
-    if (A.Kind == PlanActionKind::Prefetch)
-      for (const MemRange &R : A.Ranges) {
-        const uint64_t Before = Incoming;
-        stampBlocks(D, R.Address, R.Bytes, Incoming);
-        if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
-          Ranges.push_back({Pages, R, Incoming - Before, A.DuePosition == Pos});
-      }
+  for (int Pass = Wait ? 0 : 1; Pass < 2; ++Pass)
+    for (const PlanAction &A : Actions)
+      if (A.Kind == PlanActionKind::Prefetch && (!Wait || (A.DuePosition == Pos) == (Pass == 0)))
+        for (const MemRange &R : A.Ranges) {
+          const uint64_t Before = Incoming;
+          stampBlocks(D, R.Address, R.Bytes, Incoming);
+          if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+            Ranges.push_back({Pages, R, Incoming - Before, A.DuePosition == Pos});
+        }
   for (uint32_t B : P.PositionBlocks[Pos])
     stampBlocks(D, uint64_t{B} * BB, BB, Incoming);
   if (Incoming)
@@ -265,12 +271,6 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
     D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
   if (Ranges.empty())
     return;
-  // When the kernel waits for its own prefetches, they go first and in calls
-  // of their own, so that it waits for nothing else.
-  const bool Wait = Launch && D.KernelsWaitForTheirPrefetches;
-  if (Wait)
-    std::stable_partition(Ranges.begin(), Ranges.end(),
-                          [](const DeviceState::PrefetchRange &R) { return R.DueNow; });
   // Room first, as far as each range needs it: the ranges go in calls that
   // start once enough of the releases issued before them have ended (a call
   // of all of them when the room is there). A range holding blocks whose own
@@ -295,16 +295,21 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
     }
     Rs.clear();
   };
-  // The launching stream waits for what was issued on `Stream` so far.
+  // The launching stream waits for what was issued on `Stream` so far: the
+  // kernel's own prefetches and whatever that stream holds before them.
   auto LaunchWaits = [&](StreamHandle Stream, EventHandle &E) {
-    if (!E && !Back.createEvent(D.Device, &E).ok()) {
-      E = 0;
-      return;
+    if (!E) {
+      BackendStatus Made = Back.createEvent(D.Device, &E);
+      noteError(D, Made);
+      if (!Made.ok()) {
+        E = 0;
+        return;
+      }
     }
     BackendStatus S = Back.recordEvent(D.Device, E, Stream);
     noteError(D, S);
     if (S.ok())
-      noteError(D, Back.streamWaitEvent(D.Device, Launch, E));
+      noteError(D, Back.streamWaitEvent(D.Device, *Launch, E));
   };
   const uint64_t Limit = roomBlocks(D);
   dropDoneMarks(Back, D);

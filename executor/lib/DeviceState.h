@@ -229,8 +229,9 @@ void waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied);
 /// Advice, releases of earlier data and prefetches of one position, before
 /// its launch runs. LaunchMu held.
 /// The actions before the launch at Pos; `Launch`, the stream it is enqueued
-/// on when Pos is the launch itself (0 for a position the program skipped).
-void issueBefore(Backend &Back, DeviceState &D, uint32_t Pos, StreamHandle Launch = 0);
+/// on when Pos is the launch itself (none for a position the program skipped).
+void issueBefore(Backend &Back, DeviceState &D, uint32_t Pos,
+                 std::optional<StreamHandle> Launch = std::nullopt);
 /// Evictions and discards (arena ranges); takes AllocMu. LaunchMu held.
 void issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Evict,
                  const std::vector<MemRange> &DiscardIn);

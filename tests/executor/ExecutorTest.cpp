@@ -431,6 +431,31 @@ TEST(ExecutorTest, AKernelWaitsForItsOwnPrefetchesOnlyWhenAsked) {
   EXPECT_EQ(Calls[0].Ranges.size(), 2u);
 }
 
+TEST(ExecutorTest, AKernelOnTheDefaultStreamWaitsForItsOwnPrefetchesToo) {
+  // Every prefetch of the position is the kernel's own, and the kernel is on
+  // stream 0 (PyTorch's default): one call, then the default stream waits.
+  FakeBackend B;
+  ExecutorConfig C = noPlan();
+  C.KernelsWaitForTheirPrefetches = true;
+  Executor E(B, C);
+  PlanBuilder PB({10, 11});
+  PB.chain(0, {0}).chain(1, {1}).action(v1::ACTION_KIND_PREFETCH, 1, kBlock, kBlock, 1);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  B.launch(0, 0, 10);
+  B.clearCalls();
+  uint64_t Id = 11;
+  E.launchBegin(0, 0, &Id, 1);
+  const auto Calls = B.calls();
+  E.launchEnd(0, 0);
+  ASSERT_EQ(Calls.size(), 3u);
+  EXPECT_EQ(Calls[0].Kind, FakeCallKind::Prefetch);
+  EXPECT_EQ(Calls[1].Kind, FakeCallKind::RecordEvent);
+  EXPECT_EQ(Calls[1].Stream, Calls[0].Stream);
+  EXPECT_EQ(Calls[2].Kind, FakeCallKind::StreamWaitEvent);
+  EXPECT_EQ(Calls[2].Stream, StreamHandle{0});
+  EXPECT_EQ(Calls[2].Event, Calls[1].Event);
+}
+
 TEST(ExecutorTest, DiscardIsIssuedOnlyAfterTheLaunchIsEnqueued) {
   FakeBackend B;
   Executor E(B, noPlan());

@@ -6,8 +6,9 @@
 #                                     libdeepum under PyTorch
 #   bench/gpu/run.sh model resnet50   profile; plan there at the full and half footprint; replays
 #   bench/gpu/run.sh model gpt2
-#   bench/gpu/run.sh lease            all of it in one call, most important first, for a
-#                                     lease of 15 minutes of device time
+#   bench/gpu/run.sh lease, lease2    a lease of 15 minutes of device time in two calls,
+#                                     most important first (the second continues the
+#                                     first's folder: DEEPUM_GPU_WORK)
 #   bench/gpu/run.sh only STEP...     chosen steps again, e.g. 'gpu_tests 60' 'model resnet50'
 # And here, without a GPU (CI runs it):
 #   bench/gpu/run.sh --dry-run        pack (incremental), size, relocation, planning a shipped
@@ -320,7 +321,9 @@ model() {
   # access-set: the GPU has room, so a natural profile would see no fault
   # after the first step; this one sees every block each kernel touches.
   local iterations=${DEEPUM_GPU_PROFILE_ITERATIONS:-3}
-  step "$name.profile" 240 "$g/bin/deepum-profile" --mode access-set --skip 1 \
+  # GPT-2 medium's one access-set iteration took 125 s on an H100, the step
+  # before it 90 s, and the process's start 25 s.
+  step "$name.profile" "${DEEPUM_GPU_PROFILE_SECONDS:-240}" "$g/bin/deepum-profile" --mode access-set --skip 1 \
     --iterations "$iterations" -o "$work/$name.profile.pb.gz" -- "$py" "${script[@]}" \
     --steps $((iterations + 2)) || return 1
   step "$name.inspect" 60 "$g/bin/deepum-inspect" --json "$work/$name.profile.pb.gz"
@@ -397,11 +400,12 @@ baselines() {
 }
 
 # A profile (natural) of the run replaying model NAME's WHICH plan at its
-# budget: its demand faults and migrations per steady-state iteration.
+# budget: its demand faults and migrations per steady-state iteration. Its
+# files are named after LABEL (default WHICH).
 # deepum-profile keeps a plan out of the process it starts, so `env` hands the
 # plan to the script.
 replay_profile() {
-  local name=$1 which=$2 budget
+  local name=$1 which=$2 label=${3:-$2} budget
   local -a script
   model_script "$name" || return 2
   [[ -s $work/$name.$which.plan.pb ]] || return 1
@@ -409,13 +413,13 @@ replay_profile() {
   # Demand paging takes seconds a step: two iterations of it.
   local iterations=3
   [[ $which == demand ]] && iterations=2
-  DEEPUM_STATS="$work/$name.replay-$which.stats.json" step "$name.replay-profile-$which" 180 \
+  DEEPUM_STATS="$work/$name.replay-$label.stats.json" step "$name.replay-profile-$label" 180 \
     "$g/bin/deepum-profile" --skip 2 --iterations "$iterations" \
-    -o "$work/$name.replay-$which.profile.pb.gz" -- \
+    -o "$work/$name.replay-$label.profile.pb.gz" -- \
     env DEEPUM_PLAN_TEMPLATE="$work/$name.$which.plan.pb" DEEPUM_GPU_MEMORY="$budget" \
     DEEPUM_STRICT=1 "$py" "${script[@]}" --steps $((iterations + 4)) &&
-    step "$name.replay-inspect-$which" 60 "$g/bin/deepum-inspect" --json \
-      "$work/$name.replay-$which.profile.pb.gz"
+    step "$name.replay-inspect-$label" 60 "$g/bin/deepum-inspect" --json \
+      "$work/$name.replay-$label.profile.pb.gz"
 }
 
 # The kernel durations of model NAME alone (deepum-profile --mode kernels: no
@@ -470,26 +474,43 @@ replay_plan() {
     "$py" -m deepum.run --plan "$plan" --gpu-memory "$budget" -- "$py" "${script[@]}" --steps "$steps"
 }
 
-# Everything in one call, for a lease of 15 minutes of device time (the
-# machine's start included), most important first: the device, calibration,
-# the gpu-labelled tests, ResNet-50's model call with 50 steps a run,
-# profiles of the replays at half the footprint (plan and demand), the
-# bit-for-bit check, then GPT-2's model call while time is left. Steps past the deadline are listed
-# as not run.
+# A lease of 15 minutes of device time in two calls, most important first
+# (docs/results/gpu.md, "Next GPU lease"); the second, on the warm machine,
+# goes on in the first's folder (DEEPUM_GPU_WORK):
+#   lease   the device, calibration, the gpu-labelled tests; GPT-2 medium
+#           profiled again (one access-set iteration: its plans place what the
+#           first step keeps by call), planned, and run at both budgets
+#           (PyTorch and no plan were measured twice: not again).
+#   lease2  profiles of GPT-2's replays (plan and demand paging at half);
+#           ResNet-50's half plan (from tests/data's profile) with and without
+#           the kernel waiting for its own prefetches, each with a replay
+#           profile; the bit-for-bit check.
 lease() {
   local device
   device_info
   device=$(device_model)
   calibrate "$device"
   gpu_tests 60
-  # Two access-set iterations: each takes about 35 s for ResNet-50 at batch 64 on an H100.
-  DEEPUM_GPU_STEPS=${DEEPUM_GPU_STEPS:-50} \
-    DEEPUM_GPU_PROFILE_ITERATIONS=${DEEPUM_GPU_PROFILE_ITERATIONS:-2} model resnet50
-  replay_profile resnet50 half
-  replay_profile resnet50 demand
-  gpu_pytorch
-  DEEPUM_GPU_STEPS=${DEEPUM_GPU_STEPS:-30} model gpt2
+  DEEPUM_GPU_BASELINES=0 DEEPUM_GPU_STEPS=${DEEPUM_GPU_STEPS:-20} \
+    DEEPUM_GPU_PROFILE_ITERATIONS=1 DEEPUM_GPU_PROFILE_SECONDS=330 \
+    DEEPUM_GPU_DEMAND_STEPS=${DEEPUM_GPU_DEMAND_STEPS:-3} model gpt2
+}
+lease2() {
+  local root
+  root=$(cd "$g/.." && pwd)
   replay_profile gpt2 half
+  kernels_profile resnet50
+  plan_model resnet50 "$root/tests/data/h100-resnet50-b64.profile.pb.gz"
+  run_plans resnet50 30 half
+  replay_profile resnet50 half
+  # The same plan, the kernel waiting for its own prefetches.
+  if [[ -s $work/resnet50.half.plan.pb ]]; then
+    DEEPUM_KERNEL_WAITS_FOR_PREFETCH=1 replay_plan resnet50 half-waiting \
+      "$work/resnet50.half.plan.pb" "$(cat "$work/resnet50.half.budget")" 30
+    DEEPUM_KERNEL_WAITS_FOR_PREFETCH=1 replay_profile resnet50 half half-waiting
+  fi
+  replay_profile gpt2 demand
+  gpu_pytorch
 }
 
 # A rerun of chosen steps, in order, each a function and its arguments:
@@ -600,7 +621,7 @@ case "${1:-}" in
   dry_run
   exit $?
   ;;
-smoke | model | lease | only)
+smoke | model | lease | lease2 | only)
   if [[ $1 == model && ${2:-} != resnet50 && ${2:-} != gpt2 ]]; then
     echo "usage: bench/gpu/run.sh model resnet50|gpt2" >&2
     exit 2
@@ -621,12 +642,13 @@ smoke | model | lease | only)
   case $1 in
   smoke) smoke ;;
   lease) lease ;;
+  lease2) lease2 ;;
   only) shift && only "$@" ;;
   *) model "${2:-}" ;;
   esac
   ;;
 *)
-  echo "usage: bench/gpu/run.sh smoke | model resnet50|gpt2 | lease | only STEP... | --dry-run" >&2
+  echo "usage: bench/gpu/run.sh smoke | model resnet50|gpt2 | lease | lease2 | only STEP... | --dry-run" >&2
   exit 2
   ;;
 esac

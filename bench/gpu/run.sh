@@ -84,6 +84,11 @@ find_cupti() {
   echo "$g/lib/cupti"
 }
 
+# PATH as is when absolute, else relative to the bundle's root.
+in_bundle() {
+  if [[ $1 == /* ]]; then echo "$1"; else echo "$g/$1"; fi
+}
+
 # deepum-sim's footprint (2 MiB blocks the steady-state iteration touches),
 # divided by RATIO: the budget a plan is compiled for.
 budget_for() {
@@ -370,7 +375,7 @@ run_plans() {
 # has them.
 plan_model() {
   local name=$1 profile=$2 natural=""
-  [[ $profile == /* ]] || profile="$g/$profile"
+  profile=$(in_bundle "$profile")
   [[ -s $work/$name.kernels.pb.gz ]] && natural="$work/$name.kernels.pb.gz"
   plan_profile "$name" "$profile" "$(device_model)" "$natural"
 }
@@ -380,7 +385,7 @@ plan_model() {
 # where run_plans and replay_profile find a model call's own.
 use_plan() {
   local name=$1 which=$2 plan=$3 budget=$4
-  [[ $plan == /* ]] || plan="$g/$plan"
+  plan=$(in_bundle "$plan")
   [[ -s $plan && $budget =~ ^[0-9]+$ ]] || {
     say "use_plan: no plan at $plan, or budget '$budget' is not a number of bytes"
     return 1
@@ -442,7 +447,7 @@ replan() {
   local -a devfile compute=()
   device=$(device_model)
   device_file
-  [[ $profile == /* ]] || profile="$g/$profile"
+  profile=$(in_bundle "$profile")
   [[ -s $work/$name.kernels.pb.gz ]] && compute=(--compute-from "$work/$name.kernels.pb.gz")
   echo "$budget" >"$work/$name.replan.budget"
   step "$name.plan-replan" 120 "$g/bin/deepum-plan" "$profile" "${compute[@]}" \
@@ -469,7 +474,7 @@ replay_plan() {
   local name=$1 label=$2 plan=$3 budget=$4 steps=${5:-20}
   local -a script
   model_script "$name" || return 2
-  [[ $plan == /* ]] || plan="$g/$plan"
+  plan=$(in_bundle "$plan")
   DEEPUM_STATS="$work/$name.$label.stats.json" DEEPUM_LOG=info train_step "$name.$label" 150 \
     "$py" -m deepum.run --plan "$plan" --gpu-memory "$budget" -- "$py" "${script[@]}" --steps "$steps"
 }

@@ -93,8 +93,13 @@ def main(argv):
         return 2
     tools = Path(argv[0])
     results = Path(argv[1] if len(argv) == 2 else "bench/gpu/results/2026-11-27-h100")
-    tmp = tempfile.TemporaryDirectory()
-    torch_times = str(Path(tmp.name) / "resnet50.torch-durations.pb.gz")
+    with tempfile.TemporaryDirectory() as tmp:
+        return report(tools, results, Path(tmp))
+
+
+def report(tools, results, tmp):
+    """Prints the table and the plans of today; TMP holds the files made on the way."""
+    torch_times = str(tmp / "resnet50.torch-durations.pb.gz")
     subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "torch_durations.py"),
                     RESNET[1], str(results / RESNET_TORCH_TIMES), torch_times], check=True,
                    capture_output=True, text=True)
@@ -113,20 +118,18 @@ def main(argv):
             torch_cols = f"{t_ms:.1f} | " + " / ".join(f"{t_ms / m:.2f}" for m, _ in meds)
         print(f"| {label} | {budget / 1e9:.2f} | {sim_ms:.1f} | "
               f"{' / '.join(f'{m:.1f}{mark}' for m, mark in meds)} | {ratio} | {torch_cols} |")
-    tmp.cleanup()
     # What deepum-plan makes today for each model's half budget, and its prediction.
     for name, profile, budget_file in (("ResNet-50", RESNET, "call3/resnet50.half.budget"),
                                        ("GPT-2 medium", GPT2, "call10/gpt2.half.budget")):
         budget = int((results / budget_file).read_text())
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "half.plan.pb"
-            summary = subprocess.run(
-                [str(tools / "deepum-plan"), profile[0], "--compute-from", profile[1],
-                 "--device", "h100-sxm", "--gpu-memory", str(budget), "-o", str(out)],
-                check=True, capture_output=True, text=True)
-            lines = (summary.stdout + summary.stderr).splitlines()
-            per = next(line for line in lines if line.startswith("per iteration"))
-            sim_ms, faults = simulate(tools, out, budget, profile)
+        out = tmp / "half.plan.pb"
+        summary = subprocess.run(
+            [str(tools / "deepum-plan"), profile[0], "--compute-from", profile[1],
+             "--device", "h100-sxm", "--gpu-memory", str(budget), "-o", str(out)],
+            check=True, capture_output=True, text=True)
+        lines = (summary.stdout + summary.stderr).splitlines()
+        per = next(line for line in lines if line.startswith("per iteration"))
+        sim_ms, faults = simulate(tools, out, budget, profile)
         print(f"\ndeepum-plan today, {name}, same profile and budget: {per}; simulated "
               f"{sim_ms:.1f} ms, {faults:.0f} demand faults")
     print("\n* fewer steps than the warm-up: the median of the steps after the first.")

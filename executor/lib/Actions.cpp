@@ -33,6 +33,16 @@ void detail::noteError(Executor::DeviceState &D, const BackendStatus &S) {
                   D.Device, S.Call, S.Message.c_str());
 }
 
+bool detail::ensureEvent(Backend &Back, Executor::DeviceState &D, EventHandle &E) {
+  if (E)
+    return true;
+  BackendStatus S = Back.createEvent(D.Device, &E);
+  noteError(D, S);
+  if (!S.ok())
+    E = 0;
+  return E != 0;
+}
+
 uint64_t detail::rangeBytes(const std::vector<MemRange> &Rs) {
   uint64_t B = 0;
   for (const MemRange &R : Rs)
@@ -76,14 +86,8 @@ MemRange pagesInside(const Executor::DeviceState &D, const MemRange &R) {
 /// overtakes a kernel still using the data).
 void detail::orderAfterCompute(Backend &Back, Executor::DeviceState &D) {
   for (StreamClock &C : D.ComputeClocks) {
-    if (!C.Dirty)
+    if (!C.Dirty || !ensureEvent(Back, D, C.Event))
       continue;
-    if (!C.Event) {
-      BackendStatus S = Back.createEvent(D.Device, &C.Event);
-      noteError(D, S);
-      if (!S.ok())
-        continue;
-    }
     BackendStatus S = Back.recordEvent(D.Device, C.Event, C.Stream);
     noteError(D, S);
     if (S.ok()) {
@@ -153,13 +157,8 @@ void detail::markRelease(Backend &Back, DeviceState &D, StreamHandle Stream) {
   if (!D.SpareEvents.empty()) {
     E = D.SpareEvents.back();
     D.SpareEvents.pop_back();
-  } else {
-    BackendStatus S = Back.createEvent(D.Device, &E);
-    noteError(D, S);
-    if (!S.ok())
-      E = 0;
   }
-  if (E) {
+  if (ensureEvent(Back, D, E)) {
     BackendStatus S = Back.recordEvent(D.Device, E, Stream);
     noteError(D, S);
     if (!S.ok()) {
@@ -298,14 +297,8 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   // The launching stream waits for what was issued on `Stream` so far: the
   // kernel's own prefetches and whatever that stream holds before them.
   auto LaunchWaits = [&](StreamHandle Stream, EventHandle &E) {
-    if (!E) {
-      BackendStatus Made = Back.createEvent(D.Device, &E);
-      noteError(D, Made);
-      if (!Made.ok()) {
-        E = 0;
-        return;
-      }
-    }
+    if (!ensureEvent(Back, D, E))
+      return;
     BackendStatus S = Back.recordEvent(D.Device, E, Stream);
     noteError(D, S);
     if (S.ok())
@@ -318,12 +311,12 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   std::vector<EventHandle> &LateWaits = D.LateWaits;
   LateWaits.clear();
   size_t LateDueNow = 0; // the first ranges of Late: the kernel's own
-  bool DueOnAction = false;
-  for (size_t I = 0; I < Ranges.size(); ++I) {
-    const DeviceState::PrefetchRange &R = Ranges[I];
-    if (Wait && !R.DueNow && (I == 0 || Ranges[I - 1].DueNow) && DueOnAction) {
+  bool DueOnAction = false; // the kernel's own on the prefetch stream, not yet waited for
+  for (const DeviceState::PrefetchRange &R : Ranges) {
+    if (Wait && !R.DueNow && DueOnAction) {
       Issue(Piece, D.ActionStream); // the kernel's own, then its wait
       LaunchWaits(D.ActionStream, D.DueEvent);
+      DueOnAction = false;
     }
     Occupied += R.Blocks;
     bool Leaving = false;
@@ -347,9 +340,8 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
     Piece.push_back(R.Pages);
     DueOnAction |= R.DueNow;
   }
-  const bool AllDueNow = Ranges.back().DueNow;
   Issue(Piece, D.ActionStream);
-  if (Wait && AllDueNow && DueOnAction)
+  if (Wait && DueOnAction) // every range was the kernel's own
     LaunchWaits(D.ActionStream, D.DueEvent);
   if (!Late.empty()) {
     // The late stream also keeps the room rule: it follows the prefetch stream.
@@ -466,9 +458,7 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
   }
   // New owners of these ranges wait for this event (see tryPlace).
   D.DiscardsInFlight.fetch_add(1, std::memory_order_release);
-  if (!D.DiscardEvent)
-    noteError(D, Back.createEvent(D.Device, &D.DiscardEvent));
-  if (D.DiscardEvent)
+  if (ensureEvent(Back, D, D.DiscardEvent))
     noteError(D, Back.recordEvent(D.Device, D.DiscardEvent, D.DiscardStream));
 }
 

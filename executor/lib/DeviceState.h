@@ -208,6 +208,9 @@ StreamClock &clockFor(std::vector<StreamClock> &Clocks, StreamHandle S);
 // Actions.cpp
 /// Counts a failed backend call and logs the first.
 void noteError(DeviceState &D, const BackendStatus &S);
+/// Creates event `E` when it is 0 (a failure counted, `E` left 0); whether
+/// there is one.
+bool ensureEvent(Backend &Back, DeviceState &D, EventHandle &E);
 uint64_t rangeBytes(const std::vector<MemRange> &Rs);
 /// The address range of arena range `R` for a prefetch or an eviction: every
 /// page it touches, within the arena's allocation.

@@ -281,7 +281,7 @@ void TraceBuilder::assignSequences() {
   DenseSet<uint64_t> Calls;
   bool ByCall = true;
   for (const PlannedAllocation &PA : T.Allocations)
-    if (PA.Persistent && (PA.CallIndex == 0 || PA.CallIndex >= (uint64_t{1} << 62) ||
+    if (PA.Persistent && (PA.CallIndex == 0 || PA.CallIndex >= format::kCallIndexLimit ||
                           !Calls.insert(PA.CallIndex).second))
       ByCall = false;
   if (!ByCall)

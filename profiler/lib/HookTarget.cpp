@@ -8,13 +8,12 @@ namespace {
 
 std::atomic<HookTarget *> Target{nullptr};
 
-void hookAlloc(const void *Ptr, uint64_t Bytes, uint64_t Stream) {
-  if (HookTarget *T = Target.load(std::memory_order_acquire))
-    T->allocation(Ptr, Bytes, Stream, 0);
-}
 void hookAllocCall(const void *Ptr, uint64_t Bytes, uint64_t Stream, uint64_t Call) {
   if (HookTarget *T = Target.load(std::memory_order_acquire))
     T->allocation(Ptr, Bytes, Stream, Call);
+}
+void hookAlloc(const void *Ptr, uint64_t Bytes, uint64_t Stream) {
+  hookAllocCall(Ptr, Bytes, Stream, 0); // version 1: no call count
 }
 void hookFree(const void *Ptr) {
   if (HookTarget *T = Target.load(std::memory_order_acquire))

@@ -206,7 +206,7 @@ std::string checkRawPlan(const RawPlan &P) {
       return "placement for allocation " + num(Pl.Sequence) +
              " has a call index but is not persistent (only allocations made before the "
              "reference iteration are placed by call)";
-    if (Pl.CallIndex >= (uint64_t{1} << 62))
+    if (Pl.CallIndex >= kCallIndexLimit)
       return "placement for allocation " + num(Pl.Sequence) + " has call index " +
              num(Pl.CallIndex) + ", beyond any process's allocation calls";
     if (Pl.CallIndex != 0 && !Calls.insert(Pl.CallIndex).second)

@@ -57,6 +57,10 @@ struct RawRange {
   bool operator==(const RawRange &) const = default;
 };
 
+/// Call indices (Placement.call_index) lie below this: beyond any process's
+/// allocation calls, and one past the largest cannot wrap.
+inline constexpr uint64_t kCallIndexLimit = uint64_t{1} << 62;
+
 /// The fields of deepum.v1.Plan that are checked or used, with the proto's
 /// numeric enum values; repeated fields in file order.
 struct RawPlan {

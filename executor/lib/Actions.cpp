@@ -15,6 +15,7 @@
 #include "DeviceState.h"
 
 #include "deepum/executor/Log.h"
+#include "deepum/format/PlanWire.h"
 
 #include <algorithm>
 #include <mutex>
@@ -430,12 +431,9 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
   };
   D.Ranges.clear();
   D.Leaving.clear();
-  for (const MemRange &R : Evict) {
-    MarkGone(R);
-    if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
-      D.Ranges.push_back(Pages);
-  }
-  if (!D.Ranges.empty()) {
+  auto IssueEvictions = [&] {
+    if (D.Ranges.empty())
+      return;
     BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
     noteError(D, S);
     markRelease(Back, D, D.ReleaseStream);
@@ -443,7 +441,21 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
       bump(D.C.EvictBatches);
       bump(D.C.EvictBytes, rangeBytes(D.Ranges));
     }
-  }
+    D.Ranges.clear();
+  };
+  const uint64_t Chunk = format::kEvictionCallBlocks * BB;
+  for (const MemRange &Whole : Evict)
+    for (uint64_t Off = Whole.Address, End = Whole.Address + Whole.Bytes; Off < End;) {
+      const uint64_t Cut = std::min(End, (Off / Chunk + 1) * Chunk);
+      MemRange R{Off, Cut - Off};
+      Off = Cut;
+      MarkGone(R);
+      if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+        D.Ranges.push_back(Pages);
+      if (D.Leaving.size() >= format::kEvictionCallBlocks)
+        IssueEvictions();
+    }
+  IssueEvictions();
   if (DiscardPages.empty())
     return;
   D.Leaving.clear();

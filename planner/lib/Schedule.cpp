@@ -25,6 +25,8 @@
 
 #include "Internal.h"
 
+#include "deepum/format/PlanWire.h"
+
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
@@ -443,13 +445,15 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
   const double BlockUs = M.transferUs(T.BlockBytes), WriteBackUs = M.writeBackUs(T.BlockBytes);
   auto At = [&](uint32_t P) { return Table.at(P); };
   // Host time of each position's API calls, charged before its transfers are
-  // issued and its kernel launched: one batch call per kind present, plus
-  // each range after the first (runs of consecutive blocks, in issue order),
-  // as deepum-sim charges a plan. Advice is not charged.
+  // issued and its kernel launched: one batch call per kind present (the
+  // evictions one per format::kEvictionCallBlocks blocks, as libdeepum
+  // issues them), plus each range after the first (runs of consecutive
+  // blocks, in issue order), as deepum-sim charges a plan. Advice is not
+  // charged.
   std::vector<double> CallUs(N, 0);
   for (uint32_t P = 0; P < N; ++P)
     for (ActionKind Kind : {ACTION_KIND_EVICT, ACTION_KIND_DISCARD, ACTION_KIND_PREFETCH}) {
-      uint64_t Ranges = 0, Prev = 0;
+      uint64_t Ranges = 0, Prev = 0, Blocks = 0;
       for (const BlockRun &R : At(P)) {
         if (R.Kind != Kind)
           continue;
@@ -457,9 +461,14 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
           Ranges += Ranges == 0 || B != Prev + 1;
           Prev = B;
         }
+        Blocks += R.End - R.First;
       }
+      const uint64_t Calls =
+          Kind == ACTION_KIND_EVICT
+              ? (Blocks + format::kEvictionCallBlocks - 1) / format::kEvictionCallBlocks
+              : 1;
       if (Ranges)
-        CallUs[P] += std::max(0.0, M.TransferCallUs) +
+        CallUs[P] += static_cast<double>(Calls) * std::max(0.0, M.TransferCallUs) +
                      static_cast<double>(Ranges - 1) * std::max(0.0, M.TransferRangeUs);
     }
   // Every block starts with contents on the host (parameters, inputs the
@@ -469,6 +478,10 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
   // before it is done faults on them (as deepum-sim charges it).
   std::vector<uint8_t> Populating(NB, 0);
   std::vector<double> Arrival(NB, 0), BusyUntil(NB, 0);
+  // When the block's last eviction or discard ends: it comes back no earlier
+  // (the host holds its contents only once the write-back is done; the
+  // executor issues such a fetch after that release's event).
+  std::vector<double> LeftAt(NB, 0);
   // Memory of evicted blocks is released when their write-back (or last
   // kernel) completes.
   std::priority_queue<double, std::vector<double>, std::greater<>> Pending;
@@ -509,6 +522,7 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
             else
               HostValid[B] = Valid[B] ? 1 : HostValid[B];
             Resident[B] = 0;
+            LeftAt[B] = Done;
             Pending.push(Done);
           } else if (R.Kind == ACTION_KIND_PREFETCH && !Resident[B]) {
             Release(Issue);
@@ -518,7 +532,7 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
               Pending.pop();
               --Used;
             }
-            double Ready = Room, Done = Ready;
+            double Ready = std::max(Room, LeftAt[B]), Done = Ready;
             if (Valid[B] && HostValid[B]) {
               Done = std::max(Ready, H2DFree) + BlockUs;
               H2DFree = Done;
@@ -549,7 +563,7 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
             Pending.pop();
             --Used;
           }
-          double Done = Start + M.FaultBatchLatencyUs;
+          double Done = std::max(Start, LeftAt[B]) + M.FaultBatchLatencyUs;
           if (Valid[B] && HostValid[B])
             Done = std::max(Done, H2DFree) + BlockUs, H2DFree = Done;
           else if (!Valid[B])

@@ -4,6 +4,7 @@
 #include "deepum/format/Format.h"
 #include "deepum/format/Units.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -418,10 +419,10 @@ bool Engine::prefetchPages(uint32_t B, uint32_t Mask, bool RespectProtection) {
   int64_t UpTo = -1;
   if (RespectProtection)
     UpTo = Protect[B] == ProtectEpoch ? ProtectRank[B] : std::numeric_limits<int64_t>::max();
-  uint64_t RoomNs = makeRoom(pages(Missing), IssueNs, UpTo);
+  uint64_t RoomNs = makeRoom(pages(Missing), userNs(), UpTo);
   if (RoomNs == Never)
     return false;
-  fetch(B, Missing, IssueNs, RoomNs, Cause::User);
+  fetch(B, Missing, userNs(), RoomNs, Cause::User);
   Flags[B] |= FlPrefetched;
   return true;
 }
@@ -453,14 +454,14 @@ uint64_t Engine::preEvictTo(uint64_t FreeBytes) {
   return Evicted * PageBytes;
 }
 
-void Engine::evictPages(uint32_t B, uint32_t Mask) { evict(B, Mask, IssueNs, /*ByUser=*/true); }
+void Engine::evictPages(uint32_t B, uint32_t Mask) { evict(B, Mask, userNs(), /*ByUser=*/true); }
 
 uint32_t Engine::dropPages(uint32_t B, uint32_t Mask) {
   uint32_t Dropped = Mask & Resident[B];
   if (!Dropped)
     return 0;
   // Unmapped without a copy once the last kernel using it is done.
-  uint64_t Ready = std::max({IssueNs, BusyUntilNs[B], ArrivalNs[B]});
+  uint64_t Ready = std::max({userNs(), BusyUntilNs[B], ArrivalNs[B]});
   if (CheckInvariants && Ready < BusyUntilNs[B])
     ++Stats.InvariantViolations;
   Resident[B] &= ~Dropped;
@@ -480,7 +481,7 @@ void Engine::discardPages(uint32_t B, uint32_t Mask) {
   Stats.BytesDiscarded += Bytes;
   if (Timeline && Bytes)
     Timeline->instant(Pid, TidDiscards, "discard", "discard",
-                      std::max({IssueNs, BusyUntilNs[B], ArrivalNs[B]}),
+                      std::max({userNs(), BusyUntilNs[B], ArrivalNs[B]}),
                       llvm::json::Object{{"block", static_cast<int64_t>(B)},
                                          {"bytes", static_cast<int64_t>(Bytes)}});
   Valid[B] &= ~Mask;
@@ -807,28 +808,34 @@ void Engine::hostCall(unsigned Ranges) {
   Stats.HostCallNs += Ns;
 }
 
-void Engine::prefetchBatchToDevice(llvm::ArrayRef<Range> Ranges) {
+void Engine::prefetchBatchToDevice(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs) {
   if (Ranges.empty())
     return;
   hostCall(static_cast<unsigned>(Ranges.size()));
+  FloorNs = NotBeforeNs;
+  auto Reset = llvm::make_scope_exit([&] { FloorNs = 0; });
   for (const Range &R : Ranges)
     forPages(R.Address, R.Bytes, false,
              [&](uint64_t Block, uint32_t Mask) { prefetchPages(blockId(Block), Mask); });
 }
 
-void Engine::evictBatchToHost(llvm::ArrayRef<Range> Ranges) {
+void Engine::evictBatchToHost(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs) {
   if (Ranges.empty())
     return;
   hostCall(static_cast<unsigned>(Ranges.size()));
+  FloorNs = NotBeforeNs;
+  auto Reset = llvm::make_scope_exit([&] { FloorNs = 0; });
   for (const Range &R : Ranges)
     forPages(R.Address, R.Bytes, true,
              [&](uint64_t Block, uint32_t Mask) { evictPages(blockId(Block), Mask); });
 }
 
-void Engine::discardBatch(llvm::ArrayRef<Range> Ranges) {
+void Engine::discardBatch(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs) {
   if (Ranges.empty())
     return;
   hostCall(static_cast<unsigned>(Ranges.size()));
+  FloorNs = NotBeforeNs;
+  auto Reset = llvm::make_scope_exit([&] { FloorNs = 0; });
   for (const Range &R : Ranges)
     forPages(R.Address, R.Bytes, true,
              [&](uint64_t Block, uint32_t Mask) { discardPages(blockId(Block), Mask); });

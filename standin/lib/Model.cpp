@@ -217,15 +217,18 @@ void Model::prefetch(uint64_t Address, uint64_t Bytes, bool ToDevice, CUstream_s
 void Model::prefetchBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, bool ToDevice,
                           CUstream_st &S) {
   afterLastStamp(nowNs());
+  // Stream-ordered: the migration starts after the work the stream waits for
+  // (events of other streams, cudaStreamWaitEvent), and the stream's work now
+  // ends with its last transfer.
   if (ToDevice)
-    Eng->prefetchBatchToDevice(Ranges);
+    Eng->prefetchBatchToDevice(Ranges, S.LastNs);
   else
-    Eng->evictBatchToHost(Ranges);
-  S.LastNs = std::max(S.LastNs, nowNs());
+    Eng->evictBatchToHost(Ranges, S.LastNs);
+  S.LastNs = std::max({S.LastNs, nowNs(), Eng->copyEndNs(ToDevice)});
 }
 
 void Model::discardBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, CUstream_st &S) {
-  Eng->discardBatch(Ranges);
+  Eng->discardBatch(Ranges, S.LastNs);
   S.LastNs = std::max(S.LastNs, nowNs());
 }
 

@@ -140,6 +140,12 @@ public:
                      CUstream_st &S);
   void discardBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, CUstream_st &S);
   uint64_t nowNs() const;
+  /// The host waits for work ending at `Ns` (cudaEventSynchronize,
+  /// cudaStreamSynchronize, cudaDeviceSynchronize): the model's host clock
+  /// moves there, so what it issues next comes after that work.
+  void hostWaitUntil(uint64_t Ns) { Eng->hostWaitUntil(Ns); }
+  /// Whether work ending at `Ns` is complete for the host.
+  bool completeFor(uint64_t Ns) const { return Ns <= nowNs(); }
 
   // Counters.
   struct Counters {

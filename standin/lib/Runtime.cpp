@@ -537,6 +537,10 @@ cudaError_t cudaDeviceSynchronize(void) {
   ENTER();
   if (unsafeDuringCapture(M))
     return ret(cudaErrorStreamCaptureUnsupported);
+  uint64_t Ns = std::max(M.Eng->copyEndNs(true), M.Eng->copyEndNs(false));
+  for (const CUstream_st *S : M.Streams)
+    Ns = std::max(Ns, S->LastNs);
+  M.hostWaitUntil(Ns);
   return cudaSuccess;
 }
 
@@ -901,6 +905,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t Stream) {
     return ret(cudaErrorInvalidResourceHandle);
   if (S->Capture)
     return ret(refuseInCapture(*S));
+  M.hostWaitUntil(S->LastNs);
   return cudaSuccess;
 }
 
@@ -973,6 +978,10 @@ cudaError_t cudaEventQuery(cudaEvent_t Event) {
   ENTER();
   if (!M.Events.count(Event))
     return ret(cudaErrorInvalidResourceHandle);
+  // Not ready while the work it stands for lies ahead of the model's clock
+  // (cudaErrorNotReady is a status, not an error: not kept as the last error).
+  if (Event->Recorded && !M.completeFor(Event->Ns))
+    return cudaErrorNotReady;
   return cudaSuccess;
 }
 
@@ -980,6 +989,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t Event) {
   ENTER();
   if (!M.Events.count(Event))
     return ret(cudaErrorInvalidResourceHandle);
+  if (Event->Recorded)
+    M.hostWaitUntil(Event->Ns);
   return cudaSuccess;
 }
 

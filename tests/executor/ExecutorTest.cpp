@@ -7,11 +7,13 @@
 #include "TestSupport.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/PlanWire.h"
 
 #include "gtest/gtest.h"
 
 #include <algorithm>
 #include <fstream>
+#include <numeric>
 
 using namespace deepum::executor;
 using deepum::test::kBlock;
@@ -383,6 +385,56 @@ TEST(ExecutorTest, APrefetchWithRoomBesideTheLeavingBlocksDoesNotWait) {
   EXPECT_EQ(Calls[5].Location, 0);
   for (const FakeCall &C : Calls)
     EXPECT_FALSE(C.Kind == FakeCallKind::StreamWaitEvent && C.Stream == Calls[5].Stream);
+}
+
+TEST(ExecutorTest, EvictionsGoInCallsOfAFewBlocksAndAPrefetchWaitsOnlyForThoseItNeeds) {
+  // Launch 10 uses blocks 0-19, launch 11 block 20; at launch 12 blocks 0-19
+  // leave (one range of the plan) and block 21 comes in, with a budget of 21
+  // blocks. The twenty go in calls of at most kEvictionCallBlocks blocks,
+  // each with its mark; the prefetch needs one block of room, which the
+  // first call makes: it waits for that call's mark only (with one call for
+  // the twenty it waited for all of them to be written back).
+  FakeBackend B({.EventsCompleteAtOnce = false});
+  Executor E(B, noPlan());
+  std::vector<uint64_t> First(20);
+  std::iota(First.begin(), First.end(), uint64_t{0});
+  PlanBuilder PB({10, 11, 12}, 24 * kBlock);
+  PB.chain(0, First)
+      .chain(1, {20})
+      .chain(2, {21})
+      .action(v1::ACTION_KIND_PREFETCH, 2, 21 * kBlock, kBlock, 2)
+      .action(v1::ACTION_KIND_EVICT, 2, 0, 20 * kBlock, 0);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 21 * kBlock));
+  B.launch(0, S1, 10);
+  B.launch(0, S1, 11);
+  B.clearCalls();
+  B.launch(0, S1, 12);
+  const std::vector<FakeCall> Calls = B.calls();
+  ASSERT_EQ(deepum::format::kEvictionCallBlocks, 8u);
+  std::vector<uint64_t> EvictedBlocks;
+  std::vector<EventHandle> Marks;
+  StreamHandle Release = 0;
+  for (size_t I = 0; I < Calls.size(); ++I)
+    if (Calls[I].Kind == FakeCallKind::Prefetch && Calls[I].Location == kHostLocation) {
+      uint64_t Bytes = 0;
+      for (const MemRange &R : Calls[I].Ranges)
+        Bytes += R.Bytes;
+      EvictedBlocks.push_back(Bytes / kBlock);
+      Release = Calls[I].Stream;
+      ASSERT_LT(I + 1, Calls.size());
+      EXPECT_EQ(Calls[I + 1].Kind, FakeCallKind::RecordEvent); // the call's mark
+      EXPECT_EQ(Calls[I + 1].Stream, Release);
+      Marks.push_back(Calls[I + 1].Event);
+    }
+  EXPECT_EQ(EvictedBlocks, (std::vector<uint64_t>{8, 8, 4}));
+  auto Fetch = firstCall(Calls, FakeCallKind::Prefetch, 0);
+  ASSERT_NE(Fetch, Calls.end());
+  ASSERT_EQ(Marks.size(), 3u);
+  std::vector<EventHandle> Waited;
+  for (auto It = Calls.begin(); It != Fetch; ++It)
+    if (It->Kind == FakeCallKind::StreamWaitEvent && It->Stream == Fetch->Stream)
+      Waited.push_back(It->Event);
+  EXPECT_EQ(Waited, (std::vector<EventHandle>{Marks[0]}));
 }
 
 /// Positions 10 and 11; at 11 two prefetches: block 1 for launch 11 itself

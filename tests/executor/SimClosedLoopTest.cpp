@@ -395,8 +395,13 @@ TEST(SimClosedLoopTest, PlanTimelineIsTheExecutorReplays) {
 TEST(SimClosedLoopTest, ExecutorMatchesThePlannersPrediction) {
   // The planner predicts each plan's iteration time with its own timed replay
   // (metadata.predicted_iteration_us); the executor's code driving the
-  // simulator must land within 2% of it, with no demand faults, for every
-  // shipped model at 2x oversubscription on both device models.
+  // simulator, whose streams and events order its transfers as CUDA's do,
+  // must land within 1% of it, with no demand faults, for every shipped model
+  // at 2x oversubscription on both device models. Two things had kept them
+  // 1.4-3.8% apart once the simulator ordered streams: the planner fetched a
+  // block back before its own write-back had reached the host (vgg16 on
+  // v100-pcie-16gb, a 46 ms stall), and a prefetch waited for a whole
+  // position's evictions where it needed the room of a few (resnet50).
   for (const char *Device : {"v100-pcie-16gb", "h100-pcie"}) {
     for (const std::string &Model : deepum::test::shippedModels()) {
       SCOPED_TRACE(Model + " on " + Device);
@@ -417,12 +422,57 @@ TEST(SimClosedLoopTest, ExecutorMatchesThePlannersPrediction) {
       ASSERT_GT(Predicted, 0);
       auto Replayed = sim::replayPlan(*Profile, Planned->Plan, O);
       ASSERT_TRUE(static_cast<bool>(Replayed)) << llvm::toString(Replayed.takeError());
-      EXPECT_NEAR(Replayed->IterationUs, Predicted, 0.02 * Predicted);
+      EXPECT_NEAR(Replayed->IterationUs, Predicted, 0.01 * Predicted);
       EXPECT_EQ(Replayed->Faults, 0);
       EXPECT_EQ(Replayed->LostReads, 0);
     }
   }
 }
 #endif
+
+} // namespace
+
+namespace {
+
+TEST(SimBackendStreams, APrefetchWaitingForAnEvictionsEventStartsWhenItsWriteBackEnds) {
+  // The executor's ordering as deepum-sim replays it: an event recorded on the
+  // release stream after an eviction stands for its write-back; the prefetch
+  // stream waits for it, so its copy starts when the write-back ends, not when
+  // issued. A stream that does not wait starts at once, and the host sees the
+  // event pending until its time comes.
+  auto Device = deepum::sim::loadDeviceModel("v100-pcie-16gb");
+  ASSERT_TRUE(static_cast<bool>(Device)) << llvm::toString(Device.takeError());
+  Device->TransferCallUs = 0;
+  Device->TransferRangeUs = 0;
+  const uint64_t CopyNs = static_cast<uint64_t>(kBlock * 1e9 / Device->LinkBytesPerSecond);
+  for (bool Wait : {true, false}) {
+    SCOPED_TRACE(Wait ? "waiting" : "not waiting");
+    deepum::sim::Engine E(*Device, 8 * kBlock);
+    sim::SimBackend B(E);
+    void *Base = nullptr;
+    ASSERT_TRUE(B.allocateManaged(0, 4 * kBlock, &Base).ok());
+    const uint64_t A = reinterpret_cast<uintptr_t>(Base);
+    StreamHandle Release = 0, Action = 0;
+    EventHandle Ev = 0;
+    ASSERT_TRUE(B.createStream(0, &Release).ok());
+    ASSERT_TRUE(B.createStream(0, &Action).ok());
+    ASSERT_TRUE(B.createEvent(0, &Ev).ok());
+    MemRange First{A, kBlock}, Second{A + kBlock, kBlock};
+    ASSERT_TRUE(B.prefetchBatch(0, {&First, 1}, 0, Action).ok()); // block 0 on the GPU
+    const uint64_t Resident = E.copyEndNs(/*ToDevice=*/true); // one block's copy
+    EXPECT_NEAR(static_cast<double>(Resident), static_cast<double>(CopyNs), 1);
+    ASSERT_TRUE(B.prefetchBatch(0, {&First, 1}, kHostLocation, Release).ok()); // written back
+    const uint64_t WrittenBack = E.copyEndNs(/*ToDevice=*/false);
+    EXPECT_GT(WrittenBack, Resident);
+    ASSERT_TRUE(B.recordEvent(0, Ev, Release).ok());
+    EXPECT_EQ(B.queryEvent(0, Ev), EventState::Pending);
+    if (Wait) {
+      ASSERT_TRUE(B.streamWaitEvent(0, Action, Ev).ok());
+    }
+    ASSERT_TRUE(B.prefetchBatch(0, {&Second, 1}, 0, Action).ok());
+    // FIFO on the host-to-device engine: after block 0's copy, or after the write-back.
+    EXPECT_EQ(E.copyEndNs(/*ToDevice=*/true), (Wait ? WrittenBack : Resident) + Resident);
+  }
+}
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "TestSupport.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/PlanWire.h"
 #include "deepum/format/Roofline.h"
 #include "deepum/planner/Planner.h"
 #include "deepum/planner/Replay.h"
@@ -560,6 +561,67 @@ TEST(PlannerSchedule, TransferCallsCostTheHostAsDeepumSimChargesThem) {
   CostModel V100 = takeOk(loadCostModel("v100-pcie-16gb"));
   EXPECT_EQ(V100.TransferCallUs, 20.0);
   EXPECT_EQ(V100.TransferRangeUs, 1.0);
+}
+
+TEST(PlannerSchedule, ABlockComesBackOnlyAfterItsOwnWriteBack) {
+  // Kernel 0 writes blocks 0-3; position 1 evicts them (four write-backs in
+  // one FIFO, block 3's last); kernel 2 reads block 3, prefetched at position
+  // 2; position 3 prefetches 0-2 for the next iteration. The host holds block
+  // 3's contents only when its write-back ends, so its fetch starts then:
+  // the iteration is four write-backs and four fetches, not four fetches
+  // (what the cost model said while it fetched a block still leaving).
+  Trace T;
+  T.Positions = 4;
+  T.BlockBytes = 2 * MiB;
+  T.Blocks = 8;
+  T.DurationUs.assign(4, 0.0);
+  T.Uses.assign(4, {});
+  for (uint64_t B = 0; B < 4; ++B)
+    T.Uses[0].push_back({B, ACCESS_MODE_WRITE});
+  T.Uses[2].push_back({3, ACCESS_MODE_READ});
+  std::vector<Action> Actions;
+  auto Add = [&](uint32_t Pos, ActionKind Kind, uint64_t First, uint64_t Count, uint32_t Due) {
+    Action A;
+    A.set_position(Pos);
+    A.set_kind(Kind);
+    if (Kind == ACTION_KIND_PREFETCH)
+      A.set_due_position(Due);
+    ArenaRange *R = A.add_ranges();
+    R->set_offset(First * T.BlockBytes);
+    R->set_bytes(Count * T.BlockBytes);
+    Actions.push_back(A);
+  };
+  Add(1, ACTION_KIND_EVICT, 0, 4, 0);
+  Add(2, ACTION_KIND_PREFETCH, 3, 1, 2);
+  Add(3, ACTION_KIND_PREFETCH, 0, 3, 0);
+  normalizeActions(Actions);
+  CostModel M;
+  M.LinkBytesPerSecond = 12e9;
+  M.DeviceToHostBytesPerSecond = 6e9;
+  const double Fetch = M.transferUs(T.BlockBytes), WriteBack = M.writeBackUs(T.BlockBytes);
+  ASSERT_GT(WriteBack, Fetch);
+  const uint64_t Memory = T.Blocks * T.BlockBytes;
+  EXPECT_NEAR(predictIterationUs(T, M, Actions, Memory), 4 * WriteBack + 4 * Fetch, 1e-6);
+
+  // libdeepum evicts in calls of at most kEvictionCallBlocks blocks: twenty
+  // blocks evicted at one position are three calls, each charged.
+  Trace Calls;
+  Calls.Positions = 2;
+  Calls.BlockBytes = 2 * MiB;
+  Calls.Blocks = 24;
+  Calls.DurationUs.assign(2, 0.0);
+  Calls.Uses.assign(2, {});
+  std::vector<Action> Evict(1);
+  Evict[0].set_position(1);
+  Evict[0].set_kind(ACTION_KIND_EVICT);
+  ArenaRange *R = Evict[0].add_ranges();
+  R->set_offset(0);
+  R->set_bytes(20 * Calls.BlockBytes);
+  ASSERT_EQ(format::kEvictionCallBlocks, 8u);
+  CostModel Charged;
+  Charged.TransferCallUs = 20;
+  EXPECT_NEAR(predictIterationUs(Calls, Charged, Evict, Calls.Blocks * Calls.BlockBytes), 3 * 20.0,
+              1e-9);
 }
 
 TEST(PlannerSchedule, PopulatesLeaveTheRoomBesideALongKernelToFetches) {

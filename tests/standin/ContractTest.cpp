@@ -573,4 +573,42 @@ TEST_F(StandIn, ElapsedTimeNeedsTimedRecordedEvents) {
   EXPECT_EQ(cudaFree(P), cudaSuccess);
 }
 
+TEST_F(Batch, EventsOrderMigrationsAcrossStreams) {
+  // Stream semantics: an event stands for the work issued on its stream
+  // before it ("cudaEventRecord ... captures the contents of stream at the
+  // time of this call"), a stream waiting for it starts its later work no
+  // earlier ("all future work submitted to stream will wait until event
+  // completes"), cudaEventQuery answers cudaErrorNotReady until that work is
+  // done (not an error: cudaGetLastError stays cudaSuccess), and
+  // cudaEventSynchronize waits for it. The stand-in's migrations take model
+  // time, so an event after a write-back completes when the copy ends.
+  cudaStream_t Other = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&Other, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t Left = nullptr, Came = nullptr;
+  ASSERT_EQ(cudaEventCreate(&Left), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&Came), cudaSuccess);
+  ASSERT_EQ(cudaMemPrefetchAsync(Ptrs[0], 4 * MiB, device0(), 0, S), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(S), cudaSuccess);
+  ASSERT_EQ(cudaMemPrefetchAsync(Ptrs[0], 4 * MiB, host(), 0, S), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(Left, S), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(Left), cudaErrorNotReady); // its copy is still running
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  // The other stream's fetch waits for the write-back: its copy starts when
+  // the write-back ends, so the two events lie one 4 MiB copy apart.
+  ASSERT_EQ(cudaStreamWaitEvent(Other, Left, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemPrefetchAsync(Ptrs[1], 4 * MiB, device0(), 0, Other), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(Came, Other), cudaSuccess);
+  float Ms = 0;
+  ASSERT_EQ(cudaEventSynchronize(Came), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(Left), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(Came), cudaSuccess);
+  ASSERT_EQ(cudaEventElapsedTime(&Ms, Left, Came), cudaSuccess);
+  const double CopyMs = 4.0 * MiB / 48e9 * 1e3; // h100-pcie's link
+  EXPECT_GT(Ms, 0.9 * CopyMs);
+  EXPECT_LT(Ms, 1.1 * CopyMs + 0.05); // and the call's cost
+  EXPECT_EQ(cudaEventDestroy(Left), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(Came), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(Other), cudaSuccess);
+}
+
 } // namespace

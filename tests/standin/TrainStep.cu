@@ -405,9 +405,9 @@ static int train(int argc, char **argv) {
     CHECK(cudaProfilerStop());
     if (Abi.step)
       Abi.step();
-    // Everything issued for this step, libdeepum's prefetches and evictions
-    // included, is done before the counters are read.
-    CHECK(cudaDeviceSynchronize());
+    // The step ends where a training loop's does: its own stream is done
+    // (loss.item()); libdeepum's prefetches and evictions run on. The
+    // stand-in counts them when they are issued, so the counters are whole.
     if (OnStandIn) {
       deepum_standin_stats S{};
       su::stats(S);
@@ -428,6 +428,9 @@ static int train(int argc, char **argv) {
       }
     }
   }
+  // Everything issued, libdeepum's transfers included, is done before the
+  // host reads the parameters.
+  CHECK(cudaDeviceSynchronize());
   if (Abi.stats) {
     deepum_stats_t St{};
     if (Abi.stats(0, &St, sizeof St) != 0) {

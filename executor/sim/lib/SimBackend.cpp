@@ -45,6 +45,29 @@ BackendStatus SimBackend::allocateManaged(int, uint64_t Bytes, void **Out) {
 
 BackendStatus SimBackend::createStream(int, StreamHandle *Out) {
   *Out = NextHandle++;
+  Streams[*Out] = {};
+  return BackendStatus::success();
+}
+
+BackendStatus SimBackend::recordEvent(int, EventHandle Event, StreamHandle Stream) {
+  auto It = Streams.find(Stream);
+  // The program's stream: its work so far is the kernels launched on the engine.
+  EventNs[Event] = It == Streams.end() ? Eng.computeEndNs()
+                                       : std::max(It->second.EndNs, It->second.FloorNs);
+  return BackendStatus::success();
+}
+
+EventState SimBackend::queryEvent(int, EventHandle Event) {
+  auto It = EventNs.find(Event);
+  return It == EventNs.end() || It->second <= Eng.issueNs() ? EventState::Complete
+                                                            : EventState::Pending;
+}
+
+BackendStatus SimBackend::streamWaitEvent(int, StreamHandle Stream, EventHandle Event) {
+  auto S = Streams.find(Stream);
+  auto E = EventNs.find(Event);
+  if (S != Streams.end() && E != EventNs.end())
+    S->second.FloorNs = std::max(S->second.FloorNs, E->second);
   return BackendStatus::success();
 }
 
@@ -54,25 +77,32 @@ BackendStatus SimBackend::createEvent(int, EventHandle *Out) {
 }
 
 BackendStatus SimBackend::prefetchBatch(int, std::span<const MemRange> Ranges, int Location,
-                                        StreamHandle) {
+                                        StreamHandle Stream) {
   // One batch call for all ranges: the engine charges the call once.
   std::vector<deepum::sim::Engine::Range> Batch;
   Batch.reserve(Ranges.size());
   for (const MemRange &R : Ranges)
     Batch.push_back({R.Address, R.Bytes});
-  if (Location == kHostLocation)
-    Eng.evictBatchToHost(Batch);
+  StreamClock &S = Streams[Stream];
+  const bool ToHost = Location == kHostLocation;
+  if (ToHost)
+    Eng.evictBatchToHost(Batch, S.FloorNs);
   else
-    Eng.prefetchBatchToDevice(Batch);
+    Eng.prefetchBatchToDevice(Batch, S.FloorNs);
+  // Its transfers are the last queued in their direction.
+  S.EndNs = std::max({S.EndNs, S.FloorNs, Eng.issueNs(), Eng.copyEndNs(!ToHost)});
   return BackendStatus::success();
 }
 
-BackendStatus SimBackend::discardBatch(int, std::span<const MemRange> Ranges, StreamHandle) {
+BackendStatus SimBackend::discardBatch(int, std::span<const MemRange> Ranges,
+                                       StreamHandle Stream) {
   std::vector<deepum::sim::Engine::Range> Batch;
   Batch.reserve(Ranges.size());
   for (const MemRange &R : Ranges)
     Batch.push_back({R.Address, R.Bytes});
-  Eng.discardBatch(Batch);
+  StreamClock &S = Streams[Stream];
+  Eng.discardBatch(Batch, S.FloorNs);
+  S.EndNs = std::max({S.EndNs, S.FloorNs, Eng.issueNs()});
   return BackendStatus::success();
 }
 

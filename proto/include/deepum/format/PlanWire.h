@@ -61,6 +61,12 @@ struct RawRange {
 /// allocation calls, and one past the largest cannot wrap.
 inline constexpr uint64_t kCallIndexLimit = uint64_t{1} << 62;
 
+/// libdeepum issues the evictions of one plan position in calls of at most
+/// this many UM blocks, each with its own event: a prefetch waiting for room
+/// waits only for the calls whose write-backs make it, not for the whole
+/// position's. The planner's cost model charges a call for each.
+inline constexpr uint64_t kEvictionCallBlocks = 8;
+
 /// The fields of deepum.v1.Plan that are checked or used, with the proto's
 /// numeric enum values; repeated fields in file order.
 struct RawPlan {

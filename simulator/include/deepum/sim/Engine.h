@@ -165,9 +165,12 @@ public:
   };
   /// cudaMemPrefetchBatchAsync to the GPU / to the host, and
   /// cudaMemDiscardBatchAsync: one call, many ranges.
-  void prefetchBatchToDevice(llvm::ArrayRef<Range> Ranges);
-  void evictBatchToHost(llvm::ArrayRef<Range> Ranges);
-  void discardBatch(llvm::ArrayRef<Range> Ranges);
+  /// `NotBeforeNs`: the call's stream waits for earlier work (an event of
+  /// another stream): its transfers and discards start no earlier, though
+  /// the host issues the call now.
+  void prefetchBatchToDevice(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs = 0);
+  void evictBatchToHost(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs = 0);
+  void discardBatch(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs = 0);
   /// cudaMemAdvise: read-mostly (the host duplicate of unwritten pages is
   /// kept: never copied back, even with eviction_copies_clean) and
   /// preferred-location device (evicted only when nothing else is left);
@@ -189,6 +192,9 @@ public:
   /// before the host has launched it. The dense commands below charge
   /// nothing themselves: a policy that issues API calls charges them here.
   void hostCall(unsigned Ranges = 1);
+  /// The host blocks until `Ns` (a synchronization on work that ends then):
+  /// what it issues next is issued no earlier.
+  void hostWaitUntil(uint64_t Ns) { IssueNs = std::max(IssueNs, Ns); }
   uint64_t hostCallNs(unsigned Ranges) const;
   /// Fetches the missing pages of `Mask`. With `RespectProtection`, blocks
   /// protected since the last beginProtection() with a rank no greater than
@@ -369,6 +375,11 @@ private:
   std::vector<std::deque<HtoDItem>> HtoDQueue;
   std::vector<uint64_t> HtoDRetiredEnd;
   uint64_t IssueNs = 0, ComputeEndNs = 0;
+  /// While a batch command runs: the time its stream lets it start (0 outside).
+  uint64_t FloorNs = 0;
+  /// When a user command (prefetch, eviction, discard) may act: now, or later
+  /// when its stream waits for other work.
+  uint64_t userNs() const { return std::max(IssueNs, FloorNs); }
   // Starts above every Pinned entry so that no block is pinned before a launch.
   uint32_t KernelSeq = 1, ProtectEpoch = 1;
   std::vector<BlockUse> LastFaults, FaultScratch;

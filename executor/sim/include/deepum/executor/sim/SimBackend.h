@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 namespace deepum::executor::sim {
 
@@ -40,15 +41,18 @@ public:
   BackendStatus createStream(int, StreamHandle *Out) override;
   BackendStatus createEvent(int, EventHandle *Out) override;
   BackendStatus destroyEvent(int, EventHandle) override { return BackendStatus::success(); }
-  // The engine orders commands itself (FIFO copy engines; nothing leaves the
-  // GPU before the last kernel using it finishes), so events complete at once.
-  BackendStatus recordEvent(int, EventHandle, StreamHandle) override {
-    return BackendStatus::success();
-  }
-  BackendStatus streamWaitEvent(int, StreamHandle, EventHandle) override {
-    return BackendStatus::success();
-  }
-  EventState queryEvent(int, EventHandle) override { return EventState::Complete; }
+  // Events order streams as CUDA does: an event recorded on a stream stands
+  // for the end of the work issued there so far (the last transfer it queued,
+  // or the last kernel for a stream the backend did not create: the
+  // program's), and a stream that waits for it starts its later commands no
+  // earlier. So a prefetch batch waits behind the write-backs of the releases
+  // before it, as libdeepum's action stream does on a GPU. The engine keeps
+  // its own rules besides (FIFO copy engines; nothing leaves the GPU before
+  // the last kernel using it finishes). An event is complete for the host once
+  // the engine's host clock has reached the work it stands for.
+  BackendStatus recordEvent(int, EventHandle Event, StreamHandle Stream) override;
+  BackendStatus streamWaitEvent(int, StreamHandle Stream, EventHandle Event) override;
+  EventState queryEvent(int, EventHandle Event) override;
   BackendStatus prefetchBatch(int Device, std::span<const MemRange> Ranges, int Location,
                               StreamHandle Stream) override;
   BackendStatus discardBatch(int Device, std::span<const MemRange> Ranges,
@@ -70,6 +74,14 @@ private:
   LaunchObserver *Observer = nullptr;
   uint64_t NextAddress = uint64_t{1} << 40; // 2 MiB aligned, never 0
   uintptr_t NextHandle = 1;
+  /// Per stream the backend created: when the work issued on it ends, and
+  /// the earliest its next command may start (the events it waits for).
+  struct StreamClock {
+    uint64_t EndNs = 0;
+    uint64_t FloorNs = 0;
+  };
+  std::unordered_map<StreamHandle, StreamClock> Streams;
+  std::unordered_map<EventHandle, uint64_t> EventNs;
 };
 
 /// The `plan` policy: libdeepum's executor (cursor, release-before-prefetch

@@ -341,8 +341,7 @@ std::string sizeName(uint64_t Bytes) {
   return B;
 }
 
-/// Bytes per second from bytes over microseconds; 0 when no time was seen
-/// (the CUDA stand-in's events do not wait for device->host copies).
+/// Bytes per second from bytes over microseconds; 0 when no time was seen.
 double rate(double Bytes, double Us) { return Us > 0 ? Bytes / Us * 1e6 : 0; }
 
 std::string fmt(const char *F, ...) {
@@ -579,8 +578,8 @@ void Calibration::measureBothDirections() {
   check(cudaFree(Down), "cudaFree");
   Samples.push_back(summarise("prefetch both directions (two streams, + probe kernel)",
                               "2 x " + sizeName(S), "us", T));
-  // Where device->host copies are not seen by events (the stand-in), the
-  // pair would time only its host->device half: no figure.
+  // Where device->host copies took no time events could see, the pair would
+  // time only its host->device half: no figure.
   BothWays = LinkDtoH > 0 ? rate(2.0 * S, Samples.back().Median) : 0;
   progress("both directions at once, 2 x %s: %.2f GB/s in all", sizeName(S).c_str(),
            BothWays * 1e-9);

@@ -7,7 +7,9 @@
 // Execution is eager: work is done when it is issued, in issue order, on the
 // calling thread. That is one valid schedule of any stream program (streams
 // may run in any interleaving their dependencies allow), so results are
-// those of a real GPU for programs free of races; times are the model's.
+// those of a real GPU for programs free of races. Times are the model's, in
+// stream order: a migration starts after the events its stream waits for,
+// and an event completes when the work issued before it ends.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DEEPUM_STANDIN_MODEL_H

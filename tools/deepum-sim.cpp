@@ -62,6 +62,11 @@ static cl::opt<bool> Compare("compare", cl::desc("Run every policy and print one
                              cl::cat(Category));
 static cl::opt<bool> Check("check", cl::desc("Check the model's invariants on every kernel"),
                            cl::cat(Category));
+static cl::opt<bool> HostSync(
+    "host-sync",
+    cl::desc("The host waits for the GPU at the end of each iteration, as a loop reading its "
+             "loss does (default true; --host-sync=false: it stays one launch ahead)"),
+    cl::init(true), cl::cat(Category));
 static cl::opt<std::string> Perfetto(
     "perfetto",
     cl::desc("Write a Perfetto timeline of the last iteration (with --compare, one per policy: "
@@ -96,6 +101,7 @@ int main(int argc, char **argv) {
   Opts.Json = Json;
   Opts.Compare = Compare;
   Opts.Check = Check;
+  Opts.HostSync = HostSync;
   Opts.PerfettoOut = Perfetto;
   deepum::tools::ProgressSettings Progress = deepum::tools::progressSettings(errs(), Quiet);
   Opts.Progress = Progress.Stream;

@@ -495,6 +495,10 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
     }
   };
   for (int It = 0; It < 4; ++It) {
+    // The host waits for the GPU at the iteration's end (deepum-sim's
+    // default, SimOptions::HostWaitsEachIteration): the first launch is seen
+    // when the last kernel has ended.
+    PrevStart = std::max(PrevStart, PrevEnd);
     for (uint32_t P = 0; P < N; ++P) {
       // Launch P is seen while P-1 runs; its API calls hold the host first.
       const double Issue = PrevStart + CallUs[P];

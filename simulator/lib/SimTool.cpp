@@ -97,6 +97,7 @@ llvm::Expected<SimOptions> simOptions(const SimToolOptions &Opts, const DeviceMo
   S.DeepUmLookahead = Opts.DeepUmLookahead;
   S.DeepUmWatermark = Opts.DeepUmWatermark;
   S.CheckInvariants = Opts.Check;
+  S.HostWaitsEachIteration = Opts.HostSync;
   S.Plan = Plan;
   if (Opts.Durations == "profile")
     S.Durations = SimOptions::DurationSource::Profile;

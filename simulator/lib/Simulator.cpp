@@ -295,6 +295,8 @@ llvm::Error replayOnEngine(SimResult &R, const Workload &W, const deepum::v1::Pr
     if (Record)
       E.setTimeline(Timeline);
     const uint64_t IterationBeginNs = E.computeEndNs();
+    if (O.HostWaitsEachIteration)
+      E.hostWaitUntil(IterationBeginNs); // loss.item(): the step's kernels are done
     for (uint32_t K = 0; K < W.Kernels; ++K) {
       // Host-side events of this position, in time order: frees, then the
       // data loader's writes, then the launch the policy acts on.

@@ -90,7 +90,8 @@ v1::Plan layeredPlan(uint32_t K, bool PrefetchActivations = false) {
 /// The executor replays `Plan` on `Profile`; checks what holds for any sound
 /// plan and returns the result.
 deepum::sim::SimResult replayChecked(const v1::Profile &Profile, const v1::Plan &Plan,
-                                     const char *What, const char *DeviceName = "v100-pcie-16gb") {
+                                     const char *What, const char *DeviceName = "v100-pcie-16gb",
+                                     bool HostWaits = true) {
   SCOPED_TRACE(What);
   auto Device = deepum::sim::loadDeviceModel(DeviceName);
   EXPECT_TRUE(static_cast<bool>(Device)) << llvm::toString(Device.takeError());
@@ -98,6 +99,7 @@ deepum::sim::SimResult replayChecked(const v1::Profile &Profile, const v1::Plan 
     return {};
   deepum::sim::SimOptions O;
   O.Device = *Device;
+  O.HostWaitsEachIteration = HostWaits;
   O.Iterations = 6;
   O.WarmupIterations = 2;
   O.CheckInvariants = true;
@@ -132,12 +134,19 @@ TEST(SimClosedLoopTest, LayeredPlanFaultsOnlyOnWhatItDoesNotPrefetch) {
 
 TEST(SimClosedLoopTest, FaultFreePlanStaysFaultFree) {
   // Every block arrives two positions ahead and 2 MiB crosses the link in far
-  // less than a 400 us kernel: no faults, and the iteration is compute alone.
+  // less than a 400 us kernel: no faults, and the iteration is compute alone
+  // while the host stays ahead of the GPU. When it waits at each iteration's
+  // end, the first position's calls (one prefetch call of two ranges) are
+  // made after that wait, before the first launch.
   constexpr uint32_t K = 24;
-  deepum::sim::SimResult R = replayChecked(
-      timingProfile(K, 400'000), layeredPlan(K, /*PrefetchActivations=*/true), "fault-free");
+  const v1::Profile Profile = timingProfile(K, 400'000);
+  const v1::Plan Plan = layeredPlan(K, /*PrefetchActivations=*/true);
+  deepum::sim::SimResult R = replayChecked(Profile, Plan, "fault-free", "v100-pcie-16gb", false);
   EXPECT_EQ(R.Faults, 0) << "demand faults where the plan promised none";
   EXPECT_NEAR(R.IterationUs, R.IdealUs, 1e-6 * R.IdealUs);
+  deepum::sim::SimResult Waiting = replayChecked(Profile, Plan, "fault-free, host waits");
+  EXPECT_EQ(Waiting.Faults, 0);
+  EXPECT_NEAR(Waiting.IterationUs, R.IdealUs + 20 + 1, 1e-6 * R.IdealUs);
 }
 
 TEST(SimClosedLoopTest, RooflineDurationsOnAnotherDevice) {

@@ -30,6 +30,10 @@ SimOptions opts(Policy P, uint64_t Capacity, unsigned Iterations = 2, unsigned W
   O.WarmupIterations = Warmup;
   O.CheckInvariants = true;
   O.PlanPolicy = executor::sim::executorPlanPolicy; // the plan's one replay
+  // The timings computed by hand here keep the host one launch ahead across
+  // the iteration mark; SimDeepUm.TheHostWaitingAtTheIterationsEnd... shows
+  // the wait.
+  O.HostWaitsEachIteration = false;
   return O;
 }
 
@@ -200,6 +204,22 @@ TEST(SimDeepUm, LearnsChainsAndPrefetchesAheadOfTheKernel) {
   EXPECT_EQ(D.PrefetchHits, 3);
   EXPECT_EQ(D.BytesPrefetched, 6.0 * MiB);
   EXPECT_EQ(D.BytesDtoH, 0);
+}
+
+TEST(SimDeepUm, TheHostWaitingAtTheIterationsEndDelaysTheFirstLaunchsPrefetch) {
+  // The same three 5 ms kernels, the host reading the loss at each
+  // iteration's end (deepum-sim's default): launch 0 is seen only when the
+  // last kernel has ended, so the block DeepUM fetches for it arrives a
+  // transfer after that, and the iteration is that much longer. Launches 1
+  // and 2 are seen while their predecessors run, as before.
+  v1::Profile P = threeCycle();
+  SimOptions O = opts(Policy::DeepUm, 4 * MiB);
+  O.HostWaitsEachIteration = true;
+  SimResult D = run(P, O);
+  EXPECT_NEAR(D.IterationUs, 15000 + BlockUs, 1e-6);
+  EXPECT_EQ(D.Faults, 0);
+  EXPECT_EQ(D.PrefetchHits, 3);
+  EXPECT_EQ(D.LatePrefetches, 1);
 }
 
 TEST(SimDeepUm, ExecutionIdsIncludeTheArguments) {

@@ -51,6 +51,8 @@ struct SimToolOptions {
   bool Compare = false;
   /// Check invariants on every kernel; a violation is an error.
   bool Check = false;
+  /// SimOptions::HostWaitsEachIteration.
+  bool HostSync = true;
   /// When not empty, write a Perfetto/Chrome-trace timeline of the last
   /// iteration ("-": standard output). With Compare, one per policy:
   /// timelinePath(PerfettoOut, policy).

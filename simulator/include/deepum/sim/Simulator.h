@@ -84,6 +84,12 @@ struct SimOptions {
   unsigned TimelineIterations = 1;
   /// Check the model's invariants on every kernel (costs ~20% time).
   bool CheckInvariants = false;
+  /// The host waits for the GPU at the end of each iteration, as a training
+  /// loop does that reads its loss (`loss.item()`): the next iteration's
+  /// first launch, and what a policy issues when it sees it, come after the
+  /// last kernel has ended. Without it the host stays one launch ahead
+  /// across the iteration mark.
+  bool HostWaitsEachIteration = true;
   /// Kernel durations: as recorded, or recomputed with Device's roofline from
   /// the kernels' flops and dram_bytes. Auto = roofline when the profile was
   /// recorded (or modelled) on another device and every kernel has roofline

@@ -359,6 +359,52 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   }
 }
 
+void detail::flushEvictions(Backend &Back, DeviceState &D, bool Budget) {
+  if (D.Ranges.empty()) {
+    D.Leaving.clear();
+    return;
+  }
+  BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
+  noteError(D, S);
+  markRelease(Back, D, D.ReleaseStream);
+  if (S.ok()) {
+    bump(D.C.EvictBatches);
+    bump(D.C.EvictBytes, rangeBytes(D.Ranges));
+    if (Budget)
+      bump(D.C.BudgetEvictions, rangeBytes(D.Ranges));
+  }
+  D.Ranges.clear();
+}
+
+void detail::evictInCalls(Backend &Back, DeviceState &D, MemRange R, bool Budget) {
+  const uint64_t BB = D.blockBytes();
+  // Block by block: a call closes at the block that fills it.
+  for (uint64_t Off = R.Address, End = R.Address + R.Bytes; Off < End;) {
+    const uint64_t Cut = std::min(End, (Off / BB + 1) * BB);
+    const MemRange Piece{Off, Cut - Off};
+    Off = Cut;
+    // Wholly covered and resident: it leaves with this call (its mark).
+    const uint64_t B = Piece.Address / BB;
+    if (Piece.Bytes == BB && B < D.Resident.size() && D.Resident[B]) {
+      D.Resident[B] = 0;
+      D.ResidentBlocks.fetch_sub(1);
+      D.Leaving.push_back(static_cast<uint32_t>(B));
+    }
+    if (MemRange Pages = pagesAround(D, Piece); Pages.Bytes) {
+      // One range per run of adjacent pages, as the plan gave it.
+      if (!D.Ranges.empty() && D.Ranges.back().Address + D.Ranges.back().Bytes >= Pages.Address &&
+          D.Ranges.back().Address <= Pages.Address)
+        D.Ranges.back().Bytes = std::max(D.Ranges.back().Address + D.Ranges.back().Bytes,
+                                         Pages.Address + Pages.Bytes) -
+                                D.Ranges.back().Address;
+      else
+        D.Ranges.push_back(Pages);
+    }
+    if (D.Leaving.size() >= format::kEvictionCallBlocks)
+      flushEvictions(Back, D, Budget);
+  }
+}
+
 /// Launches a discard waits for its range to be freed before it becomes an
 /// eviction instead: PyTorch frees a tensor just after the launch of its last
 /// use returns, so a discard planned at that position usually finds the tensor
@@ -431,31 +477,9 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
   };
   D.Ranges.clear();
   D.Leaving.clear();
-  auto IssueEvictions = [&] {
-    if (D.Ranges.empty())
-      return;
-    BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
-    noteError(D, S);
-    markRelease(Back, D, D.ReleaseStream);
-    if (S.ok()) {
-      bump(D.C.EvictBatches);
-      bump(D.C.EvictBytes, rangeBytes(D.Ranges));
-    }
-    D.Ranges.clear();
-  };
-  const uint64_t Chunk = format::kEvictionCallBlocks * BB;
-  for (const MemRange &Whole : Evict)
-    for (uint64_t Off = Whole.Address, End = Whole.Address + Whole.Bytes; Off < End;) {
-      const uint64_t Cut = std::min(End, (Off / Chunk + 1) * Chunk);
-      MemRange R{Off, Cut - Off};
-      Off = Cut;
-      MarkGone(R);
-      if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
-        D.Ranges.push_back(Pages);
-      if (D.Leaving.size() >= format::kEvictionCallBlocks)
-        IssueEvictions();
-    }
-  IssueEvictions();
+  for (const MemRange &R : Evict)
+    evictInCalls(Back, D, R, /*Budget=*/false);
+  flushEvictions(Back, D, /*Budget=*/false);
   if (DiscardPages.empty())
     return;
   D.Leaving.clear();

@@ -59,26 +59,16 @@ void detail::enforceBudget(Backend &Back, DeviceState &D, uint64_t Incoming) {
   Need = std::min<uint64_t>(Need, Victims.size());
   std::partial_sort(Victims.begin(), Victims.begin() + static_cast<long>(Need), Victims.end(),
                     [](const auto &A, const auto &B) { return A.first > B.first; });
+  // In address order, in calls of at most kEvictionCallBlocks blocks.
+  std::sort(Victims.begin(), Victims.begin() + static_cast<long>(Need),
+            [](const auto &A, const auto &B) { return A.second < B.second; });
+  orderAfterCompute(Back, D);
   D.Ranges.clear();
   D.Leaving.clear();
-  for (uint64_t I = 0; I < Need; ++I) {
-    uint32_t B = Victims[I].second;
-    D.Resident[B] = 0;
-    D.Leaving.push_back(B);
-    D.Ranges.push_back(pagesAround(D, {B * BlockBytes, BlockBytes}));
-  }
-  D.ResidentBlocks.fetch_sub(Need);
-  std::sort(D.Ranges.begin(), D.Ranges.end(),
-            [](const MemRange &A, const MemRange &B) { return A.Address < B.Address; });
-  orderAfterCompute(Back, D);
-  BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
-  noteError(D, S);
-  markRelease(Back, D, D.ReleaseStream);
-  if (S.ok()) {
-    bump(D.C.EvictBatches);
-    bump(D.C.EvictBytes, rangeBytes(D.Ranges));
-    bump(D.C.BudgetEvictions, rangeBytes(D.Ranges));
-  }
+  for (uint64_t I = 0; I < Need; ++I)
+    evictInCalls(Back, D, {uint64_t{Victims[I].second} * BlockBytes, BlockBytes},
+                 /*Budget=*/true);
+  flushEvictions(Back, D, /*Budget=*/true);
 }
 
 } // namespace deepum::executor

@@ -223,6 +223,14 @@ void orderAfterCompute(Backend &Back, DeviceState &D);
 /// ledger; each block remembers the mark). Drops the marks the host already
 /// sees complete. LaunchMu held.
 void markRelease(Backend &Back, DeviceState &D, StreamHandle Stream);
+/// Evicts a range (page-rounded, in arena offsets) as part of the calls
+/// being built in D.Ranges / D.Leaving: its wholly covered resident blocks
+/// leave the ledger; a call goes out, with its mark, whenever it holds
+/// format::kEvictionCallBlocks of them, so that a prefetch waiting for room
+/// waits only for the calls that make it. `Budget`: counted as the budget's.
+/// flushEvictions sends the last call. LaunchMu held.
+void evictInCalls(Backend &Back, DeviceState &D, MemRange R, bool Budget);
+void flushEvictions(Backend &Back, DeviceState &D, bool Budget);
 /// Makes the prefetch stream wait for release marks, oldest first, until the
 /// blocks still leaving fit under the budget beside `Occupied` blocks (those
 /// resident and those the next prefetch call brings). Marks whose events the

@@ -445,15 +445,15 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
   const double BlockUs = M.transferUs(T.BlockBytes), WriteBackUs = M.writeBackUs(T.BlockBytes);
   auto At = [&](uint32_t P) { return Table.at(P); };
   // Host time of each position's API calls, charged before its transfers are
-  // issued and its kernel launched: one batch call per kind present (the
-  // evictions one per format::kEvictionCallBlocks blocks, as libdeepum
-  // issues them), plus each range after the first (runs of consecutive
-  // blocks, in issue order), as deepum-sim charges a plan. Advice is not
-  // charged.
+  // issued and its kernel launched: one batch call per kind present, plus
+  // each range after the first (runs of consecutive blocks, in issue order),
+  // as deepum-sim charges a plan. Advice is not charged. libdeepum evicts in
+  // calls of at most format::kEvictionCallBlocks resident blocks: the calls
+  // beyond the first are charged in the replay, where residency is known.
   std::vector<double> CallUs(N, 0);
   for (uint32_t P = 0; P < N; ++P)
     for (ActionKind Kind : {ACTION_KIND_EVICT, ACTION_KIND_DISCARD, ACTION_KIND_PREFETCH}) {
-      uint64_t Ranges = 0, Prev = 0, Blocks = 0;
+      uint64_t Ranges = 0, Prev = 0;
       for (const BlockRun &R : At(P)) {
         if (R.Kind != Kind)
           continue;
@@ -461,14 +461,9 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
           Ranges += Ranges == 0 || B != Prev + 1;
           Prev = B;
         }
-        Blocks += R.End - R.First;
       }
-      const uint64_t Calls =
-          Kind == ACTION_KIND_EVICT
-              ? (Blocks + format::kEvictionCallBlocks - 1) / format::kEvictionCallBlocks
-              : 1;
       if (Ranges)
-        CallUs[P] += static_cast<double>(Calls) * std::max(0.0, M.TransferCallUs) +
+        CallUs[P] += std::max(0.0, M.TransferCallUs) +
                      static_cast<double>(Ranges - 1) * std::max(0.0, M.TransferRangeUs);
     }
   // Every block starts with contents on the host (parameters, inputs the
@@ -501,7 +496,17 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
     PrevStart = std::max(PrevStart, PrevEnd);
     for (uint32_t P = 0; P < N; ++P) {
       // Launch P is seen while P-1 runs; its API calls hold the host first.
-      const double Issue = PrevStart + CallUs[P];
+      uint64_t Leaving = 0;
+      for (const BlockRun &R : At(P))
+        if (R.Kind == ACTION_KIND_EVICT)
+          for (uint64_t B = R.First; B < R.End; ++B)
+            Leaving += Resident[B];
+      const uint64_t MoreCalls =
+          Leaving > format::kEvictionCallBlocks
+              ? (Leaving - 1) / format::kEvictionCallBlocks
+              : 0;
+      const double Issue = PrevStart + CallUs[P] +
+                           static_cast<double>(MoreCalls) * std::max(0.0, M.TransferCallUs);
       for (const BlockRun &R : At(P))
         for (uint64_t B = R.First; B < R.End; ++B) {
           if (R.Kind == ACTION_KIND_ADVISE) {

@@ -60,6 +60,7 @@ uint32_t Engine::blockId(uint64_t UmBlock) {
     PageArrivalNs.resize(PageArrivalNs.size() + PagesPerBlock, 0);
     BusyUntilNs.push_back(0);
     LastEvictNs.push_back(Never);
+    HostReadyNs.push_back(0);
     ThrashCount.push_back(0);
     Flags.push_back(0);
     Populating.push_back(0);
@@ -221,6 +222,7 @@ void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser) {
   if (Dirty) {
     uint64_t Bytes = pages(Dirty) * PageBytes;
     uint64_t Start = startOnLane(DtoHFree, Ready, transferDtoHNs(Bytes), Done);
+    HostReadyNs[B] = std::max(HostReadyNs[B], Done);
     Stats.BytesDtoH += Bytes;
     if (Events)
       logEvent(UmEvent::Kind::MigrationDtoH,
@@ -305,7 +307,10 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
   // (never written, discarded) are populated on the GPU.
   uint32_t Copy = Mask & HostValid[B] & Valid[B];
   uint64_t Bytes = pages(Copy) * PageBytes;
-  uint64_t Ready = std::max(AtNs, RoomNs), Done = Ready;
+  // Contents still being written back come back once they have reached the
+  // host (a demand fault on them waits for the eviction in the driver; a
+  // prefetch is issued after it by libdeepum).
+  uint64_t Ready = std::max({AtNs, RoomNs, Copy ? HostReadyNs[B] : uint64_t{0}}), Done = Ready;
   // Discarded pages cost the driver time of their own to map again: on the
   // copy stream for a prefetch (a populate), added to the service of a
   // demand fault (Device.PopulateBlockUs, DiscardedFaultBlockUs; zero where

@@ -184,6 +184,19 @@ CUstream_st *Model::stream(cudaStream_t S) {
 
 uint64_t Model::nowNs() const { return std::max(Eng->computeEndNs(), Eng->issueNs()); }
 
+bool Model::poll(uint64_t Ns, PollCount &P) {
+  if (Ns <= hostNs())
+    return true;
+  if (P.AtNs != hostNs()) {
+    P.AtNs = hostNs();
+    P.Count = 0;
+  }
+  if (++P.Count < kSpinPolls)
+    return false;
+  hostWaitUntil(Ns);
+  return true;
+}
+
 void Model::skewUmEvents() {
   for (size_t I = UmSkewed; I < UmLog.size(); ++I) {
     UmLog[I].StartNs += SkewNs;
@@ -224,12 +237,12 @@ void Model::prefetchBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, boo
     Eng->prefetchBatchToDevice(Ranges, S.LastNs);
   else
     Eng->evictBatchToHost(Ranges, S.LastNs);
-  S.LastNs = std::max({S.LastNs, nowNs(), Eng->copyEndNs(ToDevice)});
+  S.LastNs = std::max({S.LastNs, hostNs(), Eng->copyEndNs(ToDevice)});
 }
 
 void Model::discardBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, CUstream_st &S) {
   Eng->discardBatch(Ranges, S.LastNs);
-  S.LastNs = std::max(S.LastNs, nowNs());
+  S.LastNs = std::max(S.LastNs, hostNs());
 }
 
 void Model::discard(uint64_t Address, uint64_t Bytes, CUstream_st &S) {

@@ -38,10 +38,16 @@ struct CUkern_st {
   bool HaveLayout = false;
   deepum::standin::ParamLayout Layout;
 };
+/// Polls of work not yet done, at one model time (Model::poll).
+struct PollCount {
+  uint64_t AtNs = 0;
+  unsigned Count = 0;
+};
 struct CUstream_st {
   unsigned Flags = 0;
   int Priority = 0;
   uint64_t LastNs = 0; // model time of the stream's last work
+  PollCount Polls;
   CUgraph_st *Capture = nullptr;
   cudaStreamCaptureMode CaptureMode = cudaStreamCaptureModeGlobal;
   bool CaptureInvalidated = false;
@@ -51,6 +57,7 @@ struct CUevent_st {
   unsigned Flags = 0;
   bool Recorded = false;
   uint64_t Ns = 0;
+  PollCount Polls;
 };
 struct CUgraphNode_st {
   CUgraph_st *Graph = nullptr;
@@ -146,8 +153,15 @@ public:
   /// cudaStreamSynchronize, cudaDeviceSynchronize): the model's host clock
   /// moves there, so what it issues next comes after that work.
   void hostWaitUntil(uint64_t Ns) { Eng->hostWaitUntil(Ns); }
-  /// Whether work ending at `Ns` is complete for the host.
-  bool completeFor(uint64_t Ns) const { return Ns <= nowNs(); }
+  /// The host's clock: it issues work, and sees work done, at this time
+  /// (the GPU may run ahead of it).
+  uint64_t hostNs() const { return Eng->issueNs(); }
+  /// Whether work ending at `Ns` is complete for the host
+  /// (cudaEventQuery, cudaStreamQuery). Time passes for a program that spins
+  /// on a query: after kSpinPolls unanswered polls at one host time, its
+  /// clock moves to the work's end.
+  bool poll(uint64_t Ns, PollCount &P);
+  static constexpr unsigned kSpinPolls = 1000;
 
   // Counters.
   struct Counters {

@@ -537,7 +537,8 @@ cudaError_t cudaDeviceSynchronize(void) {
   ENTER();
   if (unsafeDuringCapture(M))
     return ret(cudaErrorStreamCaptureUnsupported);
-  uint64_t Ns = std::max(M.Eng->copyEndNs(true), M.Eng->copyEndNs(false));
+  uint64_t Ns = std::max({M.Eng->copyEndNs(true), M.Eng->copyEndNs(false),
+                          M.Eng->computeEndNs(), M.Legacy.LastNs});
   for (const CUstream_st *S : M.Streams)
     Ns = std::max(Ns, S->LastNs);
   M.hostWaitUntil(Ns);
@@ -916,7 +917,8 @@ cudaError_t cudaStreamQuery(cudaStream_t Stream) {
     return ret(cudaErrorInvalidResourceHandle);
   if (S->Capture)
     return ret(refuseInCapture(*S));
-  return cudaSuccess; // eager: all work is done
+  // Done in the model's time when the host's clock has reached its last work.
+  return M.poll(S->LastNs, S->Polls) ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t Stream, cudaEvent_t Event, unsigned int Flags) {
@@ -967,6 +969,7 @@ cudaError_t cudaEventRecord(cudaEvent_t Event, cudaStream_t Stream) {
     return ret(refuseInCapture(*S)); // event nodes are not modelled
   Event->Recorded = true;
   Event->Ns = std::max(S->LastNs, M.Eng->issueNs());
+  Event->Polls = {};
   return cudaSuccess;
 }
 
@@ -980,7 +983,7 @@ cudaError_t cudaEventQuery(cudaEvent_t Event) {
     return ret(cudaErrorInvalidResourceHandle);
   // Not ready while the work it stands for lies ahead of the model's clock
   // (cudaErrorNotReady is a status, not an error: not kept as the last error).
-  if (Event->Recorded && !M.completeFor(Event->Ns))
+  if (Event->Recorded && !M.poll(Event->Ns, Event->Polls))
     return cudaErrorNotReady;
   return cudaSuccess;
 }
@@ -1004,6 +1007,9 @@ cudaError_t cudaEventElapsedTime(float *Ms, cudaEvent_t Start, cudaEvent_t End) 
     return ret(cudaErrorInvalidResourceHandle);
   if (!Start->Recorded || !End->Recorded)
     return ret(cudaErrorInvalidResourceHandle);
+  // "If either event has not been completed yet, cudaErrorNotReady is returned."
+  if (std::max(Start->Ns, End->Ns) > M.hostNs())
+    return cudaErrorNotReady;
   *Ms = static_cast<float>((static_cast<double>(End->Ns) - static_cast<double>(Start->Ns)) / 1e6);
   return cudaSuccess;
 }

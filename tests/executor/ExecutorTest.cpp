@@ -388,53 +388,62 @@ TEST(ExecutorTest, APrefetchWithRoomBesideTheLeavingBlocksDoesNotWait) {
 }
 
 TEST(ExecutorTest, EvictionsGoInCallsOfAFewBlocksAndAPrefetchWaitsOnlyForThoseItNeeds) {
-  // Launch 10 uses blocks 0-19, launch 11 block 20; at launch 12 blocks 0-19
-  // leave (one range of the plan) and block 21 comes in, with a budget of 21
-  // blocks. The twenty go in calls of at most kEvictionCallBlocks blocks,
-  // each with its mark; the prefetch needs one block of room, which the
-  // first call makes: it waits for that call's mark only (with one call for
-  // the twenty it waited for all of them to be written back).
-  FakeBackend B({.EventsCompleteAtOnce = false});
-  Executor E(B, noPlan());
-  std::vector<uint64_t> First(20);
-  std::iota(First.begin(), First.end(), uint64_t{0});
-  PlanBuilder PB({10, 11, 12}, 24 * kBlock);
-  PB.chain(0, First)
-      .chain(1, {20})
-      .chain(2, {21})
-      .action(v1::ACTION_KIND_PREFETCH, 2, 21 * kBlock, kBlock, 2)
-      .action(v1::ACTION_KIND_EVICT, 2, 0, 20 * kBlock, 0);
-  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 21 * kBlock));
-  B.launch(0, S1, 10);
-  B.launch(0, S1, 11);
-  B.clearCalls();
-  B.launch(0, S1, 12);
-  const std::vector<FakeCall> Calls = B.calls();
+  // Launch 10 uses twenty blocks, launch 11 one more; at launch 12 the twenty
+  // leave (one range of the plan) and another block comes in, with a budget
+  // of 21 blocks. The twenty go in calls of at most kEvictionCallBlocks
+  // blocks, each with its mark, wherever the range starts; the prefetch
+  // needs one block of room, which the first call makes: it waits for that
+  // call's mark only (with one call for the twenty it waited for all of them
+  // to be written back).
   ASSERT_EQ(deepum::format::kEvictionCallBlocks, 8u);
-  std::vector<uint64_t> EvictedBlocks;
-  std::vector<EventHandle> Marks;
-  StreamHandle Release = 0;
-  for (size_t I = 0; I < Calls.size(); ++I)
-    if (Calls[I].Kind == FakeCallKind::Prefetch && Calls[I].Location == kHostLocation) {
-      uint64_t Bytes = 0;
-      for (const MemRange &R : Calls[I].Ranges)
-        Bytes += R.Bytes;
-      EvictedBlocks.push_back(Bytes / kBlock);
-      Release = Calls[I].Stream;
-      ASSERT_LT(I + 1, Calls.size());
-      EXPECT_EQ(Calls[I + 1].Kind, FakeCallKind::RecordEvent); // the call's mark
-      EXPECT_EQ(Calls[I + 1].Stream, Release);
-      Marks.push_back(Calls[I + 1].Event);
-    }
-  EXPECT_EQ(EvictedBlocks, (std::vector<uint64_t>{8, 8, 4}));
-  auto Fetch = firstCall(Calls, FakeCallKind::Prefetch, 0);
-  ASSERT_NE(Fetch, Calls.end());
-  ASSERT_EQ(Marks.size(), 3u);
-  std::vector<EventHandle> Waited;
-  for (auto It = Calls.begin(); It != Fetch; ++It)
-    if (It->Kind == FakeCallKind::StreamWaitEvent && It->Stream == Fetch->Stream)
-      Waited.push_back(It->Event);
-  EXPECT_EQ(Waited, (std::vector<EventHandle>{Marks[0]}));
+  for (uint64_t Start : {uint64_t{0}, uint64_t{5}}) {
+    SCOPED_TRACE(Start);
+    FakeBackend B({.EventsCompleteAtOnce = false});
+    Executor E(B, noPlan());
+    std::vector<uint64_t> First(20);
+    std::iota(First.begin(), First.end(), Start);
+    PlanBuilder PB({10, 11, 12}, 32 * kBlock);
+    PB.chain(0, First)
+        .chain(1, {Start + 20})
+        .chain(2, {Start + 21})
+        .action(v1::ACTION_KIND_PREFETCH, 2, (Start + 21) * kBlock, kBlock, 2)
+        .action(v1::ACTION_KIND_EVICT, 2, Start * kBlock, 20 * kBlock, 0);
+    ASSERT_TRUE(E.setPlan(0, PB.compiled(), 21 * kBlock));
+    B.launch(0, S1, 10);
+    B.launch(0, S1, 11);
+    B.clearCalls();
+    B.launch(0, S1, 12);
+    const std::vector<FakeCall> Calls = B.calls();
+    std::vector<uint64_t> EvictedBlocks;
+    std::vector<EventHandle> Marks;
+    uint64_t Next = 0; // the calls cover the range in order, without a gap
+    for (size_t I = 0; I < Calls.size(); ++I)
+      if (Calls[I].Kind == FakeCallKind::Prefetch && Calls[I].Location == kHostLocation) {
+        uint64_t Bytes = 0;
+        for (const MemRange &R : Calls[I].Ranges) {
+          if (Next) {
+            EXPECT_EQ(R.Address, Next);
+          }
+          Next = R.Address + R.Bytes;
+          Bytes += R.Bytes;
+        }
+        EXPECT_EQ(Calls[I].Ranges.size(), 1u); // one range: the blocks are adjacent
+        EvictedBlocks.push_back(Bytes / kBlock);
+        ASSERT_LT(I + 1, Calls.size());
+        EXPECT_EQ(Calls[I + 1].Kind, FakeCallKind::RecordEvent); // the call's mark
+        EXPECT_EQ(Calls[I + 1].Stream, Calls[I].Stream);
+        Marks.push_back(Calls[I + 1].Event);
+      }
+    EXPECT_EQ(EvictedBlocks, (std::vector<uint64_t>{8, 8, 4}));
+    auto Fetch = firstCall(Calls, FakeCallKind::Prefetch, 0);
+    ASSERT_NE(Fetch, Calls.end());
+    ASSERT_EQ(Marks.size(), 3u);
+    std::vector<EventHandle> Waited;
+    for (auto It = Calls.begin(); It != Fetch; ++It)
+      if (It->Kind == FakeCallKind::StreamWaitEvent && It->Stream == Fetch->Stream)
+        Waited.push_back(It->Event);
+    EXPECT_EQ(Waited, (std::vector<EventHandle>{Marks[0]}));
+  }
 }
 
 /// Positions 10 and 11; at 11 two prefetches: block 1 for launch 11 itself

@@ -481,6 +481,11 @@ TEST(SimBackendStreams, APrefetchWaitingForAnEvictionsEventStartsWhenItsWriteBac
     ASSERT_TRUE(B.prefetchBatch(0, {&Second, 1}, 0, Action).ok());
     // FIFO on the host-to-device engine: after block 0's copy, or after the write-back.
     EXPECT_EQ(E.copyEndNs(/*ToDevice=*/true), (Wait ? WrittenBack : Resident) + Resident);
+    // Complete for the host once its clock reaches the write-back's end.
+    E.hostWaitUntil(WrittenBack - 1);
+    EXPECT_EQ(B.queryEvent(0, Ev), EventState::Pending);
+    E.hostWaitUntil(WrittenBack);
+    EXPECT_EQ(B.queryEvent(0, Ev), EventState::Complete);
   }
 }
 

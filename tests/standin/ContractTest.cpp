@@ -611,4 +611,43 @@ TEST_F(Batch, EventsOrderMigrationsAcrossStreams) {
   EXPECT_EQ(cudaStreamDestroy(Other), cudaSuccess);
 }
 
+TEST_F(Batch, SynchronisationAndQueriesFollowTheModelsClock) {
+  // cudaStreamQuery answers cudaErrorNotReady while the stream's work runs,
+  // cudaStreamSynchronize and cudaDeviceSynchronize return when it is done
+  // (after them every query is cudaSuccess), and cudaEventElapsedTime
+  // answers cudaErrorNotReady for an event not yet complete. A program that
+  // spins on a query sees time pass (Model::kSpinPolls polls at most).
+  cudaEvent_t Begin = nullptr, End = nullptr;
+  ASSERT_EQ(cudaEventCreate(&Begin), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&End), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(Begin, S), cudaSuccess);
+  ASSERT_EQ(cudaMemPrefetchAsync(Ptrs[0], 4 * MiB, device0(), 0, S), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(End, S), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(S), cudaErrorNotReady);
+  float Ms = 0;
+  EXPECT_EQ(cudaEventElapsedTime(&Ms, Begin, End), cudaErrorNotReady);
+  ASSERT_EQ(cudaStreamSynchronize(S), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(S), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(End), cudaSuccess);
+  EXPECT_EQ(cudaEventElapsedTime(&Ms, Begin, End), cudaSuccess);
+  EXPECT_GT(Ms, 0.0f);
+
+  ASSERT_EQ(cudaMemPrefetchAsync(Ptrs[1], 4 * MiB, device0(), 0, S), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(End, S), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(End), cudaErrorNotReady);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(End), cudaSuccess);
+
+  ASSERT_EQ(cudaMemPrefetchAsync(Ptrs[2], 4 * MiB, device0(), 0, S), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(End, S), cudaSuccess);
+  unsigned Polls = 1;
+  while (cudaEventQuery(End) == cudaErrorNotReady)
+    ASSERT_LT(++Polls, 10'000u);
+  EXPECT_GT(Polls, 1u);
+  EXPECT_EQ(cudaStreamQuery(S), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(Begin), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(End), cudaSuccess);
+}
+
 } // namespace

@@ -348,6 +348,9 @@ private:
   std::vector<uint64_t> PageArrivalNs; // per page (block * 32 + page)
   std::vector<uint64_t> BusyUntilNs;   // end of the last kernel that used it
   std::vector<uint64_t> LastEvictNs;
+  /// When the host holds the contents its last write-back copied: a fetch
+  /// of them starts no earlier (the data must have left to come back).
+  std::vector<uint64_t> HostReadyNs;
   std::vector<uint8_t> ThrashCount;
   std::vector<uint8_t> Flags; // Fl* below
   /// Pages whose last arrival is a prefetch of discarded contents (a

@@ -496,35 +496,47 @@ TEST(PlannerSchedule, DurationsFollowTheTargetDevice) {
               1e-6);
 }
 
+/// A trace of `Positions` kernels of no duration over `Blocks` 2 MiB blocks,
+/// using none yet.
+Trace emptyTrace(uint32_t Positions, uint64_t Blocks) {
+  Trace T;
+  T.Positions = Positions;
+  T.BlockBytes = 2 * MiB;
+  T.Blocks = Blocks;
+  T.DurationUs.assign(Positions, 0.0);
+  T.Uses.assign(Positions, {});
+  return T;
+}
+
+/// An action at `Pos` over runs of 2 MiB blocks (first, count); advice sets
+/// read-mostly, a prefetch is due at `Due`.
+Action blockAction(uint32_t Pos, ActionKind Kind,
+                   std::vector<std::pair<uint64_t, uint64_t>> Runs, uint32_t Due = 0) {
+  Action A;
+  A.set_position(Pos);
+  A.set_kind(Kind);
+  if (Kind == ACTION_KIND_PREFETCH)
+    A.set_due_position(Due);
+  if (Kind == ACTION_KIND_ADVISE)
+    A.set_advice(ADVICE_SET_READ_MOSTLY);
+  for (auto [First, Count] : Runs) {
+    ArenaRange *R = A.add_ranges();
+    R->set_offset(First * 2 * MiB);
+    R->set_bytes(Count * 2 * MiB);
+  }
+  return A;
+}
+
 TEST(PlannerSchedule, TransferCallsCostTheHostAsDeepumSimChargesThem) {
   // Four kernels, each reading blocks 0-3, all resident after the first
   // iteration: the actions move nothing, so only their API calls cost time.
-  Trace T;
-  T.Positions = 4;
-  T.BlockBytes = 2 * MiB;
-  T.Blocks = 8;
-  T.DurationUs.assign(4, 0.0);
-  T.Uses.assign(4, {});
+  Trace T = emptyTrace(4, 8);
   for (auto &Uses : T.Uses)
     for (uint64_t B = 0; B < 4; ++B)
       Uses.push_back({B, ACCESS_MODE_READ});
   std::vector<Action> Actions;
   auto Add = [&](uint32_t Pos, ActionKind Kind, std::vector<std::pair<uint64_t, uint64_t>> Blocks,
-                 uint32_t Due = 0) {
-    Action A;
-    A.set_position(Pos);
-    A.set_kind(Kind);
-    if (Kind == ACTION_KIND_PREFETCH)
-      A.set_due_position(Due);
-    if (Kind == ACTION_KIND_ADVISE)
-      A.set_advice(ADVICE_SET_READ_MOSTLY);
-    for (auto [First, Count] : Blocks) {
-      ArenaRange *R = A.add_ranges();
-      R->set_offset(First * T.BlockBytes);
-      R->set_bytes(Count * T.BlockBytes);
-    }
-    Actions.push_back(A);
-  };
+                 uint32_t Due = 0) { Actions.push_back(blockAction(Pos, Kind, Blocks, Due)); };
   Add(0, ACTION_KIND_ADVISE, {{0, 1}});              // not charged
   Add(1, ACTION_KIND_PREFETCH, {{0, 1}, {2, 1}}, 1); // one call, 2 ranges: 20 + 1
   Add(2, ACTION_KIND_DISCARD, {{7, 1}});             // 20 (never resident)
@@ -570,30 +582,13 @@ TEST(PlannerSchedule, ABlockComesBackOnlyAfterItsOwnWriteBack) {
   // 3's contents only when its write-back ends, so its fetch starts then:
   // the iteration is four write-backs and four fetches, not four fetches
   // (what the cost model said while it fetched a block still leaving).
-  Trace T;
-  T.Positions = 4;
-  T.BlockBytes = 2 * MiB;
-  T.Blocks = 8;
-  T.DurationUs.assign(4, 0.0);
-  T.Uses.assign(4, {});
+  Trace T = emptyTrace(4, 8);
   for (uint64_t B = 0; B < 4; ++B)
     T.Uses[0].push_back({B, ACCESS_MODE_WRITE});
   T.Uses[2].push_back({3, ACCESS_MODE_READ});
-  std::vector<Action> Actions;
-  auto Add = [&](uint32_t Pos, ActionKind Kind, uint64_t First, uint64_t Count, uint32_t Due) {
-    Action A;
-    A.set_position(Pos);
-    A.set_kind(Kind);
-    if (Kind == ACTION_KIND_PREFETCH)
-      A.set_due_position(Due);
-    ArenaRange *R = A.add_ranges();
-    R->set_offset(First * T.BlockBytes);
-    R->set_bytes(Count * T.BlockBytes);
-    Actions.push_back(A);
-  };
-  Add(1, ACTION_KIND_EVICT, 0, 4, 0);
-  Add(2, ACTION_KIND_PREFETCH, 3, 1, 2);
-  Add(3, ACTION_KIND_PREFETCH, 0, 3, 0);
+  std::vector<Action> Actions = {blockAction(1, ACTION_KIND_EVICT, {{0, 4}}),
+                                 blockAction(2, ACTION_KIND_PREFETCH, {{3, 1}}, 2),
+                                 blockAction(3, ACTION_KIND_PREFETCH, {{0, 3}}, 0)};
   normalizeActions(Actions);
   CostModel M;
   M.LinkBytesPerSecond = 12e9;
@@ -607,20 +602,10 @@ TEST(PlannerSchedule, ABlockComesBackOnlyAfterItsOwnWriteBack) {
   // twenty blocks the first kernel used, evicted at the next position, are
   // three calls, each charged (transfers and faults free here); the same
   // action on blocks that are not resident is one call.
-  Trace Calls;
-  Calls.Positions = 2;
-  Calls.BlockBytes = 2 * MiB;
-  Calls.Blocks = 24;
-  Calls.DurationUs.assign(2, 0.0);
-  Calls.Uses.assign(2, {});
+  Trace Calls = emptyTrace(2, 24);
   for (uint64_t B = 0; B < 20; ++B)
     Calls.Uses[0].push_back({B, ACCESS_MODE_READ});
-  std::vector<Action> Evict(1);
-  Evict[0].set_position(1);
-  Evict[0].set_kind(ACTION_KIND_EVICT);
-  ArenaRange *R = Evict[0].add_ranges();
-  R->set_offset(0);
-  R->set_bytes(20 * Calls.BlockBytes);
+  const std::vector<Action> Evict = {blockAction(1, ACTION_KIND_EVICT, {{0, 20}})};
   ASSERT_EQ(format::kEvictionCallBlocks, 8u);
   CostModel Charged;
   Charged.LinkBytesPerSecond = Charged.DeviceToHostBytesPerSecond = 1e18;

@@ -114,8 +114,8 @@ timelines, the ratios above from this run):
   90 ms ones, force more (51 ms on v100). The cut bound counts these stalls
   (docs/simulator.md, "Stalls between launches", "A deadline launch"; 1325.4 and 370.1 ms before
   it did, 1415.3 and 388.1 ms before its stall path ran around the cycle). The plan still stalls 121 ms before the larger kernel on
-  v100 where the bound forces 78.5: 693 blocks cross in that gap, 240 more than must, while the
-  host-to-device link idled 79 ms under the 90 ms kernel four launches earlier. The
+  v100 where the bound forces 78.5: 692 blocks cross in that gap, 239 more than must, while the
+  host-to-device link idled 79 ms under the 90 ms kernel nine launches earlier. The
   planner's share in the optimizer step (populates taking the room the optimizer's fetches
   needed, 14 ms) was fixed earlier: 426.8 -> 412.8 ms (h100).
 

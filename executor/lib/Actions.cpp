@@ -312,6 +312,7 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   std::vector<EventHandle> &LateWaits = D.LateWaits;
   LateWaits.clear();
   size_t LateDueNow = 0; // the first ranges of Late: the kernel's own
+  size_t LateDueWaits = 0; // the first events of LateWaits: those the kernel's own need
   bool DueOnAction = false; // the kernel's own on the prefetch stream, not yet waited for
   for (const DeviceState::PrefetchRange &R : Ranges) {
     if (Wait && !R.DueNow && DueOnAction) {
@@ -331,6 +332,8 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
     if (Leaving) {
       Late.push_back(R.Pages);
       LateDueNow += R.DueNow;
+      if (R.DueNow)
+        LateDueWaits = LateWaits.size();
       continue;
     }
     if (Occupied + D.PendingReleaseBlocks > Limit &&
@@ -346,15 +349,23 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
     LaunchWaits(D.ActionStream, D.DueEvent);
   if (!Late.empty()) {
     // The late stream also keeps the room rule: it follows the prefetch stream.
-    for (EventHandle E : LateWaits)
-      noteError(D, Back.streamWaitEvent(D.Device, D.LateStream, E));
+    auto LateWait = [&](size_t From, size_t To) {
+      for (size_t I = From; I < To; ++I)
+        noteError(D, Back.streamWaitEvent(D.Device, D.LateStream, LateWaits[I]));
+    };
+    size_t Waited = 0;
     if (Wait && LateDueNow) {
+      // The kernel's own first, after only the releases they wait for (they
+      // come first in Late, and their marks first in LateWaits).
+      LateWait(0, LateDueWaits);
+      Waited = LateDueWaits;
       std::vector<MemRange> Later(Late.begin() + static_cast<long>(LateDueNow), Late.end());
       Late.resize(LateDueNow);
       Issue(Late, D.LateStream);
       LaunchWaits(D.LateStream, D.DueLateEvent);
       Late = std::move(Later);
     }
+    LateWait(Waited, LateWaits.size());
     Issue(Late, D.LateStream);
   }
 }

@@ -820,6 +820,62 @@ TEST(ExecutorTest, AKernelAskedToWaitWaitsForItsOwnFetchOnTheLateStream) {
   EXPECT_EQ((Fetch + 2)->Event, (Fetch + 1)->Event);
 }
 
+TEST(ExecutorTest, AKernelAskedToWaitWaitsOnlyForTheReleasesOfItsOwnLateFetches) {
+  // Blocks 0 and 1 leave at positions 1 and 2 (two marks); at position 3
+  // both come back on the late stream, block 0 for the kernel itself and
+  // block 1 for position 4. The kernel's own fetch goes after block 0's mark
+  // only, and the kernel waits for it; block 1's fetch then waits for its
+  // own mark. (The due-now call used to wait for both marks.)
+  FakeBackend B({.EventsCompleteAtOnce = false});
+  ExecutorConfig C = noPlan();
+  C.KernelsWaitForTheirPrefetches = true;
+  Executor E(B, C);
+  PlanBuilder PB({10, 11, 12, 13, 14});
+  PB.chain(0, {0, 1})
+      .chain(3, {0})
+      .chain(4, {1})
+      .action(v1::ACTION_KIND_EVICT, 1, 0, kBlock, 0)
+      .action(v1::ACTION_KIND_EVICT, 2, kBlock, kBlock, 0)
+      .action(v1::ACTION_KIND_PREFETCH, 3, 0, kBlock, 3)
+      .action(v1::ACTION_KIND_PREFETCH, 3, kBlock, kBlock, 4);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 10 * kBlock));
+  B.launch(0, S1, 10);
+  B.clearCalls();
+  B.launch(0, S1, 11);
+  B.launch(0, S1, 12);
+  std::vector<EventHandle> Marks; // of the two evictions, in order
+  for (auto It = B.calls().begin(); It != B.calls().end(); ++It)
+    if (It->Kind == FakeCallKind::Prefetch && It->Location == kHostLocation &&
+        std::next(It) != B.calls().end())
+      Marks.push_back(std::next(It)->Event);
+  ASSERT_EQ(Marks.size(), 2u);
+  B.clearCalls();
+  uint64_t Id = 13;
+  E.launchBegin(0, S1, &Id, 1);
+  const auto Calls = B.calls();
+  E.launchEnd(0, S1);
+  StreamHandle LateStream = 0;
+  for (const FakeCall &Cl : Calls)
+    if (Cl.Kind == FakeCallKind::Prefetch && Cl.Location == 0)
+      LateStream = Cl.Stream;
+  ASSERT_NE(LateStream, StreamHandle{0});
+  std::vector<uint64_t> Fetched;
+  std::vector<std::string> Order;
+  for (const FakeCall &Cl : Calls) {
+    if (Cl.Stream != LateStream)
+      continue;
+    if (Cl.Kind == FakeCallKind::StreamWaitEvent)
+      Order.push_back(Cl.Event == Marks[0] ? "wait 0" : Cl.Event == Marks[1] ? "wait 1" : "wait ?");
+    else if (Cl.Kind == FakeCallKind::Prefetch) {
+      Order.push_back("fetch");
+      Fetched.push_back(Cl.Ranges.front().Address);
+    }
+  }
+  EXPECT_EQ(Order, (std::vector<std::string>{"wait 0", "fetch", "wait 1", "fetch"}));
+  ASSERT_EQ(Fetched.size(), 2u);
+  EXPECT_EQ(Fetched[1] - Fetched[0], kBlock); // block 0 first, then block 1
+}
+
 TEST(ExecutorTest, MarksTheHostSeesCompleteAreNotWaitedFor) {
   // The budget of two blocks of releaseThenPrefetch, but every event complete
   // as soon as it is recorded: the ledger drops the eviction's mark, and the

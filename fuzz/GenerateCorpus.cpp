@@ -21,6 +21,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -339,6 +340,30 @@ int main(int Argc, char **Argv) {
       if (Pl.persistent())
         Pl.set_call_index(~uint64_t{0} - Pl.sequence());
     write(Target, "call-index-huge.plan.pb", binary(Huge));
+    // The profiled calls' sizes (PoolLayout.prologue_call_bytes): agreeing
+    // with the placements, and disagreeing with one.
+    v1::Plan Sizes = P;
+    uint64_t LastCall = 0;
+    for (const v1::Placement &Pl : Sizes.layout().placements())
+      LastCall = std::max(LastCall, Pl.call_index());
+    for (uint64_t C = 1; C <= LastCall; ++C)
+      Sizes.mutable_layout()->add_prologue_call_bytes(C % 3 == 0 ? 0 : 4096 * C);
+    for (const v1::Placement &Pl : Sizes.layout().placements())
+      if (Pl.call_index() != 0)
+        Sizes.mutable_layout()->set_prologue_call_bytes(static_cast<int>(Pl.call_index() - 1),
+                                                         Pl.size_bytes());
+    write(Target, "prologue-call-bytes.plan.pb", binary(Sizes));
+    if (Sizes.layout().prologue_call_bytes_size() > 0) {
+      v1::Plan Disagrees = Sizes;
+      const auto &First = Disagrees.layout().placements();
+      for (const v1::Placement &Pl : First)
+        if (Pl.call_index() != 0) {
+          Disagrees.mutable_layout()->set_prologue_call_bytes(
+              static_cast<int>(Pl.call_index() - 1), Pl.size_bytes() + 1);
+          break;
+        }
+      write(Target, "prologue-call-bytes-disagree.plan.pb", binary(Disagrees));
+    }
   }
 
   // Each profile twice per target; every policy and both cost models across them.

@@ -63,17 +63,34 @@ void *Executor::allocate(uint64_t Bytes, int Device, StreamHandle Stream, uint64
   if (D->HasPlan.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> Lock(D->AllocMu);
     D->AnyAllocation = true;
-    if (ThisCall < D->Plan->PrologueEnd) {
+    // The profiled call this one stands for (detail::CallAlignment: the same
+    // index unless the calls departed from the profiled ones).
+    const detail::CallAlignment::Where W =
+        D->CallAlign.observe(D->Plan->PrologueCallBytes, ThisCall, Bytes);
+    if (W.Departed)
+      log(LogLevel::Info,
+          "device %d: allocation call %llu (%llu bytes) departs from the profiled calls; "
+          "placing by call waits until they agree again",
+          Device, static_cast<unsigned long long>(ThisCall),
+          static_cast<unsigned long long>(Bytes));
+    if (W.Realigned)
+      log(LogLevel::Info,
+          "device %d: allocation calls agree with the profiled ones again at call %llu, "
+          "%lld from the profiled index",
+          Device, static_cast<unsigned long long>(ThisCall),
+          static_cast<long long>(D->CallAlign.offset()));
+    if (W.Call < D->Plan->PrologueEnd) {
       // Before the reference iteration: the persistent placements by call
       // index. Every other call (the first step's activations, which may
-      // share a gradient's or an optimizer state's size) goes to the pool. A
+      // share a gradient's or an optimizer state's size) goes to the pool,
+      // as does every call while the calls depart from the profiled ones. A
       // wrap of the launch sequence seen meanwhile is spent here: it must not
       // restart the iteration's sequence in the middle of a later iteration.
       D->WrapPending.store(false);
-      auto It = D->Plan->PrologueCalls.find(ThisCall);
+      auto It = D->Plan->PrologueCalls.find(W.Call);
       if (It != D->Plan->PrologueCalls.end()) {
         auto Pl = D->Plan->Placements.find(It->second);
-        if (Pl != D->Plan->Placements.end() && Pl->second.Size == Bytes &&
+        if (W.Aligned && Pl != D->Plan->Placements.end() && Pl->second.Size == Bytes &&
             tryPlace(Back, *D, Pl->second.Offset, Bytes, Stream))
           return placed(*D, Pl->second.Offset, Bytes);
         bump(D->C.PlacementMisses); // the program departed from the profiled one here

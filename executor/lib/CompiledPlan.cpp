@@ -151,6 +151,8 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
     }
   }
   Out.FirstIterationSequence = FirstIteration;
+  if (!Out.PrologueCalls.empty())
+    Out.PrologueCallBytes = P.PrologueCallBytes; // consistent with them (checkRawPlan)
   return true;
 }
 

@@ -13,7 +13,7 @@
 // Locking rule, per device:
 //
 // - AllocMu guards the arena: Arena (live and freed ranges), AllocClocks,
-//   NextSequence, AnyAllocation, DiscardEvent. Plan, ArenaBase, ArenaBytes and
+//   NextSequence, CallAlign, AnyAllocation, DiscardEvent. Plan, ArenaBase, ArenaBytes and
 //   ArenaMapped are written once, before HasPlan is published (or under both
 //   locks in setPlan), and read without a lock after it.
 // - LaunchMu guards the replay: Cursor, ActionStream, ReleaseStream,
@@ -35,6 +35,8 @@
 //===----------------------------------------------------------------------===//
 #ifndef DEEPUM_EXECUTOR_LIB_DEVICESTATE_H
 #define DEEPUM_EXECUTOR_LIB_DEVICESTATE_H
+
+#include "CallAlignment.h"
 
 #include "deepum/executor/Executor.h"
 #include "deepum/executor/Pool.h"
@@ -103,6 +105,7 @@ struct Executor::DeviceState {
   std::map<uint64_t, ArenaEntry> Arena;
   std::vector<StreamClock> AllocClocks;
   uint32_t NextSequence = 0;
+  detail::CallAlignment CallAlign; // live allocation calls against the profiled ones
   bool AnyAllocation = false;
   std::atomic<bool> WrapPending{false};
   std::atomic<uint64_t> DiscardsInFlight{

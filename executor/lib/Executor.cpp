@@ -299,6 +299,7 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   D.ArenaMapped = Mapped;
   // Persistent placements with call indices are found by call, not by sequence.
   D.NextSequence = Plan->PrologueEnd != 0 ? Plan->FirstIterationSequence : 0;
+  D.CallAlign = {};
   D.Resident = std::move(Resident);
   D.NeededStamp = std::move(NeededStamp);
   D.LeftWith.assign(D.Resident.size(), 0);

@@ -110,6 +110,8 @@ void addLayout(const Trace &T, Plan &Out) {
   for (const PlannedAllocation &PA : T.Allocations)
     Ticks = std::max({Ticks, PA.Live[0].End, PA.Live[1].End});
   L->set_ticks(Ticks);
+  for (uint64_t Bytes : T.PrologueCallBytes)
+    L->add_prologue_call_bytes(Bytes);
   for (const PlannedAllocation &PA : T.Allocations) {
     Placement *Pl = L->add_placements();
     Pl->set_sequence(PA.Sequence);

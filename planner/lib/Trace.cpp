@@ -287,6 +287,25 @@ void TraceBuilder::assignSequences() {
   if (!ByCall)
     for (PlannedAllocation &PA : T.Allocations)
       PA.CallIndex = 0;
+  // The size of every profiled call up to the last persistent one, by which
+  // libdeepum follows a replay whose calls depart from these.
+  uint64_t Last = 0;
+  for (const PlannedAllocation &PA : T.Allocations)
+    Last = std::max(Last, PA.CallIndex);
+  if (ByCall && Last != 0 && Last <= format::kMaxPrologueCalls) {
+    T.PrologueCallBytes.assign(Last, 0);
+    std::vector<uint8_t> Seen(Last, 0);
+    for (const Allocation &Al : P.allocations()) {
+      const uint64_t C = Al.call_index();
+      if (C == 0 || C > Last)
+        continue;
+      // A call recorded twice (a corrupt profile) is not known.
+      T.PrologueCallBytes[C - 1] = Seen[C - 1]++ ? 0 : Al.size_bytes();
+    }
+    for (const PlannedAllocation &PA : T.Allocations)
+      if (PA.CallIndex != 0)
+        T.PrologueCallBytes[PA.CallIndex - 1] = PA.Size;
+  }
   for (uint32_t I : Window)
     Add(I, false);
   for (PlannedAllocation &PA : T.Allocations)

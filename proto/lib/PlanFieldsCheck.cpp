@@ -132,6 +132,7 @@ CHECK_FIELD(PoolLayout, layout, Placements, placements);
 CHECK_FIELD(PoolLayout, layout, PeakLiveBytes, peak_live_bytes);
 CHECK_FIELD(PoolLayout, layout, BestFitPeakBytes, best_fit_peak_bytes);
 CHECK_FIELD(PoolLayout, layout, Ticks, ticks);
+CHECK_FIELD(PoolLayout, layout, PrologueCallBytes, prologue_call_bytes);
 
 #undef CHECK_FIELD
 

@@ -39,6 +39,8 @@ RawPlan rawPlanFromProto(const deepum::v1::Plan &P) {
   }
   R.ArenaBytes = P.layout().arena_bytes();
   R.LayoutTicks = P.layout().ticks();
+  R.PrologueCallBytes.assign(P.layout().prologue_call_bytes().begin(),
+                             P.layout().prologue_call_bytes().end());
   for (const auto &Pl : P.layout().placements())
     R.Placements.push_back({Pl.sequence(), Pl.size_bytes(), Pl.offset(), Pl.persistent(),
                             Pl.live_begin(), Pl.live_end(), Pl.wrap_end(), Pl.call_index()});

@@ -223,6 +223,20 @@ std::string checkRawPlan(const RawPlan &P) {
              num(Pl.LiveBegin) + ", " + num(Pl.LiveEnd) + ") + [0, " + num(Pl.WrapEnd) +
              ") in a layout of " + num(P.LayoutTicks) + " ticks";
   }
+  if (!P.PrologueCallBytes.empty()) {
+    if (Calls.empty())
+      return "the layout lists the sizes of " + num(P.PrologueCallBytes.size()) +
+             " calls before the reference iteration but no placement has a call index";
+    if (P.PrologueCallBytes.size() > kMaxPrologueCalls)
+      return "the layout lists the sizes of " + num(P.PrologueCallBytes.size()) +
+             " calls before the reference iteration, more than " + num(kMaxPrologueCalls);
+    for (const RawPlan::Placement &Pl : P.Placements)
+      if (Pl.CallIndex != 0 && (Pl.CallIndex > P.PrologueCallBytes.size() ||
+                                (P.PrologueCallBytes[Pl.CallIndex - 1] != 0 &&
+                                 P.PrologueCallBytes[Pl.CallIndex - 1] != Pl.Size)))
+        return "placement for allocation " + num(Pl.Sequence) + " (call " + num(Pl.CallIndex) +
+               ", " + num(Pl.Size) + " bytes) disagrees with the layout's size of that call";
+  }
   return checkPlacementsDisjoint(P);
 }
 

@@ -475,6 +475,9 @@ bool layout(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
       return M.scalar(T, U64, K);
     case tag(F::Ticks):
       return M.scalar(T, P.LayoutTicks, K);
+    case tag(F::PrologueCallBytes):
+    case packedTag(F::PrologueCallBytes):
+      return M.repeated(T, &P.PrologueCallBytes, K);
     default:
       return false;
     }

@@ -148,6 +148,65 @@ TEST(ExecutorTest, PlacesWhatTheFirstStepKeepsByCallNotBySize) {
   EXPECT_NE(reinterpret_cast<uintptr_t>(G.State), Base2 + 8 * kMiB);
 }
 
+/// Persistent allocations of distinct sizes with an activation among them,
+/// as profiled (calls 1-9); with `Sizes`, the plan lists every call's size.
+PlanBuilder departingPlan(bool Sizes) {
+  const std::vector<uint64_t> MiBs = {1, 2, 3, 5, 1, 2, 3, 6, 7}; // call 4: the activation
+  PlanBuilder PB({1, 2});
+  uint64_t Offset = 0;
+  uint32_t Seq = 0;
+  std::vector<uint64_t> Bytes;
+  for (size_t I = 0; I < MiBs.size(); ++I) {
+    Bytes.push_back(MiBs[I] * kMiB);
+    if (I == 3)
+      continue;
+    PB.place(Seq++, MiBs[I] * kMiB, Offset, true, I + 1);
+    Offset += MiBs[I] * kMiB;
+  }
+  if (Sizes)
+    PB.prologueCalls(Bytes);
+  return PB;
+}
+
+TEST(ExecutorTest, CallsThatDepartFromTheProfiledOnesAreFollowedBySize) {
+  // The replay makes one call more before everything (an autotuner's 8 MiB
+  // workspace, say). From there each call index names the profiled call
+  // before it. With the profiled sizes in the plan, the first call departs,
+  // the next six agree at one call's offset, and from the seventh on the
+  // allocations find their placements again; the ones between go to the
+  // pool. Without the sizes every placement is missed.
+  for (bool Sizes : {true, false}) {
+    SCOPED_TRACE(Sizes ? "with the profiled sizes" : "without them");
+    FakeBackend B;
+    Executor E(B, noPlan());
+    ASSERT_TRUE(E.setPlan(0, departingPlan(Sizes).compiled(), 0));
+    const uintptr_t Base = E.arenaBase(0);
+    void *Workspace = E.allocate(8 * kMiB, 0, S1); // the call the profile did not make
+    std::vector<void *> Got;
+    for (uint64_t MiB : {1, 2, 3, 5, 1, 2, 3, 6, 7})
+      Got.push_back(E.allocate(MiB * kMiB, 0, S1));
+    auto InArena = [&](void *P) {
+      return reinterpret_cast<uintptr_t>(P) >= Base &&
+             reinterpret_cast<uintptr_t>(P) < Base + 16 * kBlock;
+    };
+    EXPECT_FALSE(InArena(Workspace));
+    EXPECT_FALSE(InArena(Got[3])); // the activation, never planned
+    if (Sizes) {
+      for (size_t I : {0, 1, 2, 4})
+        EXPECT_FALSE(InArena(Got[I])) << I; // while the six calls were confirming
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(Got[5]), Base + 7 * kMiB); // G1: after W 1+2+3 and G0 1
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(Got[6]), Base + 9 * kMiB); // G2
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(Got[7]), Base + 12 * kMiB); // S0
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(Got[8]), Base + 18 * kMiB); // S1
+      EXPECT_EQ(statsOf(E).arena_placements, 4u);
+    } else {
+      for (void *P : Got)
+        EXPECT_FALSE(InArena(P));
+      EXPECT_EQ(statsOf(E).arena_placements, 0u);
+    }
+  }
+}
+
 TEST(ExecutorTest, TheIterationAfterThePrologueStartsAtItsFirstPlacementWithoutAMark) {
   // The launch sequence alone marks iterations (no deepum_step): once the
   // last persistent call is past, the next call is the iteration's first.

@@ -70,6 +70,12 @@ public:
     Pl->set_call_index(Call);
     return *this;
   }
+  /// PoolLayout.prologue_call_bytes: the profiled calls' sizes, call 1 first.
+  PlanBuilder &prologueCalls(const std::vector<uint64_t> &Bytes) {
+    for (uint64_t B : Bytes)
+      P.mutable_layout()->add_prologue_call_bytes(B);
+    return *this;
+  }
   /// Sets metadata.profile_fingerprint as the planner does: the hash of the
   /// plan's own launch sequence.
   PlanBuilder &fingerprinted() {

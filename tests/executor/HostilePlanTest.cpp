@@ -162,6 +162,33 @@ TEST(HostilePlanTest, CallIndicesOnlyOnPersistentPlacementsAndNeverTwice) {
   EXPECT_EQ(V.FromDeepum.Placements[1].CallIndex, 9u);
 }
 
+TEST(HostilePlanTest, ProfiledCallSizesAgreeWithThePlacementsAndAreBounded) {
+  // A placement by call must find its own size there (or 0: not recorded);
+  // the list without any placement by call, or longer than kMaxPrologueCalls,
+  // is refused; both readers decode it alike.
+  PlanBuilder Disagrees({1, 2});
+  Disagrees.place(0, kBlock, 0, true, 2).prologueCalls({kBlock, 3 * kBlock});
+  EXPECT_THAT(compileError(Disagrees.proto()), HasSubstr("disagrees with the layout's size"));
+  PlanBuilder Short({1, 2});
+  Short.place(0, kBlock, 0, true, 3).prologueCalls({kBlock, kBlock});
+  EXPECT_THAT(compileError(Short.proto()), HasSubstr("disagrees with the layout's size"));
+  PlanBuilder Orphan({1, 2});
+  Orphan.place(0, kBlock, 0, true).prologueCalls({kBlock});
+  EXPECT_THAT(compileError(Orphan.proto()), HasSubstr("no placement has a call index"));
+  PlanBuilder Long({1, 2});
+  Long.place(0, kBlock, 0, true, 1)
+      .prologueCalls(std::vector<uint64_t>(format::kMaxPrologueCalls + 1, kBlock));
+  EXPECT_THAT(compileError(Long.proto()), HasSubstr("more than"));
+  PlanBuilder Fine({1, 2});
+  Fine.place(0, kBlock, 0, true, 2).place(1, kBlock, kBlock, true, 4).prologueCalls(
+      {3 * kBlock, kBlock, 0, 0});
+  EXPECT_EQ(compileError(Fine.proto()), "");
+  Verdicts V = judge(Fine.proto().SerializeAsString());
+  ASSERT_TRUE(V.Format && V.Deepum) << V.FormatError << V.DeepumError;
+  EXPECT_EQ(V.FromFormat.PrologueCallBytes, V.FromDeepum.PrologueCallBytes);
+  EXPECT_EQ(V.FromDeepum.PrologueCallBytes, (std::vector<uint64_t>{3 * kBlock, kBlock, 0, 0}));
+}
+
 TEST(HostilePlanTest, ActionRangeThatWrapsIsRejected) {
   PlanBuilder PB({1, 2}, 0);
   PB.action(v1::ACTION_KIND_PREFETCH, 0, ~uint64_t{0} - 10, 100);

@@ -172,6 +172,24 @@ TEST(PlannerLayout, PersistentPlacementsCarryTheirCallIndex) {
     }
   }
   EXPECT_GT(Persistent, 0u);
+  // The size of every profiled call up to the last persistent one: the
+  // executor follows a replay whose calls depart from these
+  // (CallAlignment). Calls the profile did not record (the odd ones here)
+  // are 0.
+  uint64_t Last = 0;
+  for (const Placement &Pl : R.Plan.layout().placements())
+    Last = std::max(Last, Pl.call_index());
+  const auto &Sizes = R.Plan.layout().prologue_call_bytes();
+  ASSERT_EQ(static_cast<uint64_t>(Sizes.size()), Last);
+  std::map<uint64_t, uint64_t> SizeOfCall;
+  for (const Allocation &A : P.allocations())
+    SizeOfCall[A.call_index()] = A.size_bytes();
+  for (uint64_t Call = 1; Call <= Last; ++Call) {
+    auto It = SizeOfCall.find(Call);
+    EXPECT_EQ(Sizes[static_cast<int>(Call - 1)], It == SizeOfCall.end() ? 0 : It->second)
+        << "call " << Call;
+  }
+  EXPECT_FALSE(static_cast<bool>(format::validatePlan(R.Plan)));
   // All or nothing: a profile naming one call twice (corrupt or hostile), or
   // one persistent allocation without a call, gives a plan placing them all
   // by sequence, which passes the rules every reader applies.
@@ -186,6 +204,7 @@ TEST(PlannerLayout, PersistentPlacementsCarryTheirCallIndex) {
   PlanResult R2 = compile(Twice, footprint(Twice) / 2);
   EXPECT_FALSE(static_cast<bool>(format::validatePlan(R2.Plan)));
   EXPECT_TRUE(NoCallIndex(R2.Plan));
+  EXPECT_EQ(R2.Plan.layout().prologue_call_bytes_size(), 0);
   Profile Missing = P;
   Missing.mutable_allocations(0)->clear_call_index();
   EXPECT_TRUE(NoCallIndex(compile(Missing, footprint(Missing) / 2).Plan));

@@ -185,4 +185,28 @@ fi
 cmp -s "$out/plain.bin" "$out/first.bin" &&
   check ok "gradients allocated in the first step: parameters bit-identical to the run without deepum" ||
   check FAIL "gradients allocated in the first step: parameters bit-identical to the run without deepum"
+# The same plan, the replay making one call more than the profiled run
+# before the first gradient (DEEPUM_TRAIN_EXTRA_CALL): libdeepum sees the
+# calls depart from the profiled sizes the plan lists and follows them once
+# six calls agree at one offset.
+env DEEPUM_STANDIN_GPU_MEMORY="$cap" "${first_env[@]}" DEEPUM_TRAIN_EXTRA_CALL=1 \
+  DEEPUM_PLAN="$out/first.plan.pb" DEEPUM_GPU_MEMORY="$cap" DEEPUM_LOG=info "$ts" train $steps \
+  "$out/extra.bin" > "$out/extra.log" 2>&1 || { cat "$out/extra.log"; exit 1; }
+read -r placements misses < <(awk '$1 == "deepum" && $2 == "launches" {
+    for (i = 2; i < NF; ++i) { if ($i == "placements") p = $(i + 1); if ($i == "misses") m = $(i + 1) } }
+    END { print p + 0, m + 0 }' "$out/extra.log")
+# The extra call (19) departs; calls 20-25 confirm the new offset, so the
+# two gradients among them (21 and 23) go to the pool, and every other
+# tensor is placed: 21 of 23.
+if awk -v p="$placements" 'BEGIN { exit !(p == 21) }' &&
+   grep -q "departs from the profiled calls" "$out/extra.log" &&
+   grep -q "agree with the profiled ones again at call 25, 1 from the profiled index" "$out/extra.log"; then
+  check ok "one allocation call more than profiled: re-aligned at call 25, $placements of 23 placed, $misses misses counted"
+else
+  check FAIL "one allocation call more than profiled: re-aligned at call 25, $placements of 23 placed, $misses misses counted"
+  cat "$out/extra.log"
+fi
+cmp -s "$out/plain.bin" "$out/extra.bin" &&
+  check ok "one allocation call more than profiled: parameters bit-identical to the run without deepum" ||
+  check FAIL "one allocation call more than profiled: parameters bit-identical to the run without deepum"
 exit $fail

@@ -97,6 +97,11 @@ struct CompiledPlan {
   /// One past the largest call index in PrologueCalls (0 when empty): the
   /// calls before it are placed by call index alone.
   uint64_t PrologueEnd = 0;
+  /// The size of each profiled call before the reference iteration (element
+  /// k: call k + 1; 0 = not recorded), when the plan lists them: the
+  /// executor then follows a process whose calls depart from the profiled
+  /// ones (CallAlignment).
+  std::vector<uint64_t> PrologueCallBytes;
   /// Number of arena blocks (ArenaBytes rounded up to UmBlockBytes).
   uint32_t ArenaBlocks = 0;
 

@@ -142,6 +142,10 @@ struct Trace {
   uint32_t Ticks = 0;
   /// Planned allocations, indexed by sequence.
   std::vector<PlannedAllocation> Allocations;
+  /// When persistent allocations are placed by call index: the size of each
+  /// profiled call up to the last of them (element k: call k + 1; 0 = not
+  /// recorded, or recorded twice), PoolLayout.prologue_call_bytes.
+  std::vector<uint64_t> PrologueCallBytes;
   PoolStats Pool;
   uint64_t BlockBytes = 0;
   /// Arena blocks: ceil(Pool.ArenaBytes / BlockBytes).

@@ -122,6 +122,7 @@ inline constexpr Field Placements{2, Wire::Len, true};
 inline constexpr Field PeakLiveBytes{3, Wire::Varint};
 inline constexpr Field BestFitPeakBytes{4, Wire::Varint};
 inline constexpr Field Ticks{5, Wire::Varint};
+inline constexpr Field PrologueCallBytes{6, Wire::Varint, true};
 } // namespace layout
 
 /// deepum.v1.PlanFormat: the one version this build reads.

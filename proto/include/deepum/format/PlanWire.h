@@ -60,6 +60,8 @@ struct RawRange {
 /// Call indices (Placement.call_index) lie below this: beyond any process's
 /// allocation calls, and one past the largest cannot wrap.
 inline constexpr uint64_t kCallIndexLimit = uint64_t{1} << 62;
+/// PoolLayout.prologue_call_bytes holds at most this many calls.
+inline constexpr uint64_t kMaxPrologueCalls = uint64_t{1} << 22;
 
 /// libdeepum issues the evictions of one plan position in calls of at most
 /// this many UM blocks, each with its own event: a prefetch waiting for room
@@ -121,6 +123,9 @@ struct RawPlan {
   bool HasMetadata = false;
   /// PoolLayout.ticks: the clock the placements' lifetimes count in.
   uint32_t LayoutTicks = 0;
+  /// PoolLayout.prologue_call_bytes: the size of each call before the
+  /// reference iteration (element k: call k + 1; 0 = not recorded).
+  std::vector<uint64_t> PrologueCallBytes;
 
   bool operator==(const RawPlan &) const = default;
 };

@@ -903,9 +903,10 @@ TEST(ExecutorTest, AKernelAskedToWaitWaitsOnlyForTheReleasesOfItsOwnLateFetches)
   B.launch(0, S1, 11);
   B.launch(0, S1, 12);
   std::vector<EventHandle> Marks; // of the two evictions, in order
-  for (auto It = B.calls().begin(); It != B.calls().end(); ++It)
+  const std::vector<FakeCall> Before = B.calls();
+  for (auto It = Before.begin(); It != Before.end(); ++It)
     if (It->Kind == FakeCallKind::Prefetch && It->Location == kHostLocation &&
-        std::next(It) != B.calls().end())
+        std::next(It) != Before.end())
       Marks.push_back(std::next(It)->Event);
   ASSERT_EQ(Marks.size(), 2u);
   B.clearCalls();

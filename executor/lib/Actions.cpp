@@ -370,6 +370,21 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   }
 }
 
+namespace {
+/// The resident blocks `R` (arena offsets) wholly covers leave the ledger,
+/// with the call being built (D.Leaving: that call's mark).
+void markGone(Executor::DeviceState &D, const MemRange &R) {
+  const uint64_t BB = D.blockBytes();
+  const uint64_t First = (R.Address + BB - 1) / BB, Last = (R.Address + R.Bytes) / BB;
+  for (uint64_t B = First; B < Last && B < D.Resident.size(); ++B)
+    if (D.Resident[B]) {
+      D.Resident[B] = 0;
+      D.ResidentBlocks.fetch_sub(1);
+      D.Leaving.push_back(static_cast<uint32_t>(B));
+    }
+}
+} // namespace
+
 void detail::flushEvictions(Backend &Back, DeviceState &D, bool Budget) {
   if (D.Ranges.empty()) {
     D.Leaving.clear();
@@ -394,13 +409,7 @@ void detail::evictInCalls(Backend &Back, DeviceState &D, MemRange R, bool Budget
     const uint64_t Cut = std::min(End, (Off / BB + 1) * BB);
     const MemRange Piece{Off, Cut - Off};
     Off = Cut;
-    // Wholly covered and resident: it leaves with this call (its mark).
-    const uint64_t B = Piece.Address / BB;
-    if (Piece.Bytes == BB && B < D.Resident.size() && D.Resident[B]) {
-      D.Resident[B] = 0;
-      D.ResidentBlocks.fetch_sub(1);
-      D.Leaving.push_back(static_cast<uint32_t>(B));
-    }
+    markGone(D, Piece); // its block, if wholly covered, leaves with this call
     if (MemRange Pages = pagesAround(D, Piece); Pages.Bytes) {
       // One range per run of adjacent pages, as the plan gave it.
       if (!D.Ranges.empty() && D.Ranges.back().Address + D.Ranges.back().Bytes >= Pages.Address &&
@@ -430,7 +439,6 @@ constexpr uint64_t kDiscardDeferralLaunches = 64;
 /// LaunchMu held.
 void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Evict,
                          const std::vector<MemRange> &DiscardIn) {
-  const uint64_t BB = D.blockBytes();
   const uint64_t Now = D.C.Launches.load(std::memory_order_relaxed);
   std::vector<MemRange> Discard;      // free parts, arena offsets
   std::vector<MemRange> DiscardPages; // their whole pages, addresses
@@ -476,16 +484,6 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
   if (Evict.empty() && DiscardPages.empty())
     return;
   orderAfterCompute(Back, D);
-  auto MarkGone = [&](const MemRange &R) {
-    // Only blocks wholly covered leave the GPU (D.Leaving: the call's mark).
-    uint64_t First = (R.Address + BB - 1) / BB, Last = (R.Address + R.Bytes) / BB;
-    for (uint64_t B = First; B < Last && B < D.Resident.size(); ++B)
-      if (D.Resident[B]) {
-        D.Resident[B] = 0;
-        D.ResidentBlocks.fetch_sub(1);
-        D.Leaving.push_back(static_cast<uint32_t>(B));
-      }
-  };
   D.Ranges.clear();
   D.Leaving.clear();
   for (const MemRange &R : Evict)
@@ -495,7 +493,7 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
     return;
   D.Leaving.clear();
   for (const MemRange &R : Discard)
-    MarkGone(R);
+    markGone(D, R);
   BackendStatus S = Back.discardBatch(D.Device, DiscardPages, D.DiscardStream);
   markRelease(Back, D, D.DiscardStream);
   noteError(D, S);

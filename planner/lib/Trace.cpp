@@ -299,8 +299,9 @@ void TraceBuilder::assignSequences() {
       const uint64_t C = Al.call_index();
       if (C == 0 || C > Last)
         continue;
-      // A call recorded twice (a corrupt profile) is not known.
-      T.PrologueCallBytes[C - 1] = Seen[C - 1]++ ? 0 : Al.size_bytes();
+      // A call recorded twice or more (a corrupt profile) is not known.
+      T.PrologueCallBytes[C - 1] = Seen[C - 1] ? 0 : Al.size_bytes();
+      Seen[C - 1] = 1;
     }
     for (const PlannedAllocation &PA : T.Allocations)
       if (PA.CallIndex != 0)

@@ -210,6 +210,42 @@ TEST(PlannerLayout, PersistentPlacementsCarryTheirCallIndex) {
   EXPECT_TRUE(NoCallIndex(compile(Missing, footprint(Missing) / 2).Plan));
 }
 
+TEST(PlannerLayout, ACallRecordedManyTimesHasNoProfiledSize) {
+  // A corrupt profile records one call of the prologue for 257 allocations
+  // of the iterations: its size is not known (0), however many records
+  // repeat it, while the persistent allocations keep theirs.
+  SyntheticOptions O;
+  O.Layers = 100;
+  O.ParamBytes = 2ull << 20;
+  O.ActivationBytes = 2ull << 20;
+  Profile P = syntheticTraining(O);
+  std::set<uint64_t> PersistentIds;
+  for (const PlannedAllocation &PA : traceOf(P).Allocations)
+    if (PA.Persistent)
+      PersistentIds.insert(PA.ProfileId);
+  int Repeats = 0;
+  for (int I = 0; I < P.allocations_size(); ++I) {
+    Allocation *A = P.mutable_allocations(I);
+    if (PersistentIds.count(A->id()))
+      A->set_call_index(static_cast<uint64_t>(1000 + I));
+    else if (Repeats < 257) {
+      A->set_call_index(1);
+      ++Repeats;
+    }
+  }
+  ASSERT_EQ(Repeats, 257) << "the profile needs 257 allocations of the iterations";
+  PlanResult R = compile(P, footprint(P) / 2);
+  const auto &Sizes = R.Plan.layout().prologue_call_bytes();
+  ASSERT_GT(Sizes.size(), 1000);
+  EXPECT_EQ(Sizes[0], 0u);
+  for (const Placement &Pl : R.Plan.layout().placements()) {
+    if (Pl.persistent()) {
+      EXPECT_NE(Sizes[static_cast<int>(Pl.call_index() - 1)], 0u) << "call " << Pl.call_index();
+    }
+  }
+  EXPECT_FALSE(static_cast<bool>(format::validatePlan(R.Plan)));
+}
+
 struct PropertyCase {
   const char *Name;
   SyntheticOptions Options;

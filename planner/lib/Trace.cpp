@@ -153,6 +153,9 @@ struct Sibling {
   uint32_t First;
   std::vector<AddressRange> ByAddress;
   uint64_t MaxAllocBytes = 0;
+  /// The iteration's allocation ids -> the reference's sequences, for its
+  /// tensor accesses (empty for the reference itself, which has SeqOfId).
+  IdMap Seqs;
 };
 
 /// Accesses the reference iteration's kernels make that the plan cannot
@@ -424,27 +427,31 @@ Sibling TraceBuilder::addressIndex(const IdMap &Seqs) const {
   return Sib;
 }
 
-/// Address indexes for kernels that report blocks but no tensors: the
-/// reference iteration's, then one per sibling, each mapping that
-/// iteration's own allocations to the reference's sequences (persistent ones
-/// are shared; window ones match by call order when the sizes agree). Fault
-/// records go missing (dropped, or no fault because the block was still
-/// resident), so every sibling contributes its blocks at each position.
-/// Only kernels without tensor data need them. Each sibling scans the
-/// allocations and indexes its own and the persistent ones: past
-/// kMaxSiblingWork (a profile of very many short iterations over very many
-/// allocations) the rest are left out and the plan says so.
+/// The other iterations with the reference's kernel sequence (siblings),
+/// each mapping its own allocations to the reference's sequences
+/// (persistent ones are shared; window ones match by call order when the
+/// sizes agree). A profile's access sets are a sample: fault records go
+/// missing (dropped, or no fault because the block was still resident), and
+/// on a real driver the pages recorded for a kernel differ from one
+/// iteration to the next. So every sibling contributes its accesses at each
+/// position: its tensor accesses through the id map, or, for kernels that
+/// report blocks but no tensors, its blocks through an address index of the
+/// reference's and each sibling's allocations. Each sibling scans the
+/// allocations and maps (and, for blocks, indexes) its own and the
+/// persistent ones: past kMaxSiblingWork (a profile of very many short
+/// iterations over very many allocations) the rest are left out and the
+/// plan says so.
 void TraceBuilder::indexSiblings() {
-  Siblings.push_back(addressIndex(SeqOfId));
-  Siblings.back().First = First;
   bool BlockOnly = false;
   for (uint32_t Pos = 0; Pos < N && !BlockOnly; ++Pos)
     BlockOnly = P.kernels(static_cast<int>(First + Pos)).tensors_size() == 0;
-  if (!BlockOnly)
-    return;
-  // Scanning the allocations, and 5 words per index entry (40 bytes).
-  const uint64_t SiblingCost = static_cast<uint64_t>(P.allocations_size()) +
-                               5 * static_cast<uint64_t>(Persistent.size() + Window.size());
+  Siblings.push_back(BlockOnly ? addressIndex(SeqOfId) : Sibling{});
+  Siblings.back().First = First;
+  // Scanning the allocations, and per allocation mapped an id map entry,
+  // plus 5 words per index entry (40 bytes) where blocks need the index.
+  const uint64_t SiblingCost =
+      static_cast<uint64_t>(P.allocations_size()) +
+      (BlockOnly ? 7 : 2) * static_cast<uint64_t>(Persistent.size() + Window.size());
   uint64_t Work = 0;
   for (uint32_t I = 0; I < A.Iterations.size(); ++I) {
     const IterationSpan &S = A.Iterations[I];
@@ -478,8 +485,9 @@ void TraceBuilder::indexSiblings() {
       continue;
     for (uint32_t J : Persistent)
       Seqs[P.allocations(J).id()] = SeqOfId[P.allocations(J).id()];
-    Siblings.push_back(addressIndex(Seqs));
+    Siblings.push_back(BlockOnly ? addressIndex(Seqs) : Sibling{});
     Siblings.back().First = S.First;
+    Siblings.back().Seqs = std::move(Seqs);
   }
 }
 
@@ -515,24 +523,31 @@ Error TraceBuilder::mapAccesses() {
 }
 
 /// The arena bytes the kernel at Pos accesses: its tensors, or else its
-/// blocks mapped through the allocations live at its start. Returns how
-/// many of them the reference kernel itself reported (the rest come from
-/// the siblings); SIZE_MAX for tensor accesses.
+/// blocks mapped through the allocations live at its start, and the same
+/// of the siblings' kernels at Pos. Returns how many of them the reference
+/// kernel itself reported (the rest come from the siblings).
 size_t TraceBuilder::collectAccesses(uint32_t Pos, std::vector<ArenaAccess> &Accesses) {
   const Kernel &K = P.kernels(First + Pos);
   size_t RefAccesses = SIZE_MAX; // accesses of the reference kernel itself come first
   if (K.tensors_size() > 0) {
-    for (const TensorAccess &TA : K.tensors()) {
-      auto S = SeqOfId.find(TA.allocation_id());
-      if (S == SeqOfId.end()) {
-        ++Counts.UnknownAllocationAccesses;
-        continue;
+    for (const Sibling &Sib : Siblings) {
+      const bool Own = &Sib == &Siblings.front();
+      const IdMap &Seqs = Own ? SeqOfId : Sib.Seqs;
+      for (const TensorAccess &TA : P.kernels(static_cast<int>(Sib.First + Pos)).tensors()) {
+        auto S = Seqs.find(TA.allocation_id());
+        if (S == Seqs.end()) {
+          // A sibling's own carried-in allocations have no counterpart.
+          Counts.UnknownAllocationAccesses += Own;
+          continue;
+        }
+        const PlannedAllocation &PA = T.Allocations[S->second];
+        uint64_t Begin = PA.Offset + std::min(TA.offset(), PA.Size);
+        uint64_t End = PA.Offset + std::min(TA.offset() + TA.bytes(), PA.Size);
+        if (End > Begin)
+          Accesses.push_back({Begin, End, TA.mode(), S->second});
       }
-      const PlannedAllocation &PA = T.Allocations[S->second];
-      uint64_t Begin = PA.Offset + std::min(TA.offset(), PA.Size);
-      uint64_t End = PA.Offset + std::min(TA.offset() + TA.bytes(), PA.Size);
-      if (End > Begin)
-        Accesses.push_back({Begin, End, TA.mode(), S->second});
+      if (Own)
+        RefAccesses = Accesses.size();
     }
     return RefAccesses;
   }
@@ -646,7 +661,7 @@ void TraceBuilder::mergeTensorUses() {
 void TraceBuilder::reportIgnored() {
   if (Counts.SiblingsLeftOut)
     T.Ignored.push_back((Twine(Counts.SiblingsLeftOut) +
-                         " iterations with the same kernel sequence were not searched for block "
+                         " iterations with the same kernel sequence were not searched for "
                          "accesses missing from the reference iteration (the planner's limit on "
                          "indexing them)")
                             .str());
@@ -657,8 +672,8 @@ void TraceBuilder::reportIgnored() {
                             .str());
   if (Counts.RecoveredBlocks)
     T.Ignored.push_back((Twine(Counts.RecoveredBlocks) +
-                         " block accesses missing from the reference iteration were taken from "
-                         "the other iterations with the same kernel sequence")
+                         " block uses missing from the reference iteration were taken from the "
+                         "other iterations with the same kernel sequence")
                             .str());
   if (Counts.UnmappedBlocks)
     T.Ignored.push_back(

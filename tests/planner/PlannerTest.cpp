@@ -833,6 +833,50 @@ TEST(PlannerPlan, MissingFaultRecordsAreFilledFromOtherIterations) {
   EXPECT_TRUE(Said);
 }
 
+TEST(PlannerPlan, TensorAccessesMissingFromTheReferenceAreTakenFromOtherIterations) {
+  // A real driver's access sets are a sample: the pages recorded for a
+  // kernel differ from one iteration to the next (docs/results/gpu.md,
+  // finding 12). The reference iteration (the last) loses every other
+  // tensor access; the plan's access sets are still the whole profile's,
+  // taken from the other iterations through their allocations' order.
+  Profile Clean = syntheticTraining();
+  Profile Missing = Clean;
+  auto A = takeOk(analyzeIterations(Missing));
+  const IterationSpan &Ref = A.Iterations[A.Reference];
+  size_t Dropped = 0;
+  for (uint32_t K = Ref.First; K < Ref.First + Ref.Count; ++K) {
+    auto *Tensors = Missing.mutable_kernels(static_cast<int>(K))->mutable_tensors();
+    for (int I = Tensors->size() - 1; I >= 0; I -= 2, ++Dropped)
+      Tensors->DeleteSubrange(I, 1);
+  }
+  ASSERT_GT(Dropped, 0u);
+  PlanResult X = compile(Clean, footprint(Clean) / 2);
+  PlanResult Y = compile(Missing, footprint(Missing) / 2);
+  ASSERT_EQ(X.Plan.block_chains_size(), Y.Plan.block_chains_size());
+  for (int I = 0; I < X.Plan.block_chains_size(); ++I) {
+    std::set<uint64_t> Want(X.Plan.block_chains(I).blocks().begin(),
+                            X.Plan.block_chains(I).blocks().end());
+    std::set<uint64_t> Got(Y.Plan.block_chains(I).blocks().begin(),
+                           Y.Plan.block_chains(I).blocks().end());
+    EXPECT_EQ(Want, Got) << "position " << I;
+  }
+  bool Said = false;
+  for (const std::string &L : Y.Plan.metadata().ignored())
+    Said |= L.find("taken from the other iterations") != std::string::npos;
+  EXPECT_TRUE(Said);
+  // The reference alone would have missed them.
+  Profile Alone = Missing;
+  for (uint32_t K = 0; K < Ref.First; ++K)
+    Alone.mutable_kernels(static_cast<int>(K))->clear_tensors();
+  PlanResult Z = compile(Alone, footprint(Alone) / 2);
+  uint64_t Uses = 0, AloneUses = 0;
+  for (int I = 0; I < Y.Plan.block_chains_size(); ++I)
+    Uses += static_cast<uint64_t>(Y.Plan.block_chains(I).blocks_size());
+  for (int I = 0; I < Z.Plan.block_chains_size(); ++I)
+    AloneUses += static_cast<uint64_t>(Z.Plan.block_chains(I).blocks_size());
+  EXPECT_LT(AloneUses, Uses);
+}
+
 TEST(PlannerPlan, BlockMappingPastItsLimitIsRefused) {
   // Kernels without tensor data have their blocks mapped onto the
   // allocations live on them; a profile that needs more mapping than the

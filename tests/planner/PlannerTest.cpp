@@ -924,6 +924,15 @@ TEST(PlannerPlan, IterationsPastTheSiblingLimitAreLeftOutAndSaid) {
   EXPECT_NE(All.find("4 iterations with the same kernel sequence were not searched"),
             std::string::npos)
       << All;
+  // Tensor accesses are taken from the siblings too, under the same limit.
+  O.BlocksOnly = false;
+  Profile Tensors = syntheticTraining(O);
+  auto TA = takeOk(analyzeIterations(Tensors));
+  EXPECT_EQ(Said(takeOk(buildTrace(Tensors, TA))).find("not searched"), std::string::npos);
+  const std::string Limited = Said(takeOk(buildTrace(Tensors, TA, Few)));
+  EXPECT_NE(Limited.find("4 iterations with the same kernel sequence were not searched"),
+            std::string::npos)
+      << Limited;
 }
 
 TEST(PlannerPlan, Deterministic) {

@@ -811,26 +811,32 @@ TEST(PlannerPlan, IgnoredLinesNameTheNoise) {
       << R.Plan.metadata().summary();
 }
 
+/// The plan of a profile whose reference iteration lost accesses has the
+/// chains of the plan of the whole profile, and says it took them from the
+/// other iterations.
+void expectChainsRecovered(const Plan &Whole, const Plan &Recovered) {
+  ASSERT_EQ(Whole.block_chains_size(), Recovered.block_chains_size());
+  for (int I = 0; I < Whole.block_chains_size(); ++I) {
+    std::set<uint64_t> Want(Whole.block_chains(I).blocks().begin(),
+                            Whole.block_chains(I).blocks().end());
+    std::set<uint64_t> Got(Recovered.block_chains(I).blocks().begin(),
+                           Recovered.block_chains(I).blocks().end());
+    EXPECT_EQ(Want, Got) << "position " << I;
+  }
+  bool Said = false;
+  for (const std::string &L : Recovered.metadata().ignored())
+    Said |= L.find("taken from the other iterations") != std::string::npos;
+  EXPECT_TRUE(Said);
+}
+
 TEST(PlannerPlan, MissingFaultRecordsAreFilledFromOtherIterations) {
   SyntheticOptions O;
   O.BlocksOnly = true;
   Profile Clean = syntheticTraining(O);
   O.MissingFaultsInLast = true;
   Profile Missing = syntheticTraining(O);
-  PlanResult A = compile(Clean, footprint(Clean) / 2);
-  PlanResult B = compile(Missing, footprint(Missing) / 2);
-  ASSERT_EQ(A.Plan.block_chains_size(), B.Plan.block_chains_size());
-  for (int I = 0; I < A.Plan.block_chains_size(); ++I) {
-    std::set<uint64_t> X(A.Plan.block_chains(I).blocks().begin(),
-                         A.Plan.block_chains(I).blocks().end());
-    std::set<uint64_t> Y(B.Plan.block_chains(I).blocks().begin(),
-                         B.Plan.block_chains(I).blocks().end());
-    EXPECT_EQ(X, Y) << "position " << I;
-  }
-  bool Said = false;
-  for (const std::string &L : B.Plan.metadata().ignored())
-    Said |= L.find("taken from the other iterations") != std::string::npos;
-  EXPECT_TRUE(Said);
+  expectChainsRecovered(compile(Clean, footprint(Clean) / 2).Plan,
+                        compile(Missing, footprint(Missing) / 2).Plan);
 }
 
 TEST(PlannerPlan, TensorAccessesMissingFromTheReferenceAreTakenFromOtherIterations) {
@@ -850,20 +856,8 @@ TEST(PlannerPlan, TensorAccessesMissingFromTheReferenceAreTakenFromOtherIteratio
       Tensors->DeleteSubrange(I, 1);
   }
   ASSERT_GT(Dropped, 0u);
-  PlanResult X = compile(Clean, footprint(Clean) / 2);
   PlanResult Y = compile(Missing, footprint(Missing) / 2);
-  ASSERT_EQ(X.Plan.block_chains_size(), Y.Plan.block_chains_size());
-  for (int I = 0; I < X.Plan.block_chains_size(); ++I) {
-    std::set<uint64_t> Want(X.Plan.block_chains(I).blocks().begin(),
-                            X.Plan.block_chains(I).blocks().end());
-    std::set<uint64_t> Got(Y.Plan.block_chains(I).blocks().begin(),
-                           Y.Plan.block_chains(I).blocks().end());
-    EXPECT_EQ(Want, Got) << "position " << I;
-  }
-  bool Said = false;
-  for (const std::string &L : Y.Plan.metadata().ignored())
-    Said |= L.find("taken from the other iterations") != std::string::npos;
-  EXPECT_TRUE(Said);
+  expectChainsRecovered(compile(Clean, footprint(Clean) / 2).Plan, Y.Plan);
   // The reference alone would have missed them.
   Profile Alone = Missing;
   for (uint32_t K = 0; K < Ref.First; ++K)

@@ -767,9 +767,8 @@ void Calibration::measureDiscards() {
   Samples.push_back(summarise("same kernel on resident blocks, per block", Size, "us", Resident));
   Samples.push_back(summarise("same kernel on discarded blocks once populated, per block", Size,
                               "us", AfterPopulate));
-  DiscardedWriteBlockUs =
-      std::max(0.0, Samples[Samples.size() - 3].Median - Samples[Samples.size() - 2].Median);
   const double ResidentUs = Samples[Samples.size() - 2].Median;
+  DiscardedWriteBlockUs = std::max(0.0, Samples[Samples.size() - 3].Median - ResidentUs);
   Samples.push_back(summarise("kernel's first write to discarded blocks, their populate issued "
                               "just before on another stream, per block",
                               Size, "us", InFlight));

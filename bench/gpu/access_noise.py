@@ -131,9 +131,8 @@ def main(argv):
                            ("today's (the union of both iterations')", union)):
             iterations, rows = faults_vs_plan.classify(replay, plan)
             fetched = sum(r.bytes for a in plan.actions if a.kind == 1 for r in a.ranges) >> 21
-            cells = " | ".join(f"{100 * rows[c] / rows['all']:.0f}%" for c in columns)
             print(f"| {name} | {fetched} | {plan.metadata.predicted_iteration_us / 1e3:.1f} | "
-                  f"{rows['all'] / iterations:.0f} | {cells} |")
+                  f"{rows['all'] / iterations:.0f} | {faults_vs_plan.cells(rows)} |")
         print()
         for line in out.splitlines():
             if "taken from the other iterations" in line:

@@ -106,6 +106,11 @@ COLUMNS = ["in access set, prefetched at this position", "in access set, prefetc
            "not in access set, kept", "not in access set, never acted on", "outside the arena"]
 
 
+def cells(rows):
+    """The share of the fault records in each column, as Markdown cells."""
+    return " | ".join(f"{100 * rows[c] / rows['all']:.0f}%" for c in COLUMNS)
+
+
 def main(argv):
     if len(argv) < 3 or len(argv) % 2 != 1:
         print(__doc__.strip(), file=sys.stderr)
@@ -125,8 +130,7 @@ def main(argv):
             print(f"{prof_path}: no iteration with the plan's {len(plan.position_ids)} launches",
                   file=sys.stderr)
             return 1
-        cells = " | ".join(f"{100 * rows[c] / rows['all']:.0f}%" for c in COLUMNS)
-        print(f"| {prof_path} | {iterations} | {rows['all'] / iterations:.0f} | {cells} |")
+        print(f"| {prof_path} | {iterations} | {rows['all'] / iterations:.0f} | {cells(rows)} |")
     return 0
 
 

@@ -68,7 +68,12 @@ static void CUPTIAPI dispatch(void *UserData, CUpti_CallbackDomain Domain, CUpti
 }
 
 namespace {
+const CuptiTableV1 *ownTable();
+
 /// The peer table of another library that holds the subscriber, if any.
+/// Called without this copy's lock held: a peer's Available() takes the
+/// peer's own lock, and two libraries probing each other at once must not
+/// each hold theirs while waiting for the other's.
 const CuptiTableV1 *findPeer() {
   for (const char *Name : kCuptiPeerLibraries) {
     void *H = dlopen(Name, RTLD_NOW | RTLD_NOLOAD);
@@ -77,7 +82,11 @@ const CuptiTableV1 *findPeer() {
     auto *Fn = reinterpret_cast<const CuptiTableV1 *(*)()>(dlsym(H, "deepum_cupti_v1"));
     const CuptiTableV1 *T = Fn ? Fn() : nullptr;
     dlclose(H); // RTLD_NOLOAD took a reference; the library stays loaded
-    if (T && T != deepum_cupti_v1() && T->Size >= sizeof(CuptiTableV1) && T->Available())
+    // This copy's own table by address, not through deepum_cupti_v1(): with
+    // another library that exports the name loaded globally (libdeepum linked
+    // or preloaded into the program), that call binds to the other copy, and
+    // this copy's own table would pass for a peer.
+    if (T && T != ownTable() && T->Size >= sizeof(CuptiTableV1) && T->Available())
       return T;
   }
   return nullptr;
@@ -86,23 +95,29 @@ const CuptiTableV1 *findPeer() {
 
 bool CuptiSubscriber::acquire() {
   State &S = state();
+  bool Probe;
   {
     std::lock_guard<std::mutex> Lock(S.Mu);
-    if (!S.Tried && !S.Peer)
-      S.Peer = findPeer();
+    Probe = !S.Tried && !S.Peer;
   }
-  if (S.Peer)
-    return S.Peer->Acquire() != 0;
+  if (Probe) {
+    const CuptiTableV1 *P = findPeer();
+    std::lock_guard<std::mutex> Lock(S.Mu);
+    if (!S.Tried && !S.Peer)
+      S.Peer = P;
+  }
+  if (const CuptiTableV1 *P = peer())
+    return P->Acquire() != 0;
   if (localAcquire())
     return true;
   // Another copy of this code may have subscribed meanwhile: use it.
+  const CuptiTableV1 *P = findPeer();
+  if (!P)
+    return false;
   std::lock_guard<std::mutex> Lock(S.Mu);
-  if (const CuptiTableV1 *P = findPeer()) {
-    S.Peer = P;
-    S.Ok = false;
-    return true;
-  }
-  return false;
+  S.Peer = P;
+  S.Ok = false;
+  return true;
 }
 
 bool CuptiSubscriber::localAcquire() {
@@ -229,15 +244,12 @@ const CuptiTableV1 *CuptiSubscriber::peer() const {
   return S.Peer;
 }
 
-} // namespace deepum::cupti
-
+namespace {
 // The table other copies forward to. It answers "available" only while this
 // copy holds the subscriber itself (a forwarding copy never re-exports).
-extern "C" __attribute__((visibility("default"))) const deepum::cupti::CuptiTableV1 *
-deepum_cupti_v1(void) {
-  using deepum::cupti::CuptiSubscriber;
-  static const deepum::cupti::CuptiTableV1 Table = {
-      sizeof(deepum::cupti::CuptiTableV1),
+const CuptiTableV1 *ownTable() {
+  static const CuptiTableV1 Table = {
+      sizeof(CuptiTableV1),
       [] { return CuptiSubscriber::instance().acquire() ? 1 : 0; },
       [] { return CuptiSubscriber::instance().holdsSubscriber() ? 1 : 0; },
       [](char *Buf, size_t Len) {
@@ -247,7 +259,7 @@ deepum_cupti_v1(void) {
           Buf[Len - 1] = 0;
         }
       },
-      [](int Domain, uint32_t Cbid, deepum::cupti::CuptiHandler H, void *U) -> uint64_t {
+      [](int Domain, uint32_t Cbid, CuptiHandler H, void *U) -> uint64_t {
         return CuptiSubscriber::instance().addHandler(static_cast<CUpti_CallbackDomain>(Domain),
                                                       Cbid, H, U);
       },
@@ -266,4 +278,12 @@ deepum_cupti_v1(void) {
       [] { return static_cast<int>(CuptiSubscriber::instance().flushActivity()); },
   };
   return &Table;
+}
+} // namespace
+
+} // namespace deepum::cupti
+
+extern "C" __attribute__((visibility("default"))) const deepum::cupti::CuptiTableV1 *
+deepum_cupti_v1(void) {
+  return deepum::cupti::ownTable();
 }

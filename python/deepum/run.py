@@ -1,10 +1,16 @@
 """deepum-run: run an unmodified training command with deepum as its allocator.
 
     python3 -m deepum.run [--plan PLAN] [--gpu-memory SIZE] [--stats FILE] [--log LEVEL]
-                          [--strict] -- python train.py ...
+                          [--strict] [--python | --no-python] -- COMMAND ARGS...
 
-The child interpreter imports deepum at start-up (through a sitecustomize on
-PYTHONPATH) and enables it before the script runs. Under torchrun (either
+For a Python command the child interpreter imports deepum at start-up (through
+a sitecustomize on PYTHONPATH) and enables it before the script runs. Any
+other command (a CUDA C++ program built with `nvcc -cudart shared`) gets
+libdeepum_interpose.so preloaded: its own cudaMallocManaged, cudaMalloc and
+cudaFree become libdeepum's deepum_malloc and deepum_free. A command is
+Python as deepum-profile decides it (the program is python, python3 or
+python3.X, directly, through env, or on a script's #! line); --python and
+--no-python override the guess. Under torchrun (either
 `deepum-run -- torchrun ...` or `torchrun --no-python deepum-run ...`) every
 worker enables deepum and the launcher does not; `{rank}` and `{local_rank}`
 in --plan and --stats give each rank its own file.
@@ -71,6 +77,80 @@ def build_env(args: argparse.Namespace, env: dict) -> dict:
     return env
 
 
+_INTERPOSE_NAME = "libdeepum_interpose.so"
+
+
+def interpose_library_path(env: dict) -> Path:
+    """libdeepum_interpose.so: $DEEPUM_INTERPOSE_LIBRARY, else beside libdeepum."""
+    explicit = env.get("DEEPUM_INTERPOSE_LIBRARY")
+    if explicit:
+        return Path(explicit)
+    import deepum
+
+    return deepum.library_path().parent / _INTERPOSE_NAME
+
+
+def _python_name(word: str) -> bool:
+    """python, python3, python3.12 (any folder); not python3-config."""
+    name = os.path.basename(word)
+    return name.startswith("python") and all(c.isdigit() or c == "." for c in name[6:])
+
+
+def _starts_python(words: List[str]) -> bool:
+    if not words:
+        return False
+    if _python_name(words[0]):
+        return True
+    if os.path.basename(words[0]) != "env":
+        return False
+    rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    return bool(rest) and _python_name(rest[0])
+
+
+def is_python_command(command: List[str], env: dict) -> bool:
+    """The rule of deepum-profile (profiler/lib/Launch.cpp, isPythonCommand)."""
+    if _starts_python(command):
+        return True
+    import shutil
+
+    program = command[0] if "/" in command[0] else shutil.which(command[0], path=env.get("PATH"))
+    try:
+        with open(program or "", "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return False
+    if not head.startswith(b"#!"):
+        return False
+    line = head[2:].splitlines()[0] if head[2:] else b""
+    return _starts_python(line.decode("utf-8", "replace").split())
+
+
+def build_native_env(args: argparse.Namespace, env: dict) -> dict:
+    """A program that is not Python: libdeepum_interpose.so preloaded, deepum's
+    settings as libdeepum reads them (DEEPUM_PLAN, DEEPUM_STATS, ...)."""
+    import deepum
+
+    env = dict(env)
+    interpose = interpose_library_path(env)
+    env["DEEPUM_LIBRARY"] = str(deepum.library_path())
+    preload = env.get("LD_PRELOAD")
+    # Ours first: it must interpose before whatever else was preloaded.
+    env["LD_PRELOAD"] = f"{interpose}:{preload}" if preload else str(interpose)
+    for name in ("DEEPUM_PLAN_TEMPLATE", "DEEPUM_STATS_TEMPLATE", "DEEPUM_AUTOLOAD"):
+        env.pop(name, None)
+    if args.plan:
+        env["DEEPUM_PLAN"] = deepum.resolve_path(args.plan, env, "plan path")
+    if args.gpu_memory:
+        env["DEEPUM_GPU_MEMORY"] = args.gpu_memory
+    if args.log:
+        env["DEEPUM_LOG"] = args.log
+    if getattr(args, "stats", None):
+        env["DEEPUM_STATS"] = deepum.resolve_path(args.stats, env, "stats path")
+    if strict(args, env):
+        env["DEEPUM_STRICT"] = "1"
+    return env
+
+
 def strict(args: argparse.Namespace, env: dict) -> bool:
     """Whether the user asked for deepum explicitly: --plan, --strict or DEEPUM_STRICT=1."""
     return bool(args.plan) or bool(getattr(args, "strict", False)) or \
@@ -91,6 +171,11 @@ def parse(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--strict", action="store_true",
                    help="stop with an error before the script starts when deepum cannot run, "
                         "instead of training without it")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--python", dest="python", action="store_const", const=True,
+                       help="COMMAND runs Python: enable deepum in the interpreter")
+    which.add_argument("--no-python", dest="python", action="store_const", const=False,
+                       help="COMMAND is a CUDA program: preload libdeepum_interpose.so")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
     args = p.parse_args(argv)
     if args.command and args.command[0] == "--":
@@ -139,7 +224,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     except DeepumError as e:
         print(f"deepum: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    env = build_env(args, os.environ)
+    python = args.python if args.python is not None else \
+        is_python_command(args.command, os.environ)
+    if python:
+        env = build_env(args, os.environ)
+    else:
+        try:
+            env = build_native_env(args, os.environ)
+            interpose = interpose_library_path(env)
+            if not interpose.exists():
+                raise DeepumError(f"{interpose} not found: the CUDA program cannot be given "
+                                  "deepum's allocator (set DEEPUM_INTERPOSE_LIBRARY)")
+        except (DeepumError, FileNotFoundError, ValueError) as e:
+            if strict(args, os.environ):
+                print(f"deepum: error: {e}", file=sys.stderr)
+                return EXIT_BAD_INPUT
+            print(f"deepum: deepum not enabled: {e}", file=sys.stderr)
+            env = dict(os.environ)
     try:
         os.execvpe(args.command[0], args.command, env)
     except FileNotFoundError:

@@ -133,5 +133,47 @@ class Checks(unittest.TestCase):
             deepum.resolve_path("s.{node}.json", env)
 
 
+
+class PythonOrNot(unittest.TestCase):
+    """Which commands deepum-run enables in the interpreter and which get the
+    interposer preloaded: deepum-profile's rule (profiler/lib/Launch.cpp)."""
+
+    def test_names(self):
+        from deepum.run import is_python_command
+        for cmd in (["python"], ["python3", "-m", "x"], ["/usr/bin/python3.11", "t.py"],
+                    ["env", "A=1", "-i", "python3", "t.py"]):
+            self.assertTrue(is_python_command(cmd, os.environ), cmd)
+        for cmd in (["python3-config"], ["./train"], ["env", "A=1", "./train"], ["pythonx"]):
+            self.assertFalse(is_python_command(cmd, os.environ), cmd)
+
+    def test_scripts_by_their_first_line(self):
+        from deepum.run import is_python_command
+        with tempfile.TemporaryDirectory() as tmp:
+            py = Path(tmp) / "torchrun"
+            py.write_text("#!/usr/bin/env python3\nprint(1)\n")
+            sh = Path(tmp) / "train.sh"
+            sh.write_text("#!/bin/sh\n./train\n")
+            binary = Path(tmp) / "train"
+            binary.write_bytes(b"\x7fELF\x02\x01\x01")
+            self.assertTrue(is_python_command([str(py)], os.environ))
+            self.assertFalse(is_python_command([str(sh)], os.environ))
+            self.assertFalse(is_python_command([str(binary)], os.environ))
+            self.assertFalse(is_python_command(["no-such-program"], os.environ))
+
+    def test_native_environment(self):
+        from deepum.run import build_native_env, parse
+        args = parse(["--plan", "p.rank{rank}.pb", "--gpu-memory", "2GiB", "--stats", "s.json",
+                      "--", "./train"])
+        env = build_native_env(args, {"LD_PRELOAD": "other.so", "RANK": "3",
+                                      "DEEPUM_INTERPOSE_LIBRARY": "/x/libdeepum_interpose.so",
+                                      "DEEPUM_LIBRARY": "/x/libdeepum.so",
+                                      "DEEPUM_PLAN_TEMPLATE": "stale"})
+        self.assertEqual(env["LD_PRELOAD"], "/x/libdeepum_interpose.so:other.so")
+        self.assertEqual(env["DEEPUM_PLAN"], "p.rank3.pb")
+        self.assertEqual(env["DEEPUM_GPU_MEMORY"], "2GiB")
+        self.assertEqual(env["DEEPUM_STATS"], "s.json")
+        self.assertEqual(env["DEEPUM_STRICT"], "1")
+        self.assertNotIn("DEEPUM_PLAN_TEMPLATE", env)
+
 if __name__ == "__main__":
     unittest.main()

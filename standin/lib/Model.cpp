@@ -233,10 +233,23 @@ void Model::prefetchBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, boo
   // Stream-ordered: the migration starts after the work the stream waits for
   // (events of other streams, cudaStreamWaitEvent), and the stream's work now
   // ends with its last transfer.
-  if (ToDevice)
+  if (ToDevice) {
     Eng->prefetchBatchToDevice(Ranges, S.LastNs);
-  else
-    Eng->evictBatchToHost(Ranges, S.LastNs);
+  } else {
+    // The driver migrates whole 64 KiB pages: a range to the host moves every
+    // page it overlaps, a partial one included. The engine's eviction keeps
+    // only pages wholly inside a range; deepum-sim's replays are left so.
+    std::vector<deepum::sim::Engine::Range> Pages;
+    Pages.reserve(Ranges.size());
+    for (const deepum::sim::Engine::Range &R : Ranges) {
+      if (R.Bytes == 0)
+        continue;
+      const uint64_t Lo = R.Address / kPageBytes * kPageBytes;
+      const uint64_t Hi = (R.Address + R.Bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
+      Pages.push_back({Lo, Hi - Lo});
+    }
+    Eng->evictBatchToHost(Pages, S.LastNs);
+  }
   S.LastNs = std::max({S.LastNs, hostNs(), Eng->copyEndNs(ToDevice)});
 }
 

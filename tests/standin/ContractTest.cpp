@@ -206,6 +206,53 @@ TEST_F(StandIn, MemGetInfoFollowsCapacityResidencyAndDeviceAllocations) {
   EXPECT_EQ(Free, Total);
 }
 
+TEST_F(StandIn, PrefetchToTheHostMovesEveryPageItOverlaps) {
+  // The driver migrates managed memory in whole 64 KiB pages: a prefetch of
+  // part of a page moves the page (docs/standin.md).
+  constexpr size_t Page = 64 * 1024;
+  char *P = nullptr;
+  ASSERT_EQ(cudaMallocManaged(reinterpret_cast<void **>(&P), 4 * MiB, cudaMemAttachGlobal),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemPrefetchAsync(P, 4 * MiB, device0(), 0, nullptr), cudaSuccess);
+  deepum_standin_reset_stats();
+  ASSERT_EQ(cudaMemPrefetchAsync(P + 1000, 4096, host(), 0, nullptr), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, 4 * MiB - Page);
+  EXPECT_EQ(stats().bytes_dtoh, Page);
+  // 200 bytes across the boundary of pages 2 and 3: both move.
+  ASSERT_EQ(cudaMemPrefetchAsync(P + 3 * Page - 100, 200, host(), 0, nullptr), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, 4 * MiB - 3 * Page);
+  EXPECT_EQ(stats().bytes_dtoh, 3 * Page);
+  EXPECT_EQ(cudaFree(P), cudaSuccess);
+
+  // An allocation smaller than a page comes and goes whole.
+  void *Small = nullptr;
+  ASSERT_EQ(cudaMallocManaged(&Small, 10 * 1024, cudaMemAttachGlobal), cudaSuccess);
+  ASSERT_EQ(cudaMemPrefetchAsync(Small, 10 * 1024, device0(), 0, nullptr), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, Page);
+  ASSERT_EQ(cudaMemPrefetchAsync(Small, 10 * 1024, host(), 0, nullptr), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, 0u);
+  EXPECT_EQ(cudaFree(Small), cudaSuccess);
+}
+
+TEST_F(StandIn, BatchPrefetchToTheHostMovesEveryPageItOverlaps) {
+  cudaStream_t S = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&S, cudaStreamNonBlocking), cudaSuccess);
+  void *Small[2] = {};
+  size_t Sizes[2] = {100, 30 * 1024};
+  for (void *&P : Small)
+    ASSERT_EQ(cudaMallocManaged(&P, 32 * 1024, cudaMemAttachGlobal), cudaSuccess);
+  cudaMemLocation Loc = device0();
+  size_t Idx = 0;
+  ASSERT_EQ(cudaMemPrefetchBatchAsync(Small, Sizes, 2, &Loc, &Idx, 1, 0, S), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, 2 * 64 * 1024u);
+  Loc = host();
+  ASSERT_EQ(cudaMemPrefetchBatchAsync(Small, Sizes, 2, &Loc, &Idx, 1, 0, S), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, 0u);
+  for (void *P : Small)
+    EXPECT_EQ(cudaFree(P), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(S), cudaSuccess);
+}
+
 // --- Batch prefetch and discard (cudaMemPrefetchBatchAsync, cudaMemDiscardBatchAsync,
 // cudaMemDiscardAndPrefetchBatchAsync) --------------------------------------------
 

@@ -569,6 +569,43 @@ TEST_F(StandIn, LaunchesFaultOnFirstTouchAndNotAfterPrefetch) {
   EXPECT_EQ(cudaFree(B), cudaSuccess);
 }
 
+TEST_F(StandIn, AKernelLargerThanTheGpuRunsFaultingAndEvicting) {
+  // A GPU runs a kernel whose pages exceed its memory: the driver faults
+  // them in and evicts others to make room (docs/standin.md). 96 MiB of
+  // pages on 64 MiB.
+  float *P = nullptr;
+  ASSERT_EQ(cudaMallocManaged(reinterpret_cast<void **>(&P), 96 * MiB, cudaMemAttachGlobal),
+            cudaSuccess);
+  cudaEvent_t Start = nullptr, End = nullptr;
+  ASSERT_EQ(cudaEventCreate(&Start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&End), cudaSuccess);
+  const int N = static_cast<int>(96 * MiB / sizeof(float));
+  ASSERT_EQ(cudaEventRecord(Start, nullptr), cudaSuccess);
+  ASSERT_EQ(launchAddOne(P, N, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(End, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(End), cudaSuccess);
+  const deepum_standin_stats S = stats();
+  EXPECT_EQ(S.kernels, 1u);
+  EXPECT_EQ(S.oversubscribed_launches, 1u);
+  EXPECT_EQ(S.model_refused_launches, 0u);
+  EXPECT_GT(S.faults, 0u);
+  EXPECT_EQ(S.bytes_htod, 96 * MiB); // every page, once
+  EXPECT_GE(S.evictions, 16u); // at least the 32 MiB beyond the capacity left, in 2 MiB blocks
+  EXPECT_LE(S.resident_bytes, 64 * MiB);
+  float Ms = 0;
+  ASSERT_EQ(cudaEventElapsedTime(&Ms, Start, End), cudaSuccess);
+  // At least the 96 MiB over the link (25 GB/s of an H100's PCIe: ~4 ms).
+  EXPECT_GT(Ms, 1.0f);
+  deepum_standin_kernel_record R{};
+  ASSERT_EQ(deepum_standin_kernel_records(&R, 1, 0), 1u);
+  EXPECT_GT(R.end_ns, R.start_ns);
+  EXPECT_EQ(R.faults, S.faults);
+  EXPECT_EQ(P[N - 1], 1.0f);
+  EXPECT_EQ(cudaEventDestroy(Start), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(End), cudaSuccess);
+  EXPECT_EQ(cudaFree(P), cudaSuccess);
+}
+
 // --- Device Management ----------------------------------------------------------
 
 TEST_F(StandIn, DeviceIsAnH100PcieByDefault) {

@@ -233,10 +233,23 @@ void Model::prefetchBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, boo
   // Stream-ordered: the migration starts after the work the stream waits for
   // (events of other streams, cudaStreamWaitEvent), and the stream's work now
   // ends with its last transfer.
-  if (ToDevice)
+  if (ToDevice) {
     Eng->prefetchBatchToDevice(Ranges, S.LastNs);
-  else
-    Eng->evictBatchToHost(Ranges, S.LastNs);
+  } else {
+    // The driver migrates whole 64 KiB pages: a range to the host moves every
+    // page it overlaps, a partial one included. The engine's eviction keeps
+    // only pages wholly inside a range; deepum-sim's replays are left so.
+    std::vector<deepum::sim::Engine::Range> Pages;
+    Pages.reserve(Ranges.size());
+    for (const deepum::sim::Engine::Range &R : Ranges) {
+      if (R.Bytes == 0)
+        continue;
+      const uint64_t Lo = R.Address / kPageBytes * kPageBytes;
+      const uint64_t Hi = (R.Address + R.Bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
+      Pages.push_back({Lo, Hi - Lo});
+    }
+    Eng->evictBatchToHost(Pages, S.LastNs);
+  }
   S.LastNs = std::max({S.LastNs, hostNs(), Eng->copyEndNs(ToDevice)});
 }
 
@@ -247,6 +260,34 @@ void Model::discardBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, CUst
 
 void Model::discard(uint64_t Address, uint64_t Bytes, CUstream_st &S) {
   discardBatch({{Address, Bytes}}, S);
+}
+
+void Model::runOversubscribed(llvm::ArrayRef<deepum::sim::Engine::AddressUse> Uses, uint64_t Pages,
+                              uint64_t DurationNs) {
+  // A GPU runs a kernel whose pages exceed its memory: it faults pages in,
+  // the driver evicts others (the kernel's own among them) to make room, and
+  // the kernel goes on. Modelled as the kernel's blocks in address order, in
+  // pieces whose whole blocks fit the capacity, each faulting its pages in
+  // and evicting the least recently migrated, with its share of the time.
+  ++Count.Oversubscribed;
+  const size_t PerPiece = std::max<size_t>(1, Eng->capacityBytes() / kBlockBytes);
+  uint64_t Ran = 0;
+  for (size_t First = 0; First < Uses.size(); First += PerPiece) {
+    const auto Piece = Uses.slice(First, std::min(PerPiece, Uses.size() - First));
+    uint64_t PiecePages = 0;
+    for (const deepum::sim::Engine::AddressUse &U : Piece)
+      PiecePages += static_cast<uint64_t>(__builtin_popcount(U.PageMask));
+    const uint64_t Ns =
+        std::max<uint64_t>(1, DurationNs * PiecePages / std::max<uint64_t>(1, Pages));
+    if (llvm::Error E = Eng->launchByAddress(Piece, Ns)) {
+      llvm::consumeError(std::move(E));
+      ++Count.ModelRefused;
+      continue;
+    }
+    ++Ran;
+  }
+  if (Ran > 1)
+    Count.ExtraPieces += Ran - 1; // the engine counts each piece as a kernel
 }
 
 cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,
@@ -326,9 +367,18 @@ cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size
   // the stall).
   const uint64_t ReadyNs = std::max(Eng->computeEndNs(), Eng->issueNs());
   afterLastStamp(ReadyNs);
-  if (llvm::Error E = Eng->launchByAddress(UseList, DurationNs)) {
-    llvm::consumeError(std::move(E));
-    ++Count.ModelRefused;
+  uint64_t Pages = 0;
+  for (const deepum::sim::Engine::AddressUse &U : UseList)
+    Pages += static_cast<uint64_t>(__builtin_popcount(U.PageMask));
+  if (Pages * kPageBytes <= Eng->capacityBytes()) {
+    if (llvm::Error E = Eng->launchByAddress(UseList, DurationNs)) {
+      // The kernel's blocks hold more pages than it touches and they do not
+      // fit together: run it as an oversubscribed one.
+      llvm::consumeError(std::move(E));
+      runOversubscribed(UseList, Pages, DurationNs);
+    }
+  } else {
+    runOversubscribed(UseList, Pages, DurationNs);
   }
   const uint64_t EndNs = Eng->computeEndNs();
   if (S)
@@ -419,7 +469,7 @@ int deepum_standin_get_stats(deepum_standin_stats *Out, size_t OutSize) {
   const deepum::sim::EngineStats &S = M.Eng->stats();
   const deepum::sim::EngineStats &B = M.Base;
   deepum_standin_stats R{};
-  R.kernels = S.Kernels - B.Kernels;
+  R.kernels = S.Kernels - B.Kernels - M.Count.ExtraPieces;
   R.faults = S.Faults - B.Faults;
   R.fault_batches = S.FaultBatches - B.FaultBatches;
   R.bytes_htod = S.BytesHtoD - B.BytesHtoD;
@@ -433,6 +483,7 @@ int deepum_standin_get_stats(deepum_standin_stats *Out, size_t OutSize) {
   R.bytes_discarded = S.BytesDiscarded - B.BytesDiscarded - (M.Count.FreeDiscardBytes - M.FreeDiscardBase);
   R.thrashing_events = S.ThrashingEvents - B.ThrashingEvents;
   R.model_refused_launches = M.Count.ModelRefused;
+  R.oversubscribed_launches = M.Count.Oversubscribed;
   R.memcpy_bytes = M.Count.MemcpyBytes;
   R.resident_bytes = M.Eng->residentBytes();
   R.capacity_bytes = M.CapacityBytes;
@@ -461,6 +512,8 @@ void deepum_standin_reset_stats(void) {
   M.Base = M.Eng->stats();
   M.FreeDiscardBase = M.Count.FreeDiscardBytes;
   M.Count.ModelRefused = 0;
+  M.Count.Oversubscribed = 0;
+  M.Count.ExtraPieces = 0;
   M.Count.MemcpyBytes = 0;
   M.Records.clear();
 }

@@ -142,6 +142,9 @@ public:
   // Work.
   cudaError_t launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,
                      cudaStream_t S, uint64_t GraphExec = 0);
+  /// A kernel whose pages exceed the capacity, run in pieces that fit.
+  void runOversubscribed(llvm::ArrayRef<deepum::sim::Engine::AddressUse> Uses, uint64_t Pages,
+                         uint64_t DurationNs);
   void prefetch(uint64_t Address, uint64_t Bytes, bool ToDevice, CUstream_st &S);
   void discard(uint64_t Address, uint64_t Bytes, CUstream_st &S);
   /// Batch calls: the host pays for one call, not one per range.
@@ -166,6 +169,8 @@ public:
   // Counters.
   struct Counters {
     uint64_t ModelRefused = 0, MemcpyBytes = 0, FreeDiscardBytes = 0;
+    uint64_t Oversubscribed = 0; // launches whose pages exceeded the capacity
+    uint64_t ExtraPieces = 0;    // engine kernels beyond one per such launch
   } Count;
   deepum::sim::EngineStats Base; // engine stats at the last reset
   uint64_t FreeDiscardBase = 0;

@@ -415,6 +415,19 @@ const char *cudaGetErrorString(cudaError_t E) {
   return "unrecognized error code";
 }
 
+// Only a descriptor of its arguments: modelled exactly, though CUDA arrays
+// and textures are not.
+cudaChannelFormatDesc cudaCreateChannelDesc(int X, int Y, int Z, int W,
+                                            cudaChannelFormatKind Kind) {
+  cudaChannelFormatDesc D{};
+  D.x = X;
+  D.y = Y;
+  D.z = Z;
+  D.w = W;
+  D.f = Kind;
+  return D;
+}
+
 // --- Device ---------------------------------------------------------------
 
 cudaError_t cudaGetDeviceCount(int *Count) {

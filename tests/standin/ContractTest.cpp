@@ -206,6 +206,53 @@ TEST_F(StandIn, MemGetInfoFollowsCapacityResidencyAndDeviceAllocations) {
   EXPECT_EQ(Free, Total);
 }
 
+TEST_F(StandIn, PrefetchToTheHostMovesEveryPageItOverlaps) {
+  // The driver migrates managed memory in whole 64 KiB pages: a prefetch of
+  // part of a page moves the page (docs/standin.md).
+  constexpr size_t Page = 64 * 1024;
+  char *P = nullptr;
+  ASSERT_EQ(cudaMallocManaged(reinterpret_cast<void **>(&P), 4 * MiB, cudaMemAttachGlobal),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemPrefetchAsync(P, 4 * MiB, device0(), 0, nullptr), cudaSuccess);
+  deepum_standin_reset_stats();
+  ASSERT_EQ(cudaMemPrefetchAsync(P + 1000, 4096, host(), 0, nullptr), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, 4 * MiB - Page);
+  EXPECT_EQ(stats().bytes_dtoh, Page);
+  // 200 bytes across the boundary of pages 2 and 3: both move.
+  ASSERT_EQ(cudaMemPrefetchAsync(P + 3 * Page - 100, 200, host(), 0, nullptr), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, 4 * MiB - 3 * Page);
+  EXPECT_EQ(stats().bytes_dtoh, 3 * Page);
+  EXPECT_EQ(cudaFree(P), cudaSuccess);
+
+  // An allocation smaller than a page comes and goes whole.
+  void *Small = nullptr;
+  ASSERT_EQ(cudaMallocManaged(&Small, 10 * 1024, cudaMemAttachGlobal), cudaSuccess);
+  ASSERT_EQ(cudaMemPrefetchAsync(Small, 10 * 1024, device0(), 0, nullptr), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, Page);
+  ASSERT_EQ(cudaMemPrefetchAsync(Small, 10 * 1024, host(), 0, nullptr), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, 0u);
+  EXPECT_EQ(cudaFree(Small), cudaSuccess);
+}
+
+TEST_F(StandIn, BatchPrefetchToTheHostMovesEveryPageItOverlaps) {
+  cudaStream_t S = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&S, cudaStreamNonBlocking), cudaSuccess);
+  void *Small[2] = {};
+  size_t Sizes[2] = {100, 30 * 1024};
+  for (void *&P : Small)
+    ASSERT_EQ(cudaMallocManaged(&P, 32 * 1024, cudaMemAttachGlobal), cudaSuccess);
+  cudaMemLocation Loc = device0();
+  size_t Idx = 0;
+  ASSERT_EQ(cudaMemPrefetchBatchAsync(Small, Sizes, 2, &Loc, &Idx, 1, 0, S), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, 2 * 64 * 1024u);
+  Loc = host();
+  ASSERT_EQ(cudaMemPrefetchBatchAsync(Small, Sizes, 2, &Loc, &Idx, 1, 0, S), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes, 0u);
+  for (void *P : Small)
+    EXPECT_EQ(cudaFree(P), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(S), cudaSuccess);
+}
+
 // --- Batch prefetch and discard (cudaMemPrefetchBatchAsync, cudaMemDiscardBatchAsync,
 // cudaMemDiscardAndPrefetchBatchAsync) --------------------------------------------
 
@@ -520,6 +567,43 @@ TEST_F(StandIn, LaunchesFaultOnFirstTouchAndNotAfterPrefetch) {
   EXPECT_EQ(B[N - 1], 1.0f);
   EXPECT_EQ(cudaFree(A), cudaSuccess);
   EXPECT_EQ(cudaFree(B), cudaSuccess);
+}
+
+TEST_F(StandIn, AKernelLargerThanTheGpuRunsFaultingAndEvicting) {
+  // A GPU runs a kernel whose pages exceed its memory: the driver faults
+  // them in and evicts others to make room (docs/standin.md). 96 MiB of
+  // pages on 64 MiB.
+  float *P = nullptr;
+  ASSERT_EQ(cudaMallocManaged(reinterpret_cast<void **>(&P), 96 * MiB, cudaMemAttachGlobal),
+            cudaSuccess);
+  cudaEvent_t Start = nullptr, End = nullptr;
+  ASSERT_EQ(cudaEventCreate(&Start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&End), cudaSuccess);
+  const int N = static_cast<int>(96 * MiB / sizeof(float));
+  ASSERT_EQ(cudaEventRecord(Start, nullptr), cudaSuccess);
+  ASSERT_EQ(launchAddOne(P, N, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(End, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(End), cudaSuccess);
+  const deepum_standin_stats S = stats();
+  EXPECT_EQ(S.kernels, 1u);
+  EXPECT_EQ(S.oversubscribed_launches, 1u);
+  EXPECT_EQ(S.model_refused_launches, 0u);
+  EXPECT_GT(S.faults, 0u);
+  EXPECT_EQ(S.bytes_htod, 96 * MiB); // every page, once
+  EXPECT_GE(S.evictions, 16u); // at least the 32 MiB beyond the capacity left, in 2 MiB blocks
+  EXPECT_LE(S.resident_bytes, 64 * MiB);
+  float Ms = 0;
+  ASSERT_EQ(cudaEventElapsedTime(&Ms, Start, End), cudaSuccess);
+  // At least the 96 MiB over the link (25 GB/s of an H100's PCIe: ~4 ms).
+  EXPECT_GT(Ms, 1.0f);
+  deepum_standin_kernel_record R{};
+  ASSERT_EQ(deepum_standin_kernel_records(&R, 1, 0), 1u);
+  EXPECT_GT(R.end_ns, R.start_ns);
+  EXPECT_EQ(R.faults, S.faults);
+  EXPECT_EQ(P[N - 1], 1.0f);
+  EXPECT_EQ(cudaEventDestroy(Start), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(End), cudaSuccess);
+  EXPECT_EQ(cudaFree(P), cudaSuccess);
 }
 
 // --- Device Management ----------------------------------------------------------

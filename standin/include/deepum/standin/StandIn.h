@@ -81,7 +81,7 @@ struct deepum_standin_stats {
   uint64_t evictions;       /* 2 MiB blocks that left the GPU */
   uint64_t bytes_discarded; /* by cudaMemDiscard*; not by cudaFree */
   uint64_t thrashing_events;
-  uint64_t model_refused_launches; /* a kernel's pages alone exceeded capacity */
+  uint64_t model_refused_launches; /* launches the model could not run at all */
   uint64_t memcpy_bytes;
   uint64_t resident_bytes;
   uint64_t capacity_bytes;
@@ -90,6 +90,8 @@ struct deepum_standin_stats {
   uint64_t model_time_ns;   /* end of the last kernel */
   uint64_t host_calls;      /* prefetch / discard calls (a batch call is one) */
   uint64_t host_call_ns;    /* host time the model charged for them */
+  uint64_t oversubscribed_launches; /* a kernel's pages alone exceeded capacity: it ran
+                                       in pieces, faulting and evicting */
 };
 typedef int (*deepum_standin_stats_fn)(struct deepum_standin_stats *out, size_t out_size);
 /** Fills `out` (`out_size` = sizeof(*out), for compatibility). Returns 0. */

@@ -188,6 +188,8 @@ gather() {
     echo
     cat "$work/run.log" 2>/dev/null
   } >"$out/$call.summary.txt"
+  # The lease's machine-readable summary also comes back on its own.
+  [[ -s $work/summary.json ]] && cp "$work/summary.json" "$out/$call.summary.json"
   while :; do
     excludes=()
     for f in "${out_of_tar[@]}"; do excludes+=("--exclude=./$f"); done

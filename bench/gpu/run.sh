@@ -571,7 +571,12 @@ lease_call() {
   for line in "${plan_lines[@]}"; do
     IFS='|' read -r how e s <<<"$line"
     left=$((deadline - SECONDS))
-    if [[ $how == skip ]] || ((e > left)); then
+    if [[ $how == skip ]]; then
+      say "$s: skipped, it does not fit the time plan (about $e s)"
+      printf '%-32s skipped: does not fit the time plan (%d s)\n' "$s" "$e" >>"$work/steps.txt"
+      continue
+    fi
+    if ((e > left)); then
       say "$s: skipped, needs about $e s and $left s are left"
       printf '%-32s skipped: needs %d s, %d s left\n' "$s" "$e" "$left" >>"$work/steps.txt"
       continue
@@ -813,7 +818,8 @@ dry_run_lease() {
     lease_summary() { :; }
     lease_call 1 >/dev/null
   )
-  grep -q '^say never .*skipped' "$work/steps.txt" && grep -q '^say late .*skipped' "$work/steps.txt" &&
+  grep -q '^say never .*skipped: does not fit the time plan' "$work/steps.txt" &&
+    grep -q '^say late .*skipped: needs 2 s' "$work/steps.txt" &&
     ! grep -q 'ran.*skipped' "$work/steps.txt" || {
     echo "dry-run: the lease runner did not skip what does not fit" >&2
     cat "$work/steps.txt" >&2

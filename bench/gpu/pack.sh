@@ -66,7 +66,7 @@ find "$bundle/python" -name __pycache__ -prune -exec rm -rf {} +
 cp -r examples "$bundle/"
 cp tests/data/resnet50.profile.pb.gz "$bundle/profiles/"
 cp bench/gpu/run.sh bench/gpu/relocation.sh bench/gpu/energy.py bench/gpu/kernel_times.py \
-  "$bundle/bench/gpu/"
+  bench/gpu/alternatives.py bench/gpu/lease_summary.py "$bundle/bench/gpu/"
 (cd "$bundle" && find . -type f ! -name MANIFEST | sort | xargs sha256sum > MANIFEST)
 bash bench/gpu/relocation.sh "$bundle" "$build_abs" "$root"
 bytes=$(du -sb "$bundle" | cut -f1)

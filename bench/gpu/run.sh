@@ -188,6 +188,8 @@ gather() {
     echo
     cat "$work/run.log" 2>/dev/null
   } >"$out/$call.summary.txt"
+  # The lease's machine-readable summary also comes back on its own.
+  [[ -s $work/summary.json ]] && cp "$work/summary.json" "$out/$call.summary.json"
   while :; do
     excludes=()
     for f in "${out_of_tar[@]}"; do excludes+=("--exclude=./$f"); done
@@ -424,7 +426,13 @@ replay_profile() {
     env DEEPUM_PLAN_TEMPLATE="$work/$name.$which.plan.pb" DEEPUM_GPU_MEMORY="$budget" \
     DEEPUM_STRICT=1 "$py" "${script[@]}" --steps $((iterations + 4)) &&
     step "$name.replay-inspect-$label" 60 "$g/bin/deepum-inspect" --json \
-      "$work/$name.replay-$label.profile.pb.gz"
+      "$work/$name.replay-$label.profile.pb.gz" || return 1
+  # Slimmed here so it comes back within the file limits (GPT-2's replay
+  # had 1.45 million migration records); their totals are in the inspect output.
+  step "$name.replay-slim-$label" 120 "$g/bin/deepum-inspect" \
+    "$work/$name.replay-$label.profile.pb.gz" --drop-migrations \
+    --convert "$work/$name.replay-$label.slim.pb.gz" >/dev/null &&
+    mv "$work/$name.replay-$label.slim.pb.gz" "$work/$name.replay-$label.profile.pb.gz"
 }
 
 # The kernel durations of model NAME alone (deepum-profile --mode kernels: no
@@ -479,43 +487,287 @@ replay_plan() {
     "$py" -m deepum.run --plan "$plan" --gpu-memory "$budget" -- "$py" "${script[@]}" --steps "$steps"
 }
 
-# A lease of 15 minutes of device time in two calls, most important first
-# (docs/results/gpu.md, "Next GPU lease"); the second, on the warm machine,
-# goes on in the first's folder (DEEPUM_GPU_WORK):
-#   lease   the device, calibration, the gpu-labelled tests; GPT-2 medium
-#           profiled again (one access-set iteration: its plans place what the
-#           first step keeps by call), planned, and run at both budgets
-#           (PyTorch and no plan were measured twice: not again).
-#   lease2  profiles of GPT-2's replays (plan and demand paging at half);
-#           ResNet-50's half plan (from tests/data's profile) with and without
-#           the kernel waiting for its own prefetches, each with a replay
-#           profile; the bit-for-bit check.
-lease() {
-  local device
-  device_info
-  device=$(device_model)
-  calibrate "$device"
-  gpu_tests 60
-  DEEPUM_GPU_BASELINES=0 DEEPUM_GPU_STEPS=${DEEPUM_GPU_STEPS:-20} \
-    DEEPUM_GPU_PROFILE_ITERATIONS=1 DEEPUM_GPU_PROFILE_SECONDS=330 \
-    DEEPUM_GPU_DEMAND_STEPS=${DEEPUM_GPU_DEMAND_STEPS:-3} model gpt2
+# The lease: 15 minutes of device time (DEEPUM_GPU_LEASE_SECONDS), one machine
+# start, at most two calls of at most 540 s each, the second on the warm
+# machine going on in the first's folder (DEEPUM_GPU_WORK):
+#   run.sh lease    call 1: the device, calibration, the bit-for-bit check,
+#                   ResNet-50's plans at 1.0x, 1.5x and 2.0x by the planner's
+#                   own footprint, each beside the same call's controls
+#   run.sh lease2   call 2: the alternatives at the same memory, the kernel
+#                   waiting for its prefetches, the --mode kernels probe, GPT-2
+# Each prints its time plan first (items in priority order with their
+# estimates; what will not fit is listed as skipped), then runs the items in
+# that order, skipping, with a line saying so, any whose estimate no longer
+# fits before the call's deadline. summary.json (bench/gpu/lease_summary.py)
+# is written at the end of each call from everything in the folder.
+lease_seconds=${DEEPUM_GPU_LEASE_SECONDS:-900}
+# A fresh machine's start as the lease counts it (the first leases: 1-2 min),
+# and per call the tree's transfer and the gathering.
+start_seconds=${DEEPUM_GPU_START_SECONDS:-120}
+call_overhead=${DEEPUM_GPU_CALL_OVERHEAD:-30}
+call_max=540
+
+# The seconds call 1 or 2 may run: the first the most a call may, the second
+# what the lease has left after the start, the first call and both overheads.
+lease_call_seconds() {
+  local c2=$((lease_seconds - start_seconds - call_max - 2 * call_overhead))
+  ((c2 > call_max)) && c2=$call_max
+  ((c2 < 0)) && c2=0
+  if [[ $1 == 1 ]]; then echo "$call_max"; else echo "$c2"; fi
 }
-lease2() {
-  local root
-  root=$(cd "$g/.." && pwd)
-  replay_profile gpt2 half
-  kernels_profile resnet50
-  plan_model resnet50 "$root/tests/data/h100-resnet50-b64.profile.pb.gz"
-  run_plans resnet50 30 half
-  replay_profile resnet50 half
-  # The same plan, the kernel waiting for its own prefetches.
-  if [[ -s $work/resnet50.half.plan.pb ]]; then
-    DEEPUM_KERNEL_WAITS_FOR_PREFETCH=1 replay_plan resnet50 half-waiting \
-      "$work/resnet50.half.plan.pb" "$(cat "$work/resnet50.half.budget")" 30
-    DEEPUM_KERNEL_WAITS_FOR_PREFETCH=1 replay_profile resnet50 half half-waiting
+
+# The items of call 1 and 2 in priority order: "ESTIMATE_S|STEP" (a function
+# and its arguments). Estimates: the H100 leases' step times (steps.txt), a
+# ResNet-50 process starting in about 10 s and a step at 2x near 0.45 s.
+lease_items() {
+  case $1 in
+  1) printf '%s\n' \
+    "5|device_info" "10|calibrate" "20|context_baseline" \
+    "100|gpu_pytorch" "20|kernels_profile resnet50" "15|lease_plans resnet50" \
+    "40|controls resnet50 1" "25|lease_run resnet50 previous" "25|lease_run resnet50 r2.0" \
+    "30|lease_run resnet50 demand2.0" "25|lease_run resnet50 r1.5" \
+    "40|controls resnet50 2" "40|controls resnet50 3" \
+    "25|replay_profile resnet50 r2.0" "25|replay_profile resnet50 demand2.0" \
+    "10|lease_simulate resnet50" ;;
+  2) printf '%s\n' \
+    "25|alternative resnet50 checkpoint r2.0" "30|alternative resnet50 save_on_cpu r2.0" \
+    "30|alternative resnet50 offload r2.0" "25|lease_run resnet50 r2.0-waits" \
+    "25|replay_profile_waits resnet50 r2.0" "30|kernels_probe resnet50" \
+    "330|model gpt2" ;;
+  esac
+}
+
+# Prints the time plan of call CALL and returns it in `plan_lines`
+# ("fits|ESTIMATE|STEP" or "skip|..."), cumulative from the call's start.
+lease_plan() {
+  local call=$1 seconds total=0 e s
+  seconds=$(lease_call_seconds "$call")
+  plan_lines=()
+  echo "time plan: a lease of $lease_seconds s = machine start $start_seconds s + call 1 $(lease_call_seconds 1) s + call 2 $(lease_call_seconds 2) s + $call_overhead s a call to send and gather"
+  echo "call $call: $seconds s, items in priority order (estimate, cumulative):"
+  while IFS='|' read -r e s; do
+    if ((total + e <= seconds)); then
+      total=$((total + e))
+      printf '  %-44s %4d s  %4d s\n' "$s" "$e" "$total"
+      plan_lines+=("fits|$e|$s")
+    else
+      printf '  %-44s %4d s  skipped: does not fit (%d s left of %d)\n' "$s" "$e" \
+        $((seconds - total)) "$seconds"
+      plan_lines+=("skip|$e|$s")
+    fi
+  done < <(lease_items "$call")
+  echo "not in this lease: the eviction by copy and the argument-named access sets (not in this bundle's libdeepum)"
+}
+
+# Runs call CALL's plan: each item that fits, unless the call's deadline no
+# longer leaves its estimate; every skip is said and listed in steps.txt.
+lease_call() {
+  local call=$1 how e s left
+  call_seconds=$(lease_call_seconds "$call")
+  deadline=$((SECONDS + call_seconds))
+  lease_plan "$call" >"$work/time-plan-$call.txt"
+  tee -a "$work/run.log" <"$work/time-plan-$call.txt"
+  lease_plan "$call" >/dev/null # plan_lines, in this shell
+  for line in "${plan_lines[@]}"; do
+    IFS='|' read -r how e s <<<"$line"
+    left=$((deadline - SECONDS))
+    if [[ $how == skip ]]; then
+      say "$s: skipped, it does not fit the time plan (about $e s)"
+      printf '%-32s skipped: does not fit the time plan (%d s)\n' "$s" "$e" >>"$work/steps.txt"
+      continue
+    fi
+    if ((e > left)); then
+      say "$s: skipped, needs about $e s and $left s are left"
+      printf '%-32s skipped: needs %d s, %d s left\n' "$s" "$e" "$left" >>"$work/steps.txt"
+      continue
+    fi
+    [[ $s == calibrate ]] && s="calibrate $(device_model)"
+    # shellcheck disable=SC2086 # the words are the function and its arguments
+    $s
+  done
+  lease_summary
+}
+lease() {
+  # The planned runs replay plans made here from the profile in tests/data;
+  # the previous best is call9's half plan, run at its own budget.
+  lease_call 1
+}
+lease2() { lease_call 2; }
+
+# The checkout the bundle travels in (tests/data, the earlier leases' plans):
+# the bundle's parent, or DEEPUM_GPU_ROOT (the dry run's moved copy has none).
+repo_root() {
+  if [[ -n ${DEEPUM_GPU_ROOT:-} ]]; then echo "$DEEPUM_GPU_ROOT"; else (cd "$g/.." && pwd); fi
+}
+
+# One line of runs.jsonl: what a training step NAME was (MODEL, RATIO by the
+# planner's count or "room", PATH: torch, noplan, plan, demand or an
+# alternative, BUDGET bytes or 0, PLAN file or ""), read by lease_summary.py.
+record_run() {
+  printf '{"name": "%s", "model": "%s", "ratio": "%s", "path": "%s", "budget_bytes": %s, "plan": "%s"}\n' \
+    "$1" "$2" "$3" "$4" "${5:-0}" "${6:-}" >>"$work/runs.jsonl"
+}
+
+# The device memory a process takes that holds nothing of the model's: CUDA's
+# context, cuBLAS and cuDNN (a tiny model's two steps; energy.py samples the
+# device). Residency is counted above this.
+context_baseline() {
+  train_step context 60 "$py" "$g/bench/gpu/alternatives.py" --model tiny --steps 2
+}
+
+# Plans model NAME's profile (tests/data's, with this call's kernels profile
+# and calibration when it has them) at 1.0x, 1.5x and 2.0x of the footprint
+# deepum-plan itself reports after its pool layout, and a demand plan at
+# 2.0x; stages call9's half plan as "previous". Each plan's ratio as the
+# planner prints it is kept in NAME.WHICH.ratio.
+lease_plans() {
+  local name=$1 root profile device fp r which budget
+  local -a devfile compute=()
+  root=$(repo_root)
+  profile=$root/tests/data/h100-resnet50-b64.profile.pb.gz
+  compute=(--compute-from "$root/tests/data/h100-resnet50-b64.kernels.pb.gz")
+  [[ -s $work/$name.kernels.pb.gz ]] && compute=(--compute-from "$work/$name.kernels.pb.gz")
+  device=$(device_model)
+  device_file
+  # The footprint: deepum-plan's summary of a plan at any budget.
+  step "$name.plan-footprint" 60 "$g/bin/deepum-plan" "$profile" "${compute[@]}" \
+    --gpu-memory 1073741824 --device "$device" "${devfile[@]}" -o "$work/$name.probe.plan.pb" ||
+    return 1
+  fp=$(plan_footprint_bytes "$work/$name.plan-footprint.txt") || {
+    say "$name: no footprint in deepum-plan's summary"
+    return 1
+  }
+  for r in 1.0 1.5 2.0; do
+    which=r$r
+    budget=$("$py" -c "import sys; print(int(int(sys.argv[1]) / float(sys.argv[2])))" "$fp" "$r")
+    echo "$budget" >"$work/$name.$which.budget"
+    step "$name.plan-$which" 120 "$g/bin/deepum-plan" "$profile" "${compute[@]}" \
+      --gpu-memory "$budget" --device "$device" "${devfile[@]}" -o "$work/$name.$which.plan.pb" &&
+      plan_ratio "$work/$name.plan-$which.txt" >"$work/$name.$which.ratio"
+  done
+  cp "$work/$name.r2.0.budget" "$work/$name.demand2.0.budget"
+  step "$name.plan-demand2.0" 120 "$g/bin/deepum-plan" "$profile" --strategy demand "${compute[@]}" \
+    --gpu-memory "$(cat "$work/$name.r2.0.budget")" --device "$device" "${devfile[@]}" \
+    -o "$work/$name.demand2.0.plan.pb" &&
+    plan_ratio "$work/$name.plan-demand2.0.txt" >"$work/$name.demand2.0.ratio"
+  cp "$root/bench/gpu/results/2026-11-27-h100/call9/resnet50.half.plan.pb" "$work/$name.previous.plan.pb" &&
+    cp "$root/bench/gpu/results/2026-11-27-h100/call9/resnet50.half.budget" "$work/$name.previous.budget" &&
+    echo 1.51 >"$work/$name.previous.ratio"
+  return 0
+}
+# deepum-plan's "footprint X GiB after the pool layout", in bytes.
+plan_footprint_bytes() {
+  "$py" -c 'import re, sys
+m = re.search(r"footprint ([0-9.]+) (GiB|MiB) after the pool layout", open(sys.argv[1]).read())
+sys.exit(1) if not m else print(int(float(m.group(1)) * (1 << (30 if m.group(2) == "GiB" else 20))))' "$1"
+}
+# deepum-plan's "(R.RRx oversubscribed)".
+plan_ratio() {
+  "$py" -c 'import re, sys
+m = re.search(r"\(([0-9.]+)x oversubscribed\)", open(sys.argv[1]).read())
+print(m.group(1) if m else "?")' "$1"
+}
+
+# The same-call controls, round ROUND: PyTorch with room, deepum without a
+# plan and the plan at 1.0x, each for the steady steps and the warm-up.
+controls() {
+  local name=$1 round=$2 steps
+  local -a script
+  model_script "$name" || return 2
+  steps=$((${DEEPUM_GPU_STEADY_STEPS:-20} + 5))
+  record_run "$name.torch.$round" "$name" room torch
+  train_step "$name.torch.$round" 60 "$py" "${script[@]}" --steps "$steps"
+  record_run "$name.noplan.$round" "$name" room noplan
+  DEEPUM_STATS="$work/$name.noplan.$round.stats.json" train_step "$name.noplan.$round" 60 \
+    "$py" -m deepum.run -- "$py" "${script[@]}" --steps "$steps"
+  [[ -s $work/$name.r1.0.plan.pb ]] && lease_run "$name" r1.0 "fit.$round"
+}
+
+# Model NAME replaying plan WHICH of lease_plans at its budget, for the
+# steady steps and the warm-up, as step NAME.LABEL (default WHICH). WHICH
+# ending in -waits is that plan with the kernel waiting for its own
+# prefetches (DEEPUM_KERNEL_WAITS_FOR_PREFETCH=1).
+lease_run() {
+  local name=$1 which=$2 label=${3:-$2} plan budget path=plan steps
+  local -a script envs=()
+  model_script "$name" || return 2
+  if [[ $which == *-waits ]]; then
+    which=${which%-waits}
+    envs=(DEEPUM_KERNEL_WAITS_FOR_PREFETCH=1)
+    path=plan-waits
   fi
-  replay_profile gpt2 demand
-  gpu_pytorch
+  [[ $which == demand* ]] && path=demand
+  [[ $which == previous ]] && path=previous
+  plan=$work/$name.$which.plan.pb
+  [[ -s $plan ]] || { say "$name.$label: no plan $which"; return 1; }
+  budget=$(cat "$work/$name.$which.budget")
+  steps=$((${DEEPUM_GPU_STEADY_STEPS:-20} + 5))
+  record_run "$name.$label" "$name" "$(cat "$work/$name.$which.ratio" 2>/dev/null || echo '?')" \
+    "$path" "$budget" "$plan"
+  (
+    ((${#envs[@]})) && export "${envs[@]}"
+    DEEPUM_STATS="$work/$name.$label.stats.json" DEEPUM_LOG=info \
+      train_step "$name.$label" 150 "$py" -m deepum.run --plan "$plan" --gpu-memory "$budget" \
+      -- "$py" "${script[@]}" --steps "$steps"
+  )
+}
+
+# replay_profile of plan WHICH with the kernel waiting for its own prefetches
+# (label WHICH-waits).
+replay_profile_waits() {
+  (export DEEPUM_KERNEL_WAITS_FOR_PREFETCH=1 && replay_profile "$1" "$2" "$2-waits")
+}
+
+# An alternative a user would pick (bench/gpu/alternatives.py MODE) under
+# PyTorch's allocator capped at the budget of plan WHICH.
+alternative() {
+  local name=$1 mode=$2 which=$3 budget
+  budget=$(cat "$work/$name.$which.budget" 2>/dev/null) || { say "$name: no budget $which"; return 1; }
+  record_run "$name.$mode" "$name" "$(cat "$work/$name.$which.ratio" 2>/dev/null || echo '?')" \
+    "$mode" "$budget"
+  train_step "$name.$mode" 120 "$py" "$g/bench/gpu/alternatives.py" --model "$name" --mode "$mode" \
+    --memory-bytes "$budget" --steps $((${DEEPUM_GPU_STEADY_STEPS:-20} + 5)) \
+    --json "$work/$name.$mode.alternative.json"
+}
+
+# Why --mode kernels durations sum to 1.9x PyTorch's: the kernels profile
+# again, five steps skipped (everything resident long before) and PyTorch's
+# own allocator (--no-python), beside kernel_times' PyTorch profiler.
+kernels_probe() {
+  local name=$1
+  local -a script
+  model_script "$name" || return 2
+  step "$name.kernels-probe" 90 "$g/bin/deepum-profile" --mode kernels --no-python --skip 5 \
+    --iterations 1 -o "$work/$name.kernels-probe.pb.gz" -- "$py" "${script[@]}" --steps 7 &&
+    kernel_times "$name"
+}
+
+# Every plan of lease_plans simulated with this call's calibration and kernels
+# profile (NAME.WHICH.sim.json), for summary.json's simulated / measured.
+lease_simulate() {
+  local name=$1 root profile which device
+  local -a devfile compute=()
+  root=$(repo_root)
+  profile=$root/tests/data/h100-resnet50-b64.profile.pb.gz
+  compute=(--compute-from "$root/tests/data/h100-resnet50-b64.kernels.pb.gz")
+  [[ -s $work/$name.kernels.pb.gz ]] && compute=(--compute-from "$work/$name.kernels.pb.gz")
+  device=$(device_model)
+  device_file
+  for which in r1.0 r1.5 r2.0 demand2.0 previous; do
+    [[ -s $work/$name.$which.plan.pb ]] || continue
+    "$g/bin/deepum-sim" "$profile" "${compute[@]}" --device "$device" "${devfile[@]}" \
+      --gpu-memory "$(cat "$work/$name.$which.budget")" --policy plan \
+      --plan "$work/$name.$which.plan.pb" --json >"$work/$name.$which.sim.json" 2>>"$work/run.log" ||
+      rm -f "$work/$name.$which.sim.json"
+  done
+}
+
+# summary.json from everything in the folder (bench/gpu/lease_summary.py),
+# and the page's table from it (summary.md).
+lease_summary() {
+  "$py" "$g/bench/gpu/lease_summary.py" "$work" -o "$work/summary.json" &&
+    "$py" "$g/bench/gpu/lease_summary.py" --page "$work/summary.json" >"$work/summary.md" &&
+    cat "$work/summary.md" | tee -a "$work/run.log"
 }
 
 # A rerun of chosen steps, in order, each a function and its arguments:
@@ -525,7 +777,9 @@ only() {
   for s in "$@"; do
     case "${s%% *}" in
     device_info | calibrate | gpu_tests | model | replay_profile | gpu_pytorch | kernel_times | \
-      replay_plan | kernels_profile | replan | use_plan | run_plans | baselines | plan_model)
+      replay_plan | kernels_profile | replan | use_plan | run_plans | baselines | plan_model | \
+      context_baseline | lease_plans | controls | lease_run | alternative | kernels_probe | \
+      lease_simulate | lease_summary | replay_profile_waits)
       [[ $s == calibrate ]] && s="calibrate $(device_model)"
       # shellcheck disable=SC2086 # the words are the function and its arguments
       ${s} ;;
@@ -539,6 +793,86 @@ only() {
       ;;
     esac
   done
+}
+
+# The lease driver's parts that need no GPU, on the moved bundle: both calls'
+# time plans (call 1 whole within 540 s; call 2 saying that GPT-2's profile
+# does not fit), the runner skipping at run time what no longer fits, plans at
+# 1.5x and 2.0x by the planner's own footprint, each simulated with a device
+# file, and a recorded run (an alternative, on the CPU) through energy.py into
+# summary.json and the page's table.
+dry_run_lease() {
+  local root=$1 p1 p2 r want got
+  p1=$(lease_plan 1) && p2=$(lease_plan 2) || return 1
+  printf '%s\n%s\n' "$p1" "$p2"
+  grep -q '^call 1: 540 s' <<<"$p1" && ! grep -q 'skipped' <<<"$p1" &&
+    grep -q '^  model gpt2 .*skipped: does not fit' <<<"$p2" || {
+    echo "dry-run: the lease's time plan is not as it should be" >&2
+    return 1
+  }
+  # An item that does not fit the plan, and one whose estimate no longer fits
+  # when its turn comes, are skipped, each with a line.
+  (
+    lease_items() { printf '%s\n' "1|say ran" "1|sleep 3" "2|say late" "100|say never"; }
+    lease_seconds=100000 call_max=4
+    lease_summary() { :; }
+    lease_call 1 >/dev/null
+  )
+  grep -q '^say never .*skipped: does not fit the time plan' "$work/steps.txt" &&
+    grep -q '^say late .*skipped: needs 2 s' "$work/steps.txt" &&
+    ! grep -q 'ran.*skipped' "$work/steps.txt" || {
+    echo "dry-run: the lease runner did not skip what does not fit" >&2
+    cat "$work/steps.txt" >&2
+    return 1
+  }
+  # Plans at 1.0x, 1.5x and 2.0x by the planner's count, with a device file.
+  cp "$root/bench/gpu/results/2026-11-27-h100/call9/calibrate.device.json" "$work/"
+  DEEPUM_GPU_ROOT=$root lease_plans resnet50 || return 1
+  for r in 1.0 1.5 2.0; do
+    got=$(cat "$work/resnet50.r$r.ratio")
+    "$py" -c 'import sys; sys.exit(abs(float(sys.argv[1]) / float(sys.argv[2]) - 1) > 0.02)' \
+      "$got" "$r" || {
+      echo "dry-run: the r$r plan is ${got}x by the planner's count" >&2
+      return 1
+    }
+    echo "dry-run: planned resnet50 at ${got}x by the planner's count"
+  done
+  DEEPUM_GPU_ROOT=$root lease_simulate resnet50
+  for want in r1.5 r2.0 demand2.0 previous; do
+    [[ -s $work/resnet50.$want.sim.json ]] || {
+      echo "dry-run: no simulation of the $want plan" >&2
+      return 1
+    }
+  done
+  # The context and an alternative (the tiny model offloading on the CPU)
+  # where a Python here has torch; ctest gpu_alternatives checks their losses.
+  local tpy="" c
+  for c in "$py" /usr/bin/python3; do
+    "$c" -c 'import torch' 2>/dev/null && { tpy=$c; break; }
+  done
+  if [[ -n $tpy ]]; then
+    (py=$tpy && context_baseline) || return 1
+    record_run dry.offload tiny 2.00 offload 1000000
+    (py=$tpy && train_step dry.offload 120 "$py" "$g/bench/gpu/alternatives.py" --model tiny \
+      --mode offload --steps 8 --offload-min-bytes 0) || return 1
+  else
+    echo "dry-run: no Python with torch here: alternatives.py not run"
+  fi
+  # A recorded run's step lines through energy.py into summary.json and its table.
+  record_run dry.steps tiny 2.00 plan 1000000
+  train_step dry.steps 20 "$py" -c 'for i in range(8): print(f"step {i} loss 1.0 time {10 + i} ms")' ||
+    return 1
+  lease_summary >/dev/null || return 1
+  "$py" -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+r = {x["name"]: x for x in s["runs"]}["dry.steps"]
+assert (r["steady_steps"], r["median_ms"], r["iqr_ms"]) == (3, 16.0, [15.5, 16.5]), r
+assert any("say never" in x for x in s["skipped"]), s["skipped"]' "$work/summary.json" &&
+    grep -q '^| dry.steps | tiny | 2.00 | plan | 3 | 16.0 | 15.5–16.5 |' "$work/summary.md" || {
+    echo "dry-run: summary.json or its table is not as it should be" >&2
+    return 1
+  }
+  echo "dry-run: the lease's time plans, skips, plans by ratio, simulations and summary.json"
 }
 
 # Here, no GPU: every step that needs none, on the bundle as the GPU machine gets it.
@@ -595,6 +929,7 @@ assert len(r["steps"]) == 2 and r["exit_status"] == 3, r' "$work/dry.energy.json
     [[ -s $work/shipped-resnet50.$which.plan.pb ]] || return 1
     echo "dry-run: planned the shipped profile ($which, $(cat "$work/shipped-resnet50.$which.budget") bytes)"
   done
+  dry_run_lease "$root" || return 1
   # Gathering, on fake outputs shaped like a model call's: incompressible, one
   # file too big to come back even in parts, one that comes back in two, two
   # that must leave the archive.

@@ -104,9 +104,20 @@ void *Executor::allocate(uint64_t Bytes, int Device, StreamHandle Stream, uint64
     }
   }
   void *P = D->Pool.allocate(Bytes, Stream);
-  if (P)
+  if (P) {
     bump(D->C.Allocations);
+    notePeakInUse(*D);
+  }
   return P;
+}
+
+void Executor::notePeakInUse(DeviceState &D) {
+  // Two reads, not one snapshot: another thread's allocation between them can
+  // only make this a little low, never count a freed block twice.
+  const uint64_t Now = D.Pool.stats().BytesInUse + D.C.ArenaBytesInUse.load();
+  uint64_t Peak = D.C.PeakInUse.load();
+  while (Now > Peak && !D.C.PeakInUse.compare_exchange_weak(Peak, Now)) {
+  }
 }
 
 void *Executor::placed(DeviceState &D, uint64_t Offset, uint64_t Bytes) {
@@ -116,6 +127,7 @@ void *Executor::placed(DeviceState &D, uint64_t Offset, uint64_t Bytes) {
   uint64_t Peak = D.C.ArenaPeak.load();
   while (Now > Peak && !D.C.ArenaPeak.compare_exchange_weak(Peak, Now)) {
   }
+  notePeakInUse(D);
   return reinterpret_cast<void *>(D.ArenaBase + Offset);
 }
 

@@ -59,7 +59,10 @@ template <typename T> void bump(std::atomic<T> &A, T V = 1) {
 }
 
 struct Counters {
-  std::atomic<uint64_t> Allocations{0}, Frees{0}, ArenaBytesInUse{0}, ArenaPeak{0},
+  // PeakInUse: the most bytes the pool's live blocks and the arena's live
+  // placements held together, taken at one time (an allocation), not the sum
+  // of two peaks reached at different times.
+  std::atomic<uint64_t> Allocations{0}, Frees{0}, ArenaBytesInUse{0}, ArenaPeak{0}, PeakInUse{0},
       ArenaPlacements{0}, PlacementMisses{0}, PrefetchBatches{0}, PrefetchBytes{0}, EvictBatches{0},
       EvictBytes{0}, DiscardBatches{0}, DiscardBytes{0}, DiscardsKeptLive{0}, Advises{0},
       AdviseBytes{0}, BudgetEvictions{0}, BackendErrors{0}, Launches{0};

@@ -28,7 +28,7 @@ bool Executor::stats(int Device, deepum_stats_t &Out) const {
   Out.allocations = C.Allocations.load();
   Out.frees = C.Frees.load();
   Out.bytes_in_use = PS.BytesInUse + C.ArenaBytesInUse.load();
-  Out.peak_bytes_in_use = PS.PeakBytesInUse + C.ArenaPeak.load();
+  Out.peak_bytes_in_use = C.PeakInUse.load();
   Out.bytes_reserved = PS.BytesReserved + D->ArenaBytes;
   Out.arena_placements = C.ArenaPlacements.load();
   Out.placement_misses = C.PlacementMisses.load();

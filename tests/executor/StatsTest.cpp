@@ -269,6 +269,29 @@ TEST(StatsTest, EachCountMovesWithWhatItCounts) {
   EXPECT_EQ(num(R, "launches", "matched"), S.launches_matched);
 }
 
+TEST(StatsTest, PeakBytesInUseIsOnePeakAtOneTime) {
+  FakeBackend B;
+  Executor E(B, ExecutorConfig{});
+  PlanBuilder PB({10});
+  PB.place(0, 4 * kMiB, 0);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  // The arena's 4 MiB, freed before the pool's 6 MiB: never 10 MiB at once.
+  void *Planned = E.allocate(4 * kMiB, 0, S1);
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(Planned), E.arenaBase(0));
+  E.deallocate(Planned, 0, S1);
+  void *Unplanned = E.allocate(6 * kMiB, 0, S1);
+  ASSERT_NE(Unplanned, nullptr);
+  json::Value R = reportOf(E);
+  EXPECT_EQ(num(R, "memory", "peak_bytes_in_use"), 6 * kMiB);
+  // Both live at once: then the peak is their sum.
+  void *Second = E.allocate(2 * kMiB, 0, S1);
+  ASSERT_NE(Second, nullptr);
+  EXPECT_EQ(num(reportOf(E), "memory", "peak_bytes_in_use"), 8 * kMiB);
+  E.deallocate(Second, 0, S1);
+  E.deallocate(Unplanned, 0, S1);
+  EXPECT_EQ(num(reportOf(E), "memory", "peak_bytes_in_use"), 8 * kMiB);
+}
+
 TEST(StatsTest, EveryDeviceInOneObject) {
   FakeBackend B({.Devices = 2});
   Executor E(B, ExecutorConfig{});

@@ -30,7 +30,7 @@ typedef struct deepum_stats {
   uint64_t allocations; /* deepum_malloc calls served */
   uint64_t frees;
   uint64_t bytes_in_use; /* live bytes (arena + pool) */
-  uint64_t peak_bytes_in_use;
+  uint64_t peak_bytes_in_use; /* most live bytes (arena + pool) at one time */
   uint64_t bytes_reserved;    /* managed bytes held (arena + pool segments) */
   uint64_t arena_placements;  /* allocations placed where the plan said */
   uint64_t placement_misses;  /* calls not placed in the arena: during iterations every one,

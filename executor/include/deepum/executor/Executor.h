@@ -131,6 +131,8 @@ private:
   /// its range is free; and the bookkeeping of a placement made.
   void *placeBySequence(DeviceState &D, uint64_t Bytes, StreamHandle Stream);
   void *placed(DeviceState &D, uint64_t Offset, uint64_t Bytes);
+  /// Updates the peak of the pool's and the arena's bytes in use together.
+  void notePeakInUse(DeviceState &D);
 
   Backend &Back;
   ExecutorConfig Config;

@@ -4,6 +4,11 @@ add_executable(deepum-sim-bench sim/SimBench.cpp)
 target_link_libraries(deepum-sim-bench PRIVATE deepum_warnings deepum_sim benchmark::benchmark)
 target_compile_definitions(deepum-sim-bench PRIVATE DEEPUM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
+# deepum-sim --compare's time and memory on widened real profiles
+# (bench/sim/speed.sh, docs/results/sim-speed.md).
+add_executable(deepum-sim-widen sim/WidenProfile.cpp)
+target_link_libraries(deepum-sim-widen PRIVATE deepum_warnings deepum_llvm deepum_format)
+
 # Calibration against published real-GPU measurements (docs/results/calibration.md,
 # bench/sim/calibration.sh); the ctest runs it at a small size and fails when an
 # experiment leaves its tolerance.

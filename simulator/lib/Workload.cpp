@@ -1450,6 +1450,25 @@ double detail::cutBoundNs(const Workload &W, uint64_t CapacityBytes, double Link
     }
   }
 
+  // Pages of different blocks with one history (every block of a large
+  // tensor) are one need: the cut and the stall windows only add their
+  // bytes, in integers, so merging them changes no sum, and the 64 x 5 cuts
+  // below each walk the needs once.
+  std::sort(Needs.begin(), Needs.end(), [](const Need &X, const Need &Y) {
+    return std::tie(X.After, X.Until, X.LastWrite) < std::tie(Y.After, Y.Until, Y.LastWrite);
+  });
+  size_t Merged = 0;
+  for (size_t I = 0; I < Needs.size(); ++I) {
+    if (Merged > 0 && Needs[Merged - 1].After == Needs[I].After &&
+        Needs[Merged - 1].Until == Needs[I].Until &&
+        Needs[Merged - 1].LastWrite == Needs[I].LastWrite) {
+      Needs[Merged - 1].Bytes += Needs[I].Bytes;
+      continue;
+    }
+    Needs[Merged++] = Needs[I];
+  }
+  Needs.resize(Merged);
+
   const std::vector<int64_t> HeldAll = heldBytes(W);
   // Fetches run at the host-to-device rate, write-backs at the device-to-host
   // one, each direction on its own engines.

@@ -201,6 +201,15 @@ Schedule makeSchedule(uint32_t Kernels, std::vector<std::pair<uint32_t, Command>
 Schedule swapLayerSchedule(const Workload &W, unsigned Lookahead);
 Schedule swapOptSchedule(const Workload &W, uint64_t CapacityBytes, const DeviceModel &D);
 
+/// Per position, the bytes of the objects that `Counts` accepts and that are
+/// allocated there (live: made at or before it and not yet freed, wrapping
+/// around the iteration's end): what swap-layer and swap-opt call the load.
+/// Costs one step per object and per position, added to *Steps when given
+/// (tests hold it linear in the workload).
+std::vector<int64_t> liveBytes(const Workload &W,
+                               llvm::function_ref<bool(const SwapObject &)> Counts,
+                               uint64_t *Steps = nullptr);
+
 /// An idle interval of swap object Object: uses at From and To (To may pass
 /// the iteration's end: the next iteration's first use, + Kernels), idle in
 /// between.

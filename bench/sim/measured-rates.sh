@@ -5,6 +5,10 @@
 # swap-layer, swap-opt and offload) and the lower bounds (the fastest legal path each way).
 #
 #   bash bench/sim/measured-rates.sh [BUILD_DIR]      (default: build)
+#
+# DEVICES and MODELS (space-separated) widen it to other built-in models and shipped profiles,
+# e.g. DEVICES="v100-pcie-16gb h100-pcie h100-sxm" MODELS="resnet50 vgg16 ..." for the starting
+# line of every row.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build}"
@@ -12,28 +16,35 @@ case "$build" in /*) ;; *) build="$root/$build" ;; esac
 cmake --build "$build" --target deepum-sim deepum-plan >/dev/null
 sim="$build/tools/deepum-sim"
 plan="$build/tools/deepum-plan"
-device=h100-sxm
+read -r -a devices <<<"${DEVICES:-h100-sxm}"
+read -r -a models <<<"${MODELS:-resnet50 gpt2-medium}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-for model in resnet50 gpt2-medium; do
+for device in "${devices[@]}"; do
+for model in "${models[@]}"; do
   profile="$root/tests/data/$model.profile.pb.gz"
   # The capacity deepum-sim --oversubscription 2 simulates, and the plan compiled for it.
   capacity="$("$sim" "$profile" --device "$device" --oversubscription 2 --policy ideal \
     --iterations 1 --warmup 0 --json |
     /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["gpu_memory_bytes"])')"
-  "$plan" "$profile" --device "$device" --gpu-memory "$capacity" --quiet -o "$work/$model.plan"
-  "$sim" "$profile" --device "$device" --gpu-memory "$capacity" --plan "$work/$model.plan" \
-    --compare --json >"$work/$model.json"
+  "$plan" "$profile" --device "$device" --gpu-memory "$capacity" --quiet \
+    -o "$work/$device@$model.plan"
+  "$sim" "$profile" --device "$device" --gpu-memory "$capacity" --plan "$work/$device@$model.plan" \
+    --compare --json >"$work/$device@$model.json"
 done
-/usr/bin/python3 - "$work" <<'PY'
+done
+/usr/bin/python3 - "$work" "${#devices[@]}" "${devices[@]}" "${models[@]}" <<'PY'
 import json, os, sys
-work = sys.argv[1]
+work, ndev = sys.argv[1], int(sys.argv[2])
+devices, models = sys.argv[3:3 + ndev], sys.argv[3 + ndev:]
 cols = ["plan", "swap-layer", "swap-opt", "offload", "deepum", "um"]
-print("| model at 2x | ideal | lower bound | " + " | ".join(cols) + " | fastest baseline / plan |")
-print("|---|---:|---:|" + "---:|" * len(cols) + "---:|")
-for model in ("resnet50", "gpt2-medium"):
+dev_head = "device | " if ndev > 1 else ""
+print(f"| {dev_head}model at 2x | ideal | lower bound | " + " | ".join(cols)
+      + " | fastest baseline / plan |")
+print("|---|" + ("---|" if ndev > 1 else "") + "---:|---:|" + "---:|" * len(cols) + "---:|")
+for device, model in ((d, m) for d in devices for m in models):
     rs = {("plan" if r["policy"].startswith("plan") else r["policy"]): r
-          for r in json.load(open(os.path.join(work, model + ".json")))}
+          for r in json.load(open(os.path.join(work, f"{device}@{model}.json")))}
     um = rs["um"]
     for pol, r in rs.items():
         if pol != "ideal" and r["iteration_us"] < um["lower_bound_us"] * (1 - 1e-9):
@@ -50,6 +61,7 @@ for model in ("resnet50", "gpt2-medium"):
             if p != "offload" or rs[p]["policy_peak_bytes"] <= rs[p]["gpu_memory_bytes"]]
     best = min(fits, key=lambda p: rs[p]["iteration_us"])
     lead = rs[best]["iteration_us"] / rs["plan"]["iteration_us"]
-    print(f"| {model} | {um['ideal_us'] / 1e3:,.1f} ms | {um['lower_bound_us'] / 1e3:,.1f} ms | "
+    dev_cell = f"{device} | " if ndev > 1 else ""
+    print(f"| {dev_cell}{model} | {um['ideal_us'] / 1e3:,.1f} ms | {um['lower_bound_us'] / 1e3:,.1f} ms | "
           + " | ".join(cell(p) for p in cols) + f" | {lead:.3f} ({best}) |")
 PY

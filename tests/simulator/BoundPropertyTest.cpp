@@ -475,7 +475,9 @@ TEST(SimBoundProperty, SwapOptKeepsTheDataOfATensorLivingAcrossTheMark) {
   // a tensor of its own, found the one made next written first, discarded
   // it, and ran at 280.0 us, moving nothing, under a cut bound of 327.2 us
   // that counts what the next iteration reads: the next iteration read
-  // nothing. As one object, what it reads is kept.
+  // nothing. As one object, what it reads is kept. (The cut bound is 320.5 us
+  // since the bounds take the fastest path each way, h100-pcie's explicit
+  // copies at 55 GB/s.)
   v1::Profile P = randomWorkload(130, true, true);
   sim::SimOptions O;
   O.Device = takeOk(sim::loadDeviceModel("h100-pcie"));
@@ -485,7 +487,7 @@ TEST(SimBoundProperty, SwapOptKeepsTheDataOfATensorLivingAcrossTheMark) {
   O.Iterations = kMeasured;
   O.WarmupIterations = kWarmup;
   sim::SimResult R = takeOk(sim::simulate(P, O));
-  EXPECT_NEAR(R.CutBoundUs, 327.2, 0.1);
+  EXPECT_NEAR(R.CutBoundUs, 320.5, 0.1);
   EXPECT_GT(R.BytesDtoH, 0);
   expectAboveEveryBound({"swap-opt", R});
 }

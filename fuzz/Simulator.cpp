@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   static constexpr sim::Policy Policies[] = {sim::Policy::Um,      sim::Policy::DeepUm,
                                              sim::Policy::SwapLayer, sim::Policy::SwapOpt,
                                              sim::Policy::Plan,    sim::Policy::Ideal,
-                                             sim::Policy::Um,      sim::Policy::DeepUm};
+                                             sim::Policy::Offload, sim::Policy::DeepUm};
   sim::SimOptions O;
   O.Device = device();
   O.Pol = Policies[Param & 7u];

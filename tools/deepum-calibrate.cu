@@ -1038,6 +1038,21 @@ void Calibration::writeDeviceFile() {
             "%s..%s (median of %d); dirty write-back %s",
             sizeName(Sizes.size() > 2 ? Sizes[Sizes.size() - 3] : Sizes.front()).c_str(),
             sizeName(Sizes.back()).c_str(), Opt.Repeats, rateText(WriteBack).c_str()));
+  // The swapping systems' mechanism, and the fastest way out where UVM's
+  // eviction is slower (the lower bounds take the fastest path).
+  if (CopyDtoH > 0)
+    Add("copy_device_to_host_bytes_per_second", CopyDtoH,
+        fmt("cudaMemcpyAsync device->pinned host of %s, stream clock (median of %d)",
+            sizeName(Sizes.back()).c_str(), Opt.Repeats));
+  if (CopyHtoD > 0)
+    Add("copy_host_to_device_bytes_per_second", CopyHtoD,
+        fmt("cudaMemcpyAsync pinned host->device of %s, stream clock (median of %d)",
+            sizeName(Sizes.back()).c_str(), Opt.Repeats));
+  if (ManagedToPinned > 0)
+    Add("copy_managed_to_host_bytes_per_second", ManagedToPinned,
+        fmt("cudaMemcpyAsync of GPU-written managed memory->pinned host of %s, stream clock "
+            "(median of %d)",
+            sizeName(Sizes.back()).c_str(), Opt.Repeats));
   const char *Clock = Opt.StreamClock ? "stream clock (cudaEvents on an idle stream)"
                                       : "host clock (std::chrono around the call)";
   if (CallUs >= 0)
@@ -1102,10 +1117,13 @@ void Calibration::writeReport() {
     << (LinkDtoH > 0 ? "device_to_host_bytes_per_second" : "report only") << " |\n"
     << "| write-back of dirty pages | " << rateText(WriteBack) << " | report only |\n"
     << "| both directions at once, in all | " << rateText(BothWays) << " | report only |\n"
-    << "| cudaMemcpyAsync device->pinned host | " << rateText(CopyDtoH) << " | report only |\n"
-    << "| cudaMemcpyAsync pinned host->device | " << rateText(CopyHtoD) << " | report only |\n"
+    << "| cudaMemcpyAsync device->pinned host | " << rateText(CopyDtoH) << " | "
+    << (CopyDtoH > 0 ? "copy_device_to_host_bytes_per_second" : "report only") << " |\n"
+    << "| cudaMemcpyAsync pinned host->device | " << rateText(CopyHtoD) << " | "
+    << (CopyHtoD > 0 ? "copy_host_to_device_bytes_per_second" : "report only") << " |\n"
     << "| cudaMemcpyAsync GPU-written managed->pinned host | " << rateText(ManagedToPinned)
-    << " | report only |\n"
+    << " | " << (ManagedToPinned > 0 ? "copy_managed_to_host_bytes_per_second" : "report only")
+    << " |\n"
     << fmt("| per call, host clock | %.3f us + %.4f us per extra range | %s |\n", HostCallUs,
            HostRangeUs, Opt.StreamClock ? "report only" : "transfer_call_us, transfer_range_us")
     << fmt("| per call, stream clock | %.3f us + %.4f us per extra range | %s |\n", StreamCallUs,

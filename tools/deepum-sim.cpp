@@ -13,7 +13,7 @@ static cl::OptionCategory Category("deepum-sim options");
 static cl::opt<std::string> Input(cl::Positional, cl::desc("<profile>"), cl::Required,
                                   cl::cat(Category));
 static cl::opt<std::string> PolicyOpt("policy",
-                                      cl::desc("um, deepum, swap-layer, swap-opt, plan, ideal"),
+                                      cl::desc("um, deepum, swap-layer, swap-opt, offload, plan, ideal"),
                                       cl::init("um"), cl::cat(Category));
 static cl::opt<std::string> PlanOpt("plan", cl::desc("Plan to replay (--policy plan)"),
                                     cl::value_desc("FILE"), cl::cat(Category));

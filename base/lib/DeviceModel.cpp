@@ -79,11 +79,11 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
         D.Link = S->str();
       continue;
     }
-    if (Key == "eviction_copies_clean") {
+    if (Key == "eviction_copies_clean" || Key == "copies_share_um_engines") {
       llvm::Optional<bool> B = V.getAsBoolean();
       if (!B)
         return fail(File, llvm::formatv("model '{0}': '{1}' must be true or false", D.Name, Key));
-      D.EvictionCopiesClean = *B;
+      (Key == "eviction_copies_clean" ? D.EvictionCopiesClean : D.CopiesShareUmEngines) = *B;
       continue;
     }
     if (llvm::Error E = Num(Key, V, X))
@@ -94,6 +94,12 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
       D.LinkBytesPerSecond = X;
     else if (Key == "device_to_host_bytes_per_second")
       D.DeviceToHostBytesPerSecond = X;
+    else if (Key == "copy_host_to_device_bytes_per_second")
+      D.CopyHostToDeviceBytesPerSecond = X;
+    else if (Key == "copy_device_to_host_bytes_per_second")
+      D.CopyDeviceToHostBytesPerSecond = X;
+    else if (Key == "copy_managed_to_host_bytes_per_second")
+      D.CopyManagedToHostBytesPerSecond = X;
     else if (Key == "fault_batch_latency_us")
       D.FaultBatchLatencyUs = X;
     else if (Key == "fault_batch_size")

@@ -161,9 +161,6 @@ TEXT
   echo
   cat "$work/instructions.md"
 } | awk -v lin="$linearity" -v cpu="$cpu_time" \
-  '{ sub(/@LINEARITY@/, lin); sub(/@CPU_TIME@/, cpu); print }' |
-  awk -v notes=bench/plan/model-change.md \
-  'NR == 1 { print; print ""; while ((getline l < notes) > 0) print l; next } { print }' \
-  >"$out/plan.md"
+  '{ sub(/@LINEARITY@/, lin); sub(/@CPU_TIME@/, cpu); print }' >"$out/plan.md"
 /usr/bin/python3 bench/plan/plot.py "$out/plan.csv" "$out/plan.png"
 echo "wrote $out/plan.md, $out/plan.csv, $out/plan.png"

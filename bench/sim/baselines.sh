@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates docs/results/baselines.md and docs/results/baselines.png: every
 # shipped model at 1.25x, 1.5x, 2x and 3x oversubscription (capacity =
-# footprint / ratio, in whole 2 MiB blocks) on v100-pcie-16gb and h100-pcie, every baseline policy,
+# footprint / ratio, in whole 2 MiB blocks) on v100-pcie-16gb, h100-pcie and the measured h100-sxm,
+# every baseline policy,
 # and DeepUM tuned per row (deepum-sim --deepum-tune).
 #
 #   bench/sim/baselines.sh [BUILD_DIR]     (default: build; builds deepum-sim if needed)
@@ -11,7 +12,7 @@ build="${1:-$root/build}"
 sim="$build/tools/deepum-sim"
 cmake --build "$build" --target deepum-sim >/dev/null
 models=(resnet50 vgg16 vit_b_16 bert-large gpt2-medium bart-large llama-1b llama-1b-ckpt)
-devices=(v100-pcie-16gb h100-pcie)
+devices=(v100-pcie-16gb h100-pcie h100-sxm)
 ratios=(1.25 1.5 2 3)
 iterations=12
 warmup=6
@@ -44,8 +45,3 @@ done
 /usr/bin/python3 "$root/bench/sim/baselines.py" --runs "$work" --out "$root/docs/results" \
   --iterations "$iterations" --warmup "$warmup" \
   --models "${models[@]}" --devices "${devices[@]}" --ratios "${ratios[@]}"
-# The note on the last device-model change goes after the title.
-awk -v notes="$root/bench/sim/model-change.md" \
-  'NR == 1 { print; print ""; while ((getline l < notes) > 0) print l; next } { print }' \
-  "$root/docs/results/baselines.md" >"$work/baselines.md"
-cp "$work/baselines.md" "$root/docs/results/baselines.md"

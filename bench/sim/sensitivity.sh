@@ -5,13 +5,15 @@
 # the device-to-host rate at 0.19 of the host-to-device rate (the ratio deepum-calibrate
 # measured on an H100: 9.16 against 47.8 GB/s, docs/results/gpu.md) or with the fault service
 # deepum-calibrate measured there (the built-in h100-sxm's fault_batch_latency_us and
-# fault_block_service_us), on v100-pcie-16gb and h100-pcie, for every shipped model but
+# fault_block_service_us), on v100-pcie-16gb, h100-pcie and the measured h100-sxm, for every
+# shipped model but
 # resnet50-b32 (the planner-speed profile).
 #
 # Each variant is a full copy of the built-in model (simulator/devices/device-models.json)
 # with those fields changed, written to a device file that both deepum-plan and
 # deepum-sim read (--device-file): the plan is compiled for the device it is judged on.
-# transfer_range_us and every other field keep their defaults.
+# The explicit-copy rates (the swapping baselines' mechanism) scale with the link; transfer_range_us
+# and every other field keep their defaults.
 #
 #   bash bench/sim/sensitivity.sh [BUILD_DIR]      (default: build)
 set -euo pipefail
@@ -22,7 +24,7 @@ cmake --build "$build" --target deepum-sim deepum-plan >/dev/null
 sim="$build/tools/deepum-sim"
 plan="$build/tools/deepum-plan"
 models=(resnet50 vgg16 vit_b_16 bert-large gpt2-medium bart-large llama-1b llama-1b-ckpt)
-devices=(v100-pcie-16gb h100-pcie)
+devices=(v100-pcie-16gb h100-pcie h100-sxm)
 calls=(0 5 20)
 links=(0.5 1)
 # Variants "call link dtoh faults": every call cost and link rate with the device-to-host rate
@@ -71,6 +73,10 @@ model["link_bytes_per_second"] = link0 * link
 # dtoh 1: the model's own device-to-host rate, scaled with the link; below 1: that
 # fraction of the (scaled) host-to-device rate.
 model["device_to_host_bytes_per_second"] = out0 * link if dtoh == 1 else link0 * link * dtoh
+for field in ("copy_host_to_device_bytes_per_second", "copy_device_to_host_bytes_per_second",
+              "copy_managed_to_host_bytes_per_second"):
+    if model.get(field):
+        model[field] *= link
 json.dump({"format": doc["format"], "models": [model]}, sys.stdout, indent=1)
 PY
   done

@@ -39,8 +39,14 @@ Engine::Engine(const DeviceModel &D, uint64_t CapacityBytes)
                 std::max(D.LinkBytesPerSecond, 1.0)),
       NsPerByteDtoH(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
                     std::max(D.deviceToHostBytesPerSecond(), 1.0)),
+      NsPerByteCopyHtoD(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
+                        std::max(D.copyHostToDeviceBytesPerSecond(), 1.0)),
+      NsPerByteCopyDtoH(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
+                        std::max(D.copyDeviceToHostBytesPerSecond(), 1.0)),
       HtoDFree(std::max(1u, D.CopyEnginesPerDirection), 0),
       DtoHFree(std::max(1u, D.CopyEnginesPerDirection), 0),
+      CopyHtoDFree(std::max(1u, D.CopyEnginesPerDirection), 0),
+      CopyDtoHFree(std::max(1u, D.CopyEnginesPerDirection), 0),
       HtoDQueue(std::max(1u, D.CopyEnginesPerDirection)),
       HtoDRetiredEnd(std::max(1u, D.CopyEnginesPerDirection), 0) {}
 
@@ -204,14 +210,18 @@ void Engine::logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t B, uint32_t Ma
   Events->push_back(E);
 }
 
-void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser) {
+void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser, bool Copy) {
   uint32_t Out = Mask & Resident[B];
   if (!Out)
     return;
   // Dirty: the GPU holds the only current copy. Read-mostly pages keep their
   // host duplicate, so unwritten ones are never dirty.
   // (With eviction_copies_clean, only read-mostly duplicates are dropped.)
-  uint32_t Clean = (!Device.EvictionCopiesClean || (Flags[B] & FlReadMostly)) ? HostValid[B] : 0;
+  // An explicit copy skips pages whose pinned copy is still current (a
+  // tensor read since it was copied in): the swapping system knows it is
+  // unchanged, as the driver does not.
+  uint32_t Clean =
+      Copy || !Device.EvictionCopiesClean || (Flags[B] & FlReadMostly) ? HostValid[B] : 0;
   uint32_t Dirty = Out & ~Clean;
   Dirty &= Valid[B]; // pages with no contents (discarded) need no copy
   // Never before the last kernel using the block ends or its pages arrive.
@@ -221,15 +231,21 @@ void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser) {
   uint64_t Done = Ready;
   if (Dirty) {
     uint64_t Bytes = pages(Dirty) * PageBytes;
-    uint64_t Start = startOnLane(DtoHFree, Ready, transferDtoHNs(Bytes), Done);
+    const uint64_t Ns =
+        Copy ? static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByteCopyDtoH))
+             : transferDtoHNs(Bytes);
+    uint64_t Start = startOnLane(Copy ? copyLane(false) : DtoHFree, Ready, Ns, Done);
     HostReadyNs[B] = std::max(HostReadyNs[B], Done);
     Stats.BytesDtoH += Bytes;
-    if (Events)
+    if (Copy)
+      Stats.BytesCopiedOut += Bytes;
+    // A copy is no migration: CUPTI's Unified Memory counters do not see it.
+    if (Events && !Copy)
       logEvent(UmEvent::Kind::MigrationDtoH,
                ByUser ? UmEvent::Cause::User : UmEvent::Cause::Eviction, B, Dirty, Bytes, Start,
                Done);
     if (Timeline)
-      Timeline->span(Pid, TidDtoH, "evict", "dtoh", Start, Done - Start,
+      Timeline->span(Pid, TidDtoH, Copy ? "copy out" : "evict", "dtoh", Start, Done - Start,
                      llvm::json::Object{{"block", static_cast<int64_t>(B)},
                                         {"bytes", static_cast<int64_t>(Bytes)}});
   }
@@ -315,16 +331,38 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
   // copy stream for a prefetch (a populate), added to the service of a
   // demand fault (Device.PopulateBlockUs, DiscardedFaultBlockUs; zero where
   // unmeasured).
-  const uint32_t Discarded = Mask & ~Valid[B];
+  // Pool memory (an explicit copy's destination) is the pool's: no driver
+  // work to map it.
+  const uint32_t Discarded = C == Cause::Copy ? 0u : Mask & ~Valid[B];
   const double EmptyUs = Discarded ? (C == Cause::User ? Device.PopulateBlockUs
                                                         : Device.DiscardedFaultBlockUs) *
                                          pages(Discarded) / PagesPerBlock
                                    : 0.0;
   const uint64_t EmptyNs = static_cast<uint64_t>(std::llround(EmptyUs * 1e3));
   Populating[B] = (Populating[B] & ~Mask) | (C == Cause::User ? Discarded : 0u);
-  if (C != Cause::User && !Bytes)
+  if (C == Cause::Copy && Bytes) {
+    // One cudaMemcpyAsync on the copy stream, FIFO behind what was issued on
+    // those engines before it; it never yields to a fault's migration.
+    std::vector<uint64_t> &Lane = copyLane(true);
+    const size_t L = static_cast<size_t>(std::min_element(Lane.begin(), Lane.end()) - Lane.begin());
+    if (Device.CopiesShareUmEngines)
+      retireHtoD();
+    uint64_t Start = startOnLane(
+        Lane, Ready,
+        static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByteCopyHtoD)), Done);
+    if (Device.CopiesShareUmEngines)
+      HtoDQueue[L].push_back(HtoDItem{Start, Done, B, Mask, /*Prefetch=*/false, -1});
+    Stats.BytesHtoD += Bytes;
+    Stats.BytesPrefetched += Bytes;
+    Stats.BytesCopiedIn += Bytes;
+    if (Timeline)
+      Timeline->span(Pid, TidHtoD, "copy in", "htod", Start, Done - Start,
+                     llvm::json::Object{{"block", static_cast<int64_t>(B)},
+                                        {"bytes", static_cast<int64_t>(Bytes)}});
+  }
+  if (C != Cause::User && C != Cause::Copy && !Bytes)
     Done = Ready + EmptyNs;
-  if (Bytes || (C == Cause::User && EmptyNs)) {
+  if (C != Cause::Copy && (Bytes || (C == Cause::User && EmptyNs))) {
     uint64_t Setup =
         C == Cause::User ? static_cast<uint64_t>(std::llround(Device.TransferSetupUs * 1e3)) : 0;
     if (C == Cause::User)
@@ -359,9 +397,12 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
     Stats.BytesPrefetched += Bytes;
   else if (C == Cause::DriverPrefetch)
     Stats.BytesDriverPrefetched += Bytes;
-  else
+  else if (C == Cause::Demand)
     Stats.BytesDemand += Bytes;
-  // Thrashing: the block comes back soon after it left.
+  // Thrashing: the block comes back soon after it left (the driver's
+  // detection: an explicit copy is none of its business).
+  if (C == Cause::Copy)
+    LastEvictNs[B] = Never;
   if (LastEvictNs[B] != Never && Ready >= LastEvictNs[B] &&
       static_cast<double>(Ready - LastEvictNs[B]) < Device.ThrashingLapseUs * 1e3) {
     ++Stats.ThrashingEvents;
@@ -438,7 +479,22 @@ void Engine::populatePages(uint32_t B, uint32_t Mask) {
     return;
   const uint64_t RoomNs = makeRoom(pages(Empty), IssueNs, /*ProtectUpTo=*/-1);
   if (RoomNs != Never)
-    fetch(B, Empty, IssueNs, RoomNs, Cause::User); // nothing to copy
+    fetch(B, Empty, IssueNs, RoomNs, Cause::Copy); // nothing to copy
+}
+
+void Engine::copyOutPages(uint32_t B, uint32_t Mask) {
+  evict(B, Mask, userNs(), /*ByUser=*/true, /*Copy=*/true);
+}
+
+void Engine::copyInPages(uint32_t B, uint32_t Mask) {
+  const uint32_t Missing = Mask & ~Resident[B];
+  if (!Missing)
+    return;
+  const uint64_t RoomNs = makeRoom(pages(Missing), userNs(), /*ProtectUpTo=*/-1);
+  if (RoomNs == Never)
+    return;
+  fetch(B, Missing, userNs(), RoomNs, Cause::Copy);
+  Flags[B] |= FlPrefetched;
 }
 
 uint64_t Engine::preEvictTo(uint64_t FreeBytes) {

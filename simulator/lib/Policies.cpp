@@ -81,19 +81,38 @@ std::vector<int64_t> detail::liveBytes(const Workload &W,
   return Load;
 }
 
+namespace {
+
+/// The objects saved for the backward pass (activations; without that
+/// label, those allocated or freed in the iteration) and the forward/backward
+/// turn: where they pile up, the position of their peak live bytes. (LMS and
+/// vDNN know layers; the trace knows when activations are live.)
+struct SavedTensors {
+  std::vector<bool> Saved; // per object
+  uint32_t Turn = 0;
+};
+
+SavedTensors savedTensors(const Workload &W) {
+  bool AnyActivation = std::any_of(W.Objects.begin(), W.Objects.end(),
+                                   [](const SwapObject &O) { return O.Activation; });
+  SavedTensors S;
+  S.Saved.reserve(W.Objects.size());
+  for (const SwapObject &O : W.Objects)
+    S.Saved.push_back(AnyActivation ? O.Activation : (O.AllocPos >= 0 || O.FreePos >= 0));
+  const std::vector<int64_t> Load =
+      liveBytes(W, [&](const SwapObject &O) { return S.Saved[&O - W.Objects.data()]; });
+  S.Turn = static_cast<uint32_t>(std::max_element(Load.begin(), Load.end()) - Load.begin());
+  return S;
+}
+
+} // namespace
+
 // --- swap-layer ----------------------------------------------------------------
 
 Schedule detail::swapLayerSchedule(const Workload &W, unsigned Lookahead) {
-  // The forward/backward turn is where activations pile up: the position of
-  // peak live activation bytes. (LMS and vDNN know layers; the trace knows
-  // when activations are live.)
-  bool AnyActivation = std::any_of(W.Objects.begin(), W.Objects.end(),
-                                   [](const SwapObject &O) { return O.Activation; });
-  auto IsSwappable = [&](const SwapObject &O) {
-    return AnyActivation ? O.Activation : (O.AllocPos >= 0 || O.FreePos >= 0);
-  };
-  const std::vector<int64_t> Load = liveBytes(W, IsSwappable);
-  uint32_t Turn = static_cast<uint32_t>(std::max_element(Load.begin(), Load.end()) - Load.begin());
+  const SavedTensors S = savedTensors(W);
+  const uint32_t Turn = S.Turn;
+  auto IsSwappable = [&](const SwapObject &O) { return S.Saved[&O - W.Objects.data()]; };
 
   std::vector<std::pair<uint32_t, Command>> Items;
   for (const SwapObject &O : W.Objects) {
@@ -113,6 +132,34 @@ Schedule detail::swapLayerSchedule(const Workload &W, unsigned Lookahead) {
     addPages(Items, Bwd - Lookahead, CmdKind::Prefetch, O.Overlap);
   }
   return makeSchedule(W.Kernels, std::move(Items));
+}
+
+// --- offload: save_on_cpu and side-stream activation offloading ----------------------
+
+Schedule detail::offloadSchedule(const Workload &W, const DeviceModel &D, uint64_t &PeakBytes) {
+  const SavedTensors S = savedTensors(W);
+  const uint32_t K = W.Kernels;
+  std::vector<SwapGap> Gaps;
+  std::vector<int64_t> Load = liveBytes(W, [](const SwapObject &) { return true; });
+  for (uint32_t I = 0; I < W.Objects.size(); ++I) {
+    const SwapObject &O = W.Objects[I];
+    if (!S.Saved[I] || O.Uses.empty())
+      continue;
+    // Saved at its last forward use, unpacked at its first backward use:
+    // copied whatever the capacity (the hooks know no memory budget).
+    auto After = std::upper_bound(O.Uses.begin(), O.Uses.end(), S.Turn,
+                                  [](uint32_t T, const auto &U) { return T < U.first; });
+    if (After == O.Uses.begin() || After == O.Uses.end())
+      continue;
+    const uint32_t Fwd = std::prev(After)->first, Bwd = After->first;
+    if (Bwd <= Fwd + 1)
+      continue;
+    Gaps.push_back({I, Fwd, Bwd});
+    for (uint32_t P = Fwd + 1; P < Bwd; ++P)
+      Load[P] -= static_cast<int64_t>(O.Bytes);
+  }
+  PeakBytes = static_cast<uint64_t>(std::max<int64_t>(0, *std::max_element(Load.begin(), Load.end())));
+  return swapScheduleOf(W, Gaps, D);
 }
 
 // --- swap-opt: Zhang et al. 2019 ---------------------------------------------------
@@ -234,8 +281,9 @@ Schedule detail::swapScheduleOf(const Workload &W, llvm::ArrayRef<SwapGap> Chose
       continue;
     }
     addPages(Items, Out % K, CmdKind::Evict, O.Whole);
-    double Need =
-        static_cast<double>(O.Bytes) * 1e9 / D.LinkBytesPerSecond + D.FaultBatchLatencyUs * 1e3;
+    // The copy back runs at the explicit pinned-to-device rate.
+    double Need = static_cast<double>(O.Bytes) * 1e9 / D.copyHostToDeviceBytesPerSecond() +
+                  D.FaultBatchLatencyUs * 1e3;
     // Commands at position q are issued when launch q is observed, while
     // kernel q-1 runs: the copy has kernels q-1 .. To-1 to arrive.
     uint32_t In = G.To;
@@ -352,14 +400,19 @@ public:
   }
 };
 
-/// swap-layer and swap-opt: a schedule compiled before the run, each range
-/// its own cudaMemPrefetchAsync / cudaMemDiscardAsync call. Their memory
+/// swap-layer, swap-opt and offload: a schedule compiled before the run,
+/// each range its own cudaMemcpyAsync call: the systems they stand for move
+/// device memory to pinned host memory and back by explicit copies, at the
+/// device model's copy rates, never through Unified Memory. Their memory
 /// managers hand out device memory from a pool: memory with no contents
 /// (never written, or freed) that a launch uses is simply there, with no
-/// fault and no call; the engine populates it before the launch.
+/// fault, no driver populate and no call; the engine populates it before the
+/// launch.
 class SchedulePolicy final : public InvalidatingPolicy {
 public:
-  SchedulePolicy(const Workload &Wl, Schedule S) : W(Wl), Sched(std::move(S)) {}
+  SchedulePolicy(const Workload &Wl, Schedule S, uint64_t OwnPeak = 0)
+      : W(Wl), Sched(std::move(S)), OwnPeakBytes(OwnPeak) {}
+  uint64_t ownPeakBytes() const override { return OwnPeakBytes; }
   void launchObserved(Engine &E, uint32_t P) override {
     issue(E, P);
     for (const BlockUse &U : W.uses(P))
@@ -380,10 +433,10 @@ private:
     for (const Command &C : Cmds) {
       switch (C.Kind) {
       case CmdKind::Prefetch:
-        E.prefetchPages(C.Block, C.Mask);
+        E.copyInPages(C.Block, C.Mask);
         break;
       case CmdKind::Evict:
-        E.evictPages(C.Block, C.Mask);
+        E.copyOutPages(C.Block, C.Mask);
         break;
       case CmdKind::Discard:
         E.discardPages(C.Block, C.Mask);
@@ -394,6 +447,7 @@ private:
 
   const Workload &W;
   Schedule Sched;
+  uint64_t OwnPeakBytes;
 };
 
 class DeepUmPolicy final : public InvalidatingPolicy {
@@ -425,6 +479,11 @@ std::unique_ptr<SimPolicy> detail::makePolicy(Policy P, const Workload &W, const
     return std::make_unique<SchedulePolicy>(W, swapLayerSchedule(W, O.Lookahead));
   case Policy::SwapOpt:
     return std::make_unique<SchedulePolicy>(W, swapOptSchedule(W, CapacityBytes, O.Device));
+  case Policy::Offload: {
+    uint64_t Peak = 0;
+    Schedule S = offloadSchedule(W, O.Device, Peak);
+    return std::make_unique<SchedulePolicy>(W, std::move(S), Peak);
+  }
   case Policy::Um:
   case Policy::Plan:
     break;

@@ -45,6 +45,8 @@ llvm::StringRef deepum::sim::policyName(Policy P) {
     return "swap-layer";
   case Policy::SwapOpt:
     return "swap-opt";
+  case Policy::Offload:
+    return "offload";
   case Policy::Plan:
     return "plan";
   case Policy::Ideal:
@@ -54,13 +56,13 @@ llvm::StringRef deepum::sim::policyName(Policy P) {
 }
 
 llvm::Expected<Policy> deepum::sim::parsePolicy(llvm::StringRef Name) {
-  for (Policy P : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt, Policy::Plan,
-                   Policy::Ideal})
+  for (Policy P : {Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt,
+                   Policy::Offload, Policy::Plan, Policy::Ideal})
     if (policyName(P) == Name)
       return P;
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "unknown policy '" + Name.str() +
-                                     "' (um, deepum, swap-layer, swap-opt, plan, ideal)");
+                                     "' (um, deepum, swap-layer, swap-opt, offload, plan, ideal)");
 }
 
 /// deepum-sim --json's schema version (docs/tools.md): raised when a field is
@@ -108,6 +110,9 @@ llvm::json::Value deepum::sim::toJson(const SimResult &R) {
       {"lost_reads", R.LostReads},
       {"lost_contents", R.LostContents},
       {"peak_resident_bytes", U(R.PeakResidentBytes)},
+      {"bytes_copied_out", R.BytesCopiedOut},
+      {"bytes_copied_in", R.BytesCopiedIn},
+      {"policy_peak_bytes", U(R.PolicyPeakBytes)},
       {"invariant_violations", U(R.InvariantViolations)},
   };
   return O;

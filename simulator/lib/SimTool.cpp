@@ -138,7 +138,7 @@ llvm::Expected<std::vector<Policy>> policiesToRun(const SimToolOptions &Opts, bo
     return std::vector<Policy>{*Pol};
   }
   std::vector<Policy> Policies = {Policy::Um, Policy::DeepUm, Policy::SwapLayer,
-                                  Policy::SwapOpt};
+                                  Policy::SwapOpt, Policy::Offload};
   if (HavePlan)
     Policies.push_back(Policy::Plan);
   Policies.push_back(Policy::Ideal);

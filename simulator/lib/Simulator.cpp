@@ -223,16 +223,19 @@ llvm::Error setBounds(SimResult &R, const Workload &W, const deepum::v1::Profile
   Data->DurationNs = W.DurationNs;
   const Workload &BW = *Data;
   auto [InBytes, OutBytes] = transferBoundBytes(BW, R.GpuMemoryBytes);
-  // Each direction has its own engines: the slower of the two.
-  R.BoundUs = std::max(static_cast<double>(InBytes) / O.Device.LinkBytesPerSecond,
-                       static_cast<double>(OutBytes) / O.Device.deviceToHostBytesPerSecond()) *
+  // Each direction has its own engines: the slower of the two, each at the
+  // fastest legal path of its direction (Unified Memory's migrations or an
+  // explicit copy, whichever the device model says is faster), so that no
+  // policy, whatever its mechanism, beats the bounds.
+  const double InRate = O.Device.fastestHostToDeviceBytesPerSecond(),
+               OutRate = O.Device.fastestDeviceToHostBytesPerSecond();
+  R.BoundUs = std::max(static_cast<double>(InBytes) / InRate,
+                       static_cast<double>(OutBytes) / OutRate) *
               1e6;
   R.BoundOrIdealUs = std::max(R.IdealUs, R.BoundUs);
   // The cut bound includes compute, so it is never below ideal; the best
   // lower bound known is the larger of it and the total-bytes bound.
-  R.CutBoundUs = cutBoundNs(BW, R.GpuMemoryBytes, O.Device.LinkBytesPerSecond,
-                            O.Device.deviceToHostBytesPerSecond()) /
-                 1e3;
+  R.CutBoundUs = cutBoundNs(BW, R.GpuMemoryBytes, InRate, OutRate) / 1e3;
   R.LowerBoundUs = std::max(R.BoundOrIdealUs, R.CutBoundUs);
   return llvm::Error::success();
 }
@@ -369,6 +372,7 @@ llvm::Expected<SimResult> simulateWith(
   llvm::Expected<std::unique_ptr<SimPolicy>> Pol = MakePolicy(*W, R.GpuMemoryBytes);
   if (!Pol)
     return Pol.takeError();
+  R.PolicyPeakBytes = (*Pol)->ownPeakBytes();
   if (!(*Pol)->usesMemory()) {
     replayWithoutMemory(R, *W, P, Timeline);
     return R;

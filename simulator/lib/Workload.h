@@ -199,6 +199,12 @@ struct Schedule {
 Schedule makeSchedule(uint32_t Kernels, std::vector<std::pair<uint32_t, Command>> Items);
 
 Schedule swapLayerSchedule(const Workload &W, unsigned Lookahead);
+/// offload (save_on_cpu, side-stream activation offloading): every tensor
+/// saved for the backward pass is copied out after its last forward use and
+/// back, timed as swap-opt times its copies, before its first backward use,
+/// whatever the capacity. `PeakBytes`: the device memory that leaves at its
+/// peak (SimResult::PolicyPeakBytes).
+Schedule offloadSchedule(const Workload &W, const DeviceModel &D, uint64_t &PeakBytes);
 Schedule swapOptSchedule(const Workload &W, uint64_t CapacityBytes, const DeviceModel &D);
 
 /// Per position, the bytes of the objects that `Counts` accepts and that are

@@ -106,6 +106,32 @@ TEST(DeviceModel, DeviceFilesAreBoundedRegularFiles) {
 // 2026-11-27-h100) is the built-in h100-sxm's: laid over it, the file
 // changes nothing it measured, and the model's device-to-host rate is the
 // one the run reported (the file predates that field).
+// Explicit copies, the swapping systems' mechanism, at their own rates: on
+// the H100 SXM the measured cudaMemcpyAsync rates (docs/results/gpu.md), 6x
+// UVM's way out; on PCIe 3.0 bandwidthTest's. The bounds take the fastest.
+TEST(DeviceModel, ExplicitCopyRatesAreTheirOwnAndTheBoundsTakeTheFastest) {
+  llvm::Expected<DeviceModel> Sxm = loadDeviceModel("h100-sxm");
+  ASSERT_TRUE(static_cast<bool>(Sxm)) << llvm::toString(Sxm.takeError());
+  EXPECT_NEAR(Sxm->copyDeviceToHostBytesPerSecond(), 55.1e9, 0.1e9);
+  EXPECT_NEAR(Sxm->copyHostToDeviceBytesPerSecond(), 55.0e9, 0.1e9);
+  EXPECT_NEAR(Sxm->copyManagedToHostBytesPerSecond(), 52.3e9, 0.1e9);
+  EXPECT_EQ(Sxm->fastestDeviceToHostBytesPerSecond(), Sxm->CopyDeviceToHostBytesPerSecond);
+  EXPECT_EQ(Sxm->fastestHostToDeviceBytesPerSecond(), Sxm->CopyHostToDeviceBytesPerSecond);
+  llvm::Expected<DeviceModel> V100 = loadDeviceModel("v100-pcie-16gb");
+  ASSERT_TRUE(static_cast<bool>(V100)) << llvm::toString(V100.takeError());
+  EXPECT_EQ(V100->copyHostToDeviceBytesPerSecond(), 12.15e9);
+  EXPECT_EQ(V100->copyDeviceToHostBytesPerSecond(), 12.89e9);
+  // Unset: Unified Memory's rate of that direction.
+  DeviceModel Plain;
+  Plain.LinkBytesPerSecond = 10e9;
+  Plain.DeviceToHostBytesPerSecond = 2e9;
+  EXPECT_EQ(Plain.copyHostToDeviceBytesPerSecond(), 10e9);
+  EXPECT_EQ(Plain.copyDeviceToHostBytesPerSecond(), 2e9);
+  EXPECT_EQ(Plain.copyManagedToHostBytesPerSecond(), 2e9);
+  EXPECT_EQ(Plain.fastestDeviceToHostBytesPerSecond(), 2e9);
+  EXPECT_TRUE(Plain.CopiesShareUmEngines);
+}
+
 TEST(DeviceModel, TheBuiltInH100SxmIsTheMeasuredOne) {
   const std::string File = deepum::test::dataPath("../../simulator/devices/measured/"
                                                   "h100-sxm-2026-11-27.json");

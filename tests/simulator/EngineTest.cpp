@@ -487,3 +487,74 @@ TEST(SimEngine, AKernelBeforeItsPopulatePaysTheDiscardedFault) {
     EXPECT_EQ(E.stats().LostReads, 0u);
   }
 }
+
+// The swapping systems' mechanism: cudaMemcpyAsync to pinned memory and
+// back, at the explicit-copy rates, not Unified Memory's (on an H100 with
+// driver 580, 55 GB/s out against 9.16: docs/results/gpu.md).
+TEST(SimEngine, ExplicitCopiesRunAtTheCopyRates) {
+  DeviceModel D = handDevice();
+  D.DeviceToHostBytesPerSecond = D.LinkBytesPerSecond / 4;
+  D.CopyDeviceToHostBytesPerSecond = D.LinkBytesPerSecond * 2;
+  D.CopyHostToDeviceBytesPerSecond = D.LinkBytesPerSecond * 2;
+  Engine E(D, 8 * MiB);
+  std::vector<UmEvent> Log;
+  E.setEventLog(&Log);
+  const uint32_t B = E.blockId(Base / (2 * MiB));
+  ASSERT_FALSE(E.launch({{B, ~0u, Access::Write}}, 1000));
+  Log.clear();
+  const uint64_t Faults = E.stats().Faults;
+  E.copyOutPages(B, ~0u);
+  EXPECT_EQ(E.residentBytes(), 0u);
+  EXPECT_TRUE(Log.empty()) << "a copy is no Unified Memory migration";
+  EXPECT_EQ(E.stats().BytesCopiedOut, 2 * MiB);
+  // 2 MiB at twice the link rate, after the kernel that wrote it.
+  EXPECT_EQ(E.copyEndNs(false), E.computeEndNs() + 2'097'152u / 2);
+  E.copyInPages(B, ~0u);
+  EXPECT_EQ(E.residentMask(B), ~0u);
+  EXPECT_EQ(E.stats().BytesCopiedIn, 2 * MiB);
+  EXPECT_EQ(E.copyEndNs(true), E.copyEndNs(false) + 2'097'152u / 2)
+      << "the copy back waits for the contents to reach the host";
+  // The kernel waits for its copy (a dependency on its stream); no fault.
+  ASSERT_FALSE(E.launch({{B, ~0u, Access::Read}}, 1000));
+  EXPECT_EQ(E.stats().Faults, Faults);
+  EXPECT_EQ(E.computeEndNs(), E.copyEndNs(true) + 1000);
+  // Copied out again unchanged: the pinned copy is current, nothing moves.
+  E.copyOutPages(B, ~0u);
+  EXPECT_EQ(E.stats().BytesCopiedOut, 2 * MiB);
+  EXPECT_EQ(E.stats().LostReads, 0u);
+}
+
+// Whether explicit copies share Unified Memory's engines: shared, a copy
+// queues behind an eviction of its direction; on engines of their own it
+// runs beside it.
+TEST(SimEngine, ExplicitCopiesShareUnifiedMemorysEnginesOrNot) {
+  for (bool Share : {true, false}) {
+    SCOPED_TRACE(Share ? "shared" : "own engines");
+    DeviceModel D = handDevice();
+    D.CopiesShareUmEngines = Share;
+    Engine E(D, 8 * MiB);
+    const uint32_t A = E.blockId(Base / (2 * MiB)), B = E.blockId(Base / (2 * MiB) + 1);
+    ASSERT_FALSE(E.launch({{A, ~0u, Access::Write}, {B, ~0u, Access::Write}}, 1000));
+    E.evictPages(A, ~0u);
+    E.copyOutPages(B, ~0u);
+    const uint64_t End = E.computeEndNs() + (Share ? 2 : 1) * 2'097'152u;
+    EXPECT_EQ(E.copyEndNs(false), End);
+  }
+}
+
+// A pool's memory is the pool's: populating it costs none of the driver's
+// populate (14 us a block on an H100) and a kernel never pays the 4 ms of a
+// fault on a discarded block for it.
+TEST(SimEngine, PoolMemoryCostsNoDriverPopulate) {
+  DeviceModel D = handDevice();
+  D.PopulateBlockUs = 14;
+  D.DiscardedFaultBlockUs = 4000;
+  Engine E(D, 8 * MiB);
+  const uint32_t B = E.blockId(Base / (2 * MiB));
+  ASSERT_FALSE(E.launch({{B, ~0u, Access::Write}}, 1000));
+  E.discardPages(B, ~0u);
+  const uint64_t Before = E.computeEndNs();
+  E.populatePages(B, ~0u);
+  ASSERT_FALSE(E.launch({{B, ~0u, Access::Write}}, 1000));
+  EXPECT_EQ(E.computeEndNs(), Before + 1000);
+}

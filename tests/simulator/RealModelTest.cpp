@@ -37,7 +37,8 @@ TEST_P(SimRealModel, InvariantsHoldForEveryPolicy) {
   O.ProfileName = Path;
   double Ideal = 0, Bound = 0, Cut = 0;
   for (Policy Pol :
-       {Policy::Ideal, Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt}) {
+       {Policy::Ideal, Policy::Um, Policy::DeepUm, Policy::SwapLayer, Policy::SwapOpt,
+        Policy::Offload}) {
     O.Pol = Pol;
     SimResult R = takeOk(simulate(P, O));
     SCOPED_TRACE(R.PolicyName);

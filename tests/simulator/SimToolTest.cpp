@@ -55,7 +55,7 @@ TEST(SimTool, CompareJsonHasEveryPolicyAndATimeline) {
   std::vector<std::string> Names;
   for (const llvm::json::Value &R : *A)
     Names.push_back(R.getAsObject()->getString("policy")->str());
-  EXPECT_EQ(Names, (std::vector<std::string>{"um", "deepum", "swap-layer", "swap-opt", "ideal"}));
+  EXPECT_EQ(Names, (std::vector<std::string>{"um", "deepum", "swap-layer", "swap-opt", "offload", "ideal"}));
   // One timeline per policy, named after it; none at the name given.
   EXPECT_FALSE(llvm::sys::fs::exists(O.PerfettoOut));
   for (const std::string &N : Names) {

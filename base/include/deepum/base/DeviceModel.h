@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,6 +40,41 @@ struct DeviceModel {
   double deviceToHostBytesPerSecond() const {
     return DeviceToHostBytesPerSecond > 0 ? DeviceToHostBytesPerSecond : LinkBytesPerSecond;
   }
+  /// Explicit copies (cudaMemcpyAsync) between device memory and pinned host
+  /// memory, bytes per second, as the swapping systems move data (vDNN, LMS,
+  /// Capuchin, save_on_cpu): pinned host to device, device to pinned host,
+  /// and GPU-resident managed memory to pinned host (read in place). 0 = the
+  /// Unified Memory rate of that direction (LinkBytesPerSecond,
+  /// deviceToHostBytesPerSecond()). On an H100 with driver 580 the copies out
+  /// run at 55 and 52 GB/s, UVM's eviction at 9-16 (docs/results/gpu.md).
+  double CopyHostToDeviceBytesPerSecond = 0;
+  double CopyDeviceToHostBytesPerSecond = 0;
+  double CopyManagedToHostBytesPerSecond = 0;
+  double copyHostToDeviceBytesPerSecond() const {
+    return CopyHostToDeviceBytesPerSecond > 0 ? CopyHostToDeviceBytesPerSecond
+                                              : LinkBytesPerSecond;
+  }
+  double copyDeviceToHostBytesPerSecond() const {
+    return CopyDeviceToHostBytesPerSecond > 0 ? CopyDeviceToHostBytesPerSecond
+                                              : deviceToHostBytesPerSecond();
+  }
+  double copyManagedToHostBytesPerSecond() const {
+    return CopyManagedToHostBytesPerSecond > 0 ? CopyManagedToHostBytesPerSecond
+                                               : copyDeviceToHostBytesPerSecond();
+  }
+  /// The fastest legal path in each direction, whichever mechanism takes it:
+  /// what the lower bounds charge.
+  double fastestHostToDeviceBytesPerSecond() const {
+    return std::max(LinkBytesPerSecond, copyHostToDeviceBytesPerSecond());
+  }
+  double fastestDeviceToHostBytesPerSecond() const {
+    return std::max({deviceToHostBytesPerSecond(), copyDeviceToHostBytesPerSecond(),
+                     copyManagedToHostBytesPerSecond()});
+  }
+  /// Whether explicit copies queue on the same copy engines as Unified
+  /// Memory's migrations of their direction (true) or run on engines of their
+  /// own beside them (false).
+  bool CopiesShareUmEngines = true;
   /// Fixed cost of servicing one fault batch (fetch, sort, replay), us.
   double FaultBatchLatencyUs = 20;
   /// Cost per 2 MiB VA block a batch touches (populate: host unmap, GPU

@@ -68,7 +68,7 @@ struct EngineStats {
   uint64_t FaultBatches = 0;
   uint64_t BytesHtoD = 0;
   uint64_t BytesDtoH = 0;
-  uint64_t BytesPrefetched = 0;       // explicit prefetch commands
+  uint64_t BytesPrefetched = 0;       // explicit prefetch commands and copies in
   uint64_t BytesDriverPrefetched = 0; // density prefetcher on faults
   uint64_t BytesDemand = 0;           // the faulted pages themselves
   uint64_t Evictions = 0;             // blocks that left the GPU entirely
@@ -87,6 +87,8 @@ struct EngineStats {
   uint64_t PeakResidentBytes = 0; // resident + being evicted
   uint64_t PrefetchesYielded = 0; // queued prefetches pushed back by a fault
   uint64_t BytesPreEvicted = 0;   // resident bytes dropped by preEvictTo
+  uint64_t BytesCopiedOut = 0;    // explicit copies to pinned host memory
+  uint64_t BytesCopiedIn = 0;     // and back (in BytesDtoH, BytesHtoD and BytesPrefetched too)
 };
 
 /// Fills a result's steady-state figures with the per-iteration means of the
@@ -114,6 +116,8 @@ inline void fillPerIteration(SimResult &R, const EngineStats &Before, const Engi
   R.LostReads = Per(&EngineStats::LostReads);
   R.LostContents = Per(&EngineStats::LostContents);
   R.PeakResidentBytes = After.PeakResidentBytes;
+  R.BytesCopiedOut = Per(&EngineStats::BytesCopiedOut);
+  R.BytesCopiedIn = Per(&EngineStats::BytesCopiedIn);
 }
 
 /// One Unified Memory event as CUPTI's Unified Memory counters report it
@@ -205,8 +209,22 @@ public:
   /// without a copy, a fault or a call: memory a device-memory pool hands out
   /// (the swapping systems' managers own their memory). Room is made as for
   /// a prefetch.
+  /// Pool memory is the pool's: no driver populate (PopulateBlockUs), and a
+  /// kernel never faults on it.
   void populatePages(uint32_t Block, uint32_t Mask);
   void evictPages(uint32_t Block, uint32_t Mask);
+  /// The swapping systems' mechanism: cudaMemcpyAsync of the resident pages
+  /// of `Mask` whose contents the host lacks (the pinned copy of a tensor
+  /// unchanged since it was copied in is kept) to pinned memory, then the device
+  /// memory goes back to the pool (copyOutPages); and back from pinned
+  /// memory into pool memory, the kernel that uses it waiting for the copy
+  /// on its stream (copyInPages, which makes room as a prefetch does). At the
+  /// device model's explicit-copy rates, on the copy engines of Unified
+  /// Memory's migrations or on engines of their own
+  /// (DeviceModel::CopiesShareUmEngines). Like the other dense commands they
+  /// charge no host call.
+  void copyOutPages(uint32_t Block, uint32_t Mask);
+  void copyInPages(uint32_t Block, uint32_t Mask);
   void discardPages(uint32_t Block, uint32_t Mask);
   /// The host overwrites the pages (e.g. the data loader fills an input
   /// batch): GPU copies are dropped without write-back; the host copy is current.
@@ -241,12 +259,14 @@ public:
   uint64_t issueNs() const { return IssueNs; }
   /// End of the last kernel, ns.
   uint64_t computeEndNs() const { return ComputeEndNs; }
-  /// When the last transfer queued in that direction ends, ns.
+  /// When the last transfer queued in that direction ends, ns (explicit
+  /// copies on engines of their own included).
   uint64_t copyEndNs(bool ToDevice) const {
-    const std::vector<uint64_t> &Lane = ToDevice ? HtoDFree : DtoHFree;
     uint64_t End = 0;
-    for (uint64_t T : Lane)
-      End = std::max(End, T);
+    for (const std::vector<uint64_t> *Lane :
+         {ToDevice ? &HtoDFree : &DtoHFree, ToDevice ? &CopyHtoDFree : &CopyDtoHFree})
+      for (uint64_t T : *Lane)
+        End = std::max(End, T);
     return End;
   }
   const EngineStats &stats() const { return Stats; }
@@ -273,9 +293,16 @@ public:
   static constexpr uint32_t PagesPerBlock = 32;
 
 private:
-  enum class Cause { Demand, DriverPrefetch, User };
+  /// Copy: an explicit copy into pool memory (copyInPages).
+  enum class Cause { Demand, DriverPrefetch, User, Copy };
   uint64_t transferNs(uint64_t Bytes) const;     // host to device
   uint64_t transferDtoHNs(uint64_t Bytes) const; // device to host
+  /// The copy engines explicit copies of each direction run on.
+  std::vector<uint64_t> &copyLane(bool ToDevice) {
+    if (Device.CopiesShareUmEngines)
+      return ToDevice ? HtoDFree : DtoHFree;
+    return ToDevice ? CopyHtoDFree : CopyDtoHFree;
+  }
   /// Makes room for `Pages` pages no earlier than `AtNs`; returns when the room
   /// is free, or UINT64_MAX when it cannot be made.
   /// Victims protected with a rank <= `ProtectUpTo` are skipped (-1: none).
@@ -283,7 +310,9 @@ private:
   /// Moves pages `Mask` of `Block` (none resident) to the GPU starting no
   /// earlier than `AtNs`; returns the arrival time.
   uint64_t fetch(uint32_t Block, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C);
-  void evict(uint32_t Block, uint32_t Mask, uint64_t AtNs, bool ByUser = false);
+  /// `Copy`: by an explicit copy (copyOutPages) rather than UVM's eviction.
+  void evict(uint32_t Block, uint32_t Mask, uint64_t AtNs, bool ByUser = false,
+             bool Copy = false);
   /// Address of page `Page` of dense block `Block` (UmEvent::Address).
   uint64_t pageAddress(uint32_t Block, uint32_t Page) const;
   void logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t Block, uint32_t Mask, uint64_t Bytes,
@@ -334,6 +363,7 @@ private:
   DeviceModel Device;
   uint64_t CapacityPages;
   double NsPerByte, NsPerByteDtoH;
+  double NsPerByteCopyHtoD, NsPerByteCopyDtoH; // explicit copies
   /// UM block -> dense id. Blocks come from files (plans name any uint64):
   /// not a DenseMap, which reserves 2^64-1 and 2^64-2.
   std::unordered_map<uint64_t, uint32_t> Ids;
@@ -366,6 +396,8 @@ private:
   uint64_t PendingPages = 0;
 
   std::vector<uint64_t> HtoDFree, DtoHFree; // per copy engine: when its last transfer ends
+  /// Engines of explicit copies when they do not share UM's.
+  std::vector<uint64_t> CopyHtoDFree, CopyDtoHFree;
   /// Host-to-device transfers per engine that may still be running or
   /// queued, in start order: faults (never yield) and prefetches (yield to
   /// faults until they start). RetiredEnd: the latest end among those dropped.

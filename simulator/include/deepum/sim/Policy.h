@@ -40,6 +40,9 @@ public:
   /// Whether the policy runs under a finite memory at all. `ideal` does not:
   /// the loop runs its kernels back to back and moves nothing.
   virtual bool usesMemory() const { return true; }
+  /// SimResult::PolicyPeakBytes: the device memory a policy that does not
+  /// adapt to the capacity needs at its peak (0: it adapts).
+  virtual uint64_t ownPeakBytes() const { return 0; }
   /// The engine exists (capacity `CapacityBytes`, as asked, before rounding
   /// to pages) and nothing has run yet.
   virtual llvm::Error attach(Engine &, uint64_t /*CapacityBytes*/) {

@@ -14,7 +14,7 @@ namespace deepum::sim {
 struct SimToolOptions {
   /// Profile to replay ("-" = standard input).
   std::string ProfilePath;
-  /// "um", "deepum", "swap-layer", "swap-opt", "plan", "ideal".
+  /// "um", "deepum", "swap-layer", "swap-opt", "offload", "plan", "ideal".
   std::string Policy = "um";
   /// Plan file for --policy plan (and added to --compare when given).
   std::string PlanPath;

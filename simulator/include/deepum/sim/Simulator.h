@@ -41,7 +41,7 @@ using base::DeviceModel;
 using base::deviceModelNames;
 using base::loadDeviceModel;
 
-enum class Policy { Um, DeepUm, SwapLayer, SwapOpt, Plan, Ideal };
+enum class Policy { Um, DeepUm, SwapLayer, SwapOpt, Offload, Plan, Ideal };
 
 class SimPolicy; // deepum/sim/Policy.h
 struct SimOptions;
@@ -51,7 +51,7 @@ struct SimOptions;
 using PlanPolicyFactory = std::function<llvm::Expected<std::unique_ptr<SimPolicy>>(
     const deepum::v1::Plan &, const SimOptions &)>;
 
-/// "um", "deepum", "swap-layer", "swap-opt", "plan", "ideal".
+/// "um", "deepum", "swap-layer", "swap-opt", "offload", "plan", "ideal".
 llvm::StringRef policyName(Policy P);
 llvm::Expected<Policy> parsePolicy(llvm::StringRef Name);
 
@@ -137,7 +137,7 @@ struct SimResult {
   double FaultBatches = 0;          // [fault_batches]
   double BytesHtoD = 0;             // [bytes_htod]
   double BytesDtoH = 0;             // [bytes_dtoh]
-  double BytesPrefetched = 0;       // [bytes_prefetched] explicit prefetches (USER)
+  double BytesPrefetched = 0;       // [bytes_prefetched] explicit prefetches (USER) and copies in
   double BytesDriverPrefetched = 0; // [bytes_driver_prefetched] density prefetcher
   double BytesDemand = 0;           // [bytes_demand] faulted pages (COHERENCE)
   double Evictions = 0;             // [evictions] 2 MiB chunks evicted
@@ -149,6 +149,14 @@ struct SimResult {
   double LostReads = 0;             // [lost_reads] pages read after a discard
   double LostContents = 0;          // [lost_contents] pages read whose contents had to be kept, gone
   uint64_t PeakResidentBytes = 0;   // [peak_resident_bytes] incl. evictions in flight
+  double BytesCopiedOut = 0;        // [bytes_copied_out] explicit copies to pinned host memory
+  double BytesCopiedIn = 0;         // [bytes_copied_in] and back (in bytes_dtoh / bytes_htod too)
+  /// [policy_peak_bytes] the device memory the policy's own schedule needs
+  /// at its peak when it does not adapt to the capacity (offload copies out
+  /// every saved tensor, whatever the capacity); 0 = it adapts. Above
+  /// gpu_memory_bytes the system it stands for runs out of memory; the time
+  /// is the engine's with Unified Memory paging the rest.
+  uint64_t PolicyPeakBytes = 0;
   uint64_t InvariantViolations = 0; // [invariant_violations] with CheckInvariants
 };
 

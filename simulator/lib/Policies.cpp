@@ -138,7 +138,6 @@ Schedule detail::swapLayerSchedule(const Workload &W, unsigned Lookahead) {
 
 Schedule detail::offloadSchedule(const Workload &W, const DeviceModel &D, uint64_t &PeakBytes) {
   const SavedTensors S = savedTensors(W);
-  const uint32_t K = W.Kernels;
   std::vector<SwapGap> Gaps;
   std::vector<int64_t> Load = liveBytes(W, [](const SwapObject &) { return true; });
   for (uint32_t I = 0; I < W.Objects.size(); ++I) {

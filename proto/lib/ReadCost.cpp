@@ -11,13 +11,17 @@
 // The model follows libprotobuf 3.21 on the heap (on an arena the same
 // objects cost less: no allocator overhead), rounded up:
 //  - a sub-message: its object (sizeof, from the default instance) plus one
-//    allocation; in a repeated field also a pointer slot, doubled because the
-//    pointer array grows by doubling;
+//    allocation; in a repeated field also three pointer slots (the array
+//    grows by doubling, and while it moves the old and new arrays are live);
 //  - a string or bytes field: a std::string allocated on its own, plus its
 //    buffer when it is too long for the small-string buffer;
-//  - a repeated scalar: its element size per element, doubled for growth;
-//  - an unknown field: its entry in the unknown-field set, doubled for
-//    growth, plus a string for a length-delimited one.
+//  - a repeated scalar: three times its element size per element (growth);
+//  - an unknown field: three entries in the unknown-field set (growth), plus
+//    a string for a length-delimited one, plus the set itself for the first
+//    in each message.
+//
+// tests/format/ReadCostTest.cpp holds the estimate to what parsing random
+// inputs allocates, counted by operator new.
 //
 //===----------------------------------------------------------------------===//
 #include "deepum/format/Format.h"
@@ -34,9 +38,13 @@ namespace deepum::format {
 namespace {
 
 constexpr uint64_t kAllocOverhead = 16; // glibc's chunk header and rounding
-constexpr uint64_t kPointerSlot = 2 * sizeof(void *);
+// A repeated field's array grows by doubling, and while it moves both the old
+// and the new array are live: three slots per element at the peak.
+constexpr uint64_t kGrowth = 3;
+constexpr uint64_t kPointerSlot = kGrowth * sizeof(void *);
 constexpr uint64_t kStringObject = sizeof(std::string) + kAllocOverhead;
-constexpr uint64_t kUnknownEntry = 2 * 16; // UnknownField, doubled for growth
+constexpr uint64_t kUnknownEntry = kGrowth * 16; // an UnknownField
+constexpr uint64_t kUnknownSet = 64; // a message's first unknown field allocates its set
 constexpr int kMaxDepth = 100;             // protobuf's default recursion limit
 
 uint64_t stringCost(uint64_t Len) {
@@ -91,6 +99,7 @@ public:
   /// it stores there.
   bool message(const uint8_t *&P, const uint8_t *End, const pb::Descriptor *D, int Depth,
                uint64_t *EndTag = nullptr) {
+    bool SawUnknown = false;
     while (P < End) {
       // Over the limit: the file is refused whatever follows.
       if (Cost.Bytes > Limit)
@@ -107,9 +116,13 @@ public:
       }
       const pb::FieldDescriptor *F =
           D ? D->FindFieldByNumber(static_cast<int>(Tag >> 3)) : nullptr;
-      if (!F || !fieldOf(P, End, *F, Wire, Depth))
+      if (!F || !fieldOf(P, End, *F, Wire, Depth)) {
+        if (!SawUnknown)
+          charge(nullptr, kUnknownSet, 0);
+        SawUnknown = true;
         if (!unknown(P, End, Wire, Tag, Depth))
           return false;
+      }
     }
     return true;
   }
@@ -181,7 +194,7 @@ private:
         for (uint64_t I = 0; I < Len; ++I)
           N += !(P[I] & 0x80);
       P += Len;
-      charge(&F, 2 * scalarSize(F) * N, N);
+      charge(&F, kGrowth * scalarSize(F) * N, N);
       return true;
     }
     uint64_t V, Len;
@@ -216,7 +229,7 @@ private:
       return false;
     }
     if (Repeated)
-      charge(&F, 2 * scalarSize(F), 1);
+      charge(&F, kGrowth * scalarSize(F), 1);
     return true;
   }
 

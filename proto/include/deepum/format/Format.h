@@ -63,11 +63,12 @@ inline constexpr uint64_t kMaxProfileKernelNs = uint64_t{1} << 50;
 /// What a reader may spend on the message it parses: at most this many times
 /// the bytes it parses (after gzip), plus kReadMemorySlackBytes. A file whose
 /// estimated cost (estimateReadCost) is above that is refused before protobuf
-/// builds anything: "FILE: holds 100000000 allocations, which would take
-/// 13.0 GiB once read, more than 8 times its 200.0 MB plus 64 MiB; refusing
-/// it". Shipped profiles cost 2.1-3.9 times their bytes (docs/hostile-input.md).
-/// The tools' read phase (file, inflated bytes, message, checks) stays within
-/// twice this: 16 times the inflated bytes plus 128 MiB.
+/// builds anything: "FILE: holds at least 13024289 allocations, which would
+/// take at least 1.55 GiB once read, more than 8 times its 190.73 MiB plus
+/// 64 MiB; refusing it" (the walk stops once past the bound, hence "at least").
+/// Shipped profiles estimate at 4.2-5.4 times their bytes
+/// (docs/hostile-input.md, "Memory"). Reading (message, then its checks)
+/// takes at most twice the estimate: 16 times the bytes plus 128 MiB.
 inline constexpr uint64_t kReadMemoryFactor = 8;
 inline constexpr uint64_t kReadMemorySlackBytes = uint64_t{64} << 20;
 /// kReadMemoryFactor * Bytes + kReadMemorySlackBytes.

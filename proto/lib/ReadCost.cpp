@@ -30,6 +30,8 @@
 #include "google/protobuf/message.h"
 
 #include <map>
+#include <memory>
+#include <vector>
 
 using namespace llvm;
 namespace pb = google::protobuf;
@@ -88,6 +90,16 @@ int wireTypeOf(const pb::FieldDescriptor &F) {
   }
 }
 
+/// A message type as the walk needs it: its fields by number, the tables of
+/// their message types (filled on first use) and its object's size, so that
+/// no lookup by name or hash happens per field or per element.
+struct TypeTable {
+  const pb::Descriptor *Type = nullptr;
+  std::vector<const pb::FieldDescriptor *> ByNumber;
+  std::vector<TypeTable *> Child;
+  uint64_t ObjectBytes = 0;
+};
+
 class CostWalker {
 public:
   explicit CostWalker(uint64_t StopAbove) : Limit(StopAbove) {}
@@ -97,7 +109,7 @@ public:
   /// parser then reports it, having built no more than was counted).
   /// Inside a group (`EndTag` set) the walk ends at an end-group tag, which
   /// it stores there.
-  bool message(const uint8_t *&P, const uint8_t *End, const pb::Descriptor *D, int Depth,
+  bool message(const uint8_t *&P, const uint8_t *End, TypeTable *T, int Depth,
                uint64_t *EndTag = nullptr) {
     bool SawUnknown = false;
     while (P < End) {
@@ -114,9 +126,12 @@ public:
         *EndTag = Tag;
         return true;
       }
+      const uint64_t Num = Tag >> 3;
       const pb::FieldDescriptor *F =
-          D ? D->FindFieldByNumber(static_cast<int>(Tag >> 3)) : nullptr;
-      if (!F || !fieldOf(P, End, *F, Wire, Depth)) {
+          !T                           ? nullptr
+          : Num < T->ByNumber.size() ? T->ByNumber[Num]
+                                       : T->Type->FindFieldByNumber(static_cast<int>(Num));
+      if (!F || !fieldOf(P, End, *T, *F, Wire, Depth)) {
         if (!SawUnknown)
           charge(nullptr, kUnknownSet, 0);
         SawUnknown = true;
@@ -127,9 +142,31 @@ public:
     return true;
   }
 
+  TypeTable *tableOf(const pb::Descriptor *D) {
+    std::unique_ptr<TypeTable> &T = Tables[D];
+    if (T)
+      return T.get();
+    T = std::make_unique<TypeTable>();
+    T->Type = D;
+    const pb::Message *Proto = pb::MessageFactory::generated_factory()->GetPrototype(D);
+    T->ObjectBytes = (Proto ? Proto->SpaceUsedLong() : 256) + kAllocOverhead;
+    // Numbers past this are looked up by the descriptor (none in deepum's protos).
+    constexpr int kDirect = 1024;
+    for (int I = 0; I < D->field_count(); ++I) {
+      int Num = D->field(I)->number();
+      if (Num >= kDirect)
+        continue;
+      if (static_cast<size_t>(Num) >= T->ByNumber.size())
+        T->ByNumber.resize(static_cast<size_t>(Num) + 1, nullptr);
+      T->ByNumber[static_cast<size_t>(Num)] = D->field(I);
+    }
+    T->Child.assign(T->ByNumber.size(), nullptr);
+    return T.get();
+  }
+
 private:
   uint64_t Limit;
-  std::map<const pb::Descriptor *, uint64_t> ObjectBytes;
+  std::map<const pb::Descriptor *, std::unique_ptr<TypeTable>> Tables;
   // The field charged last, and its tally: a large message repeats one
   // field millions of times, so the map is searched once per run of it.
   const pb::FieldDescriptor *LastField = nullptr;
@@ -150,14 +187,13 @@ private:
     return varint(P, End, Len) && Len <= static_cast<uint64_t>(End - P);
   }
 
-  uint64_t objectBytes(const pb::Descriptor *D) {
-    auto It = ObjectBytes.find(D);
-    if (It != ObjectBytes.end())
-      return It->second;
-    const pb::Message *Proto = pb::MessageFactory::generated_factory()->GetPrototype(D);
-    uint64_t Bytes = (Proto ? Proto->SpaceUsedLong() : 256) + kAllocOverhead;
-    ObjectBytes.emplace(D, Bytes);
-    return Bytes;
+  TypeTable *childOf(TypeTable &T, const pb::FieldDescriptor &F) {
+    size_t Num = static_cast<size_t>(F.number());
+    if (Num >= T.Child.size())
+      return tableOf(F.message_type());
+    if (!T.Child[Num])
+      T.Child[Num] = tableOf(F.message_type());
+    return T.Child[Num];
   }
 
   void charge(const pb::FieldDescriptor *F, uint64_t Bytes, uint64_t Elements) {
@@ -174,8 +210,8 @@ private:
 
   /// A known field written with its own wire type (or packed); false when
   /// the wire type differs, which makes it an unknown field.
-  bool fieldOf(const uint8_t *&P, const uint8_t *End, const pb::FieldDescriptor &F, int Wire,
-               int Depth) {
+  bool fieldOf(const uint8_t *&P, const uint8_t *End, TypeTable &T, const pb::FieldDescriptor &F,
+               int Wire, int Depth) {
     bool Repeated = F.is_repeated();
     if (Wire != wireTypeOf(F)) {
       // A repeated scalar may come packed.
@@ -215,10 +251,11 @@ private:
       if (!length(P, End, Len))
         return P = End, true;
       if (F.cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
-        charge(&F, objectBytes(F.message_type()) + (Repeated ? kPointerSlot : 0), 1);
+        TypeTable *Child = childOf(T, F);
+        charge(&F, Child->ObjectBytes + (Repeated ? kPointerSlot : 0), 1);
         const uint8_t *Sub = P;
         P += Len;
-        if (Depth + 1 > kMaxDepth || !message(Sub, P, F.message_type(), Depth + 1))
+        if (Depth + 1 > kMaxDepth || !message(Sub, P, Child, Depth + 1))
           return P = End, true;
         return true;
       }
@@ -271,7 +308,7 @@ private:
 ReadCost estimateReadCost(StringRef Bytes, const pb::Descriptor &Type, uint64_t StopAbove) {
   CostWalker W(StopAbove);
   const auto *P = reinterpret_cast<const uint8_t *>(Bytes.data());
-  (void)W.message(P, P + Bytes.size(), &Type, 0);
+  (void)W.message(P, P + Bytes.size(), W.tableOf(&Type), 0);
   return W.Cost;
 }
 

@@ -21,7 +21,6 @@
 #include <cstdlib>
 #include <new>
 #include <random>
-#include <tuple>
 
 #include <malloc.h>
 
@@ -241,15 +240,21 @@ TEST(ReadCost, TextAndJsonAreHeldToTheSameBound) {
     List += I ? ",{}" : "{}";
   std::string Json = "{\"format_version\": 1, \"allocations\": [" + List + "]}";
   std::string Text = "format_version: 1 allocations: [" + List + "]";
-  for (auto [Name, Bytes, Enc] : {std::tuple{"a.profile.json", &Json, Encoding::Json},
-                                  std::tuple{"a.profile.txtpb", &Text, Encoding::Text}}) {
+  struct Case {
+    const char *Name;
+    const std::string *Bytes;
+    Encoding Enc;
+  };
+  for (const Case &C : {Case{"a.profile.json", &Json, Encoding::Json},
+                        Case{"a.profile.txtpb", &Text, Encoding::Text}}) {
     std::string Error;
-    uint64_t Used = peakOf([&] { Error = toString(parseProfile(*Bytes, Name, Enc).takeError()); });
-    EXPECT_THAT(Error, testing::StartsWith(std::string(Name) + ": holds "));
+    uint64_t Used =
+        peakOf([&] { Error = toString(parseProfile(*C.Bytes, C.Name, C.Enc).takeError()); });
+    EXPECT_THAT(Error, testing::StartsWith(std::string(C.Name) + ": holds "));
     EXPECT_THAT(Error, testing::EndsWith("; refusing it"));
     // Refused before the message is built: JSON's converter to the binary
     // form is all that ran (4.6 times the JSON here).
-    EXPECT_LT(Used, kReadMemoryFactor * Bytes->size()) << Name;
+    EXPECT_LT(Used, kReadMemoryFactor * C.Bytes->size()) << C.Name;
   }
 }
 

@@ -39,6 +39,36 @@ bool toAdvice(int A, MemAdvice &Out) {
 }
 } // namespace
 
+uint64_t compiledPlanBytes(const RawPlan &P) {
+  // Vectors grow by doubling: twice the elements, plus a header per vector.
+  const uint64_t N = P.PositionIds.size();
+  uint64_t Bytes = 2 * N *
+                   (sizeof(uint64_t)                        // PositionIds
+                    + 3 * sizeof(std::vector<PlanAction>)   // Before, Release, After
+                    + sizeof(std::vector<uint32_t>)         // PositionBlocks
+                    + 2 * sizeof(uint32_t) + 2 * sizeof(void *)); // id and context indexes
+  for (const RawPlan::Action &A : P.Actions)
+    Bytes += 2 * (sizeof(PlanAction) + A.Ranges.size() * sizeof(MemRange));
+  for (const RawPlan::Chain &C : P.Chains)
+    Bytes += 2 * C.Blocks.size() * 2 * sizeof(uint32_t); // PositionBlocks and BlockUses
+  for (const RawPlan::IdEntry &E : P.ExecutionIds)
+    Bytes += 2 * (E.Positions.size() * sizeof(uint32_t) + 64);
+  Bytes += P.Placements.size() * 64 + P.PrologueCallBytes.size() * 2 * sizeof(uint64_t);
+  return Bytes;
+}
+
+std::string checkCompiledPlanBytes(const RawPlan &P, uint64_t WireBytes) {
+  const uint64_t Need = compiledPlanBytes(P);
+  const uint64_t Bound = kCompiledPlanFactor * WireBytes + format::PlanLimits::kReadMemorySlackBytes;
+  if (Need <= Bound)
+    return "";
+  return "holds " + std::to_string(P.PositionIds.size()) + " launch positions, which would take " +
+         std::to_string(Need) + " bytes once compiled, more than " +
+         std::to_string(kCompiledPlanFactor) + " times its " + std::to_string(WireBytes) +
+         " bytes plus " + std::to_string(format::PlanLimits::kReadMemorySlackBytes >> 20) +
+         " MiB; refusing it";
+}
+
 bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &Out,
                     std::string &Error) {
   Out = CompiledPlan{};

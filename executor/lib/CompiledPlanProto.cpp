@@ -14,7 +14,13 @@ RawPlan rawPlanFromProto(const deepum::v1::Plan &P) { return format::rawPlanFrom
 
 bool compilePlan(const deepum::v1::Plan &P, const std::string &Source, CompiledPlan &Out,
                  std::string &Error) {
-  return compileRawPlan(rawPlanFromProto(P), Source, Out, Error);
+  RawPlan Raw = rawPlanFromProto(P);
+  // The message's encoded size stands for the file's: a file that encodes it
+  // less tightly (unpacked, with unknown fields) was larger.
+  Error = checkCompiledPlanBytes(Raw, P.ByteSizeLong());
+  if (!Error.empty())
+    return false;
+  return compileRawPlan(Raw, Source, Out, Error);
 }
 
 } // namespace deepum::executor

@@ -19,7 +19,9 @@ bool readCompiledPlan(const std::string &Path, CompiledPlan &Out, std::string &E
   if (!format::readPlanFileBytes(Path, Bytes, Error))
     return false;
   RawPlan Raw;
-  if (!decodePlan(Bytes, Raw, Error) || !compileRawPlan(Raw, Path, Out, Error)) {
+  if (!decodePlan(Bytes, Raw, Error) ||
+      !(Error = checkCompiledPlanBytes(Raw, Bytes.size())).empty() ||
+      !compileRawPlan(Raw, Path, Out, Error)) {
     Error = Path + ": " + Error;
     return false;
   }

@@ -9,7 +9,9 @@
 #include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/type_resolver_util.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -143,12 +145,103 @@ Expected<std::string> gunzip(StringRef Bytes, StringRef Name, uint64_t Limit) {
   return fileError(Name, Twine(Rest) + " bytes of trailing garbage after the gzip data");
 }
 
+/// The refusal of a message whose estimated cost passes readMemoryBound,
+/// naming the field that costs most; success otherwise.
+Error checkReadCost(const ReadCost &Cost, uint64_t Bytes, StringRef Name) {
+  uint64_t Bound = readMemoryBound(Bytes);
+  if (Cost.Bytes <= Bound)
+    return Error::success();
+  const google::protobuf::FieldDescriptor *Top = nullptr;
+  ReadCost::Tally Most;
+  for (const auto &[F, T] : Cost.Fields)
+    if (T.Bytes > Most.Bytes) {
+      Top = F;
+      Most = T;
+    }
+  std::string Holds =
+      Top ? formatv("holds at least {0} {1}{2}, which", Most.Elements,
+                    Top->containing_type()->name() == "Profile" ||
+                            Top->containing_type()->name() == "Plan"
+                        ? ""
+                        : Top->containing_type()->name() + ".",
+                    Top->name())
+                .str()
+          : std::string("holds more fields than it can");
+  // At least: the walk stops once the bound is passed.
+  return fileError(Name, formatv("{0} would take at least {1} once read, more than {2} times its "
+                                 "{3} plus {4}; refusing it",
+                                 Holds, formatBytes(Cost.Bytes), kReadMemoryFactor,
+                                 formatBytes(Bytes), sizeText(kReadMemorySlackBytes))
+                             .str());
+}
+
+/// Text format has no lengths to walk, so its cost is bounded from above by
+/// counting: every '{' or '<' may open the largest message of the schema,
+/// every ':', ',' or '[' may start a repeated scalar, every quote a string.
+/// A coarse bound, but text files are hand-written fixtures.
+ReadCost textReadCost(StringRef Bytes, const google::protobuf::Descriptor &Type) {
+  uint64_t Largest = 0;
+  std::vector<const google::protobuf::Descriptor *> Todo{&Type}, Seen;
+  while (!Todo.empty()) {
+    const google::protobuf::Descriptor *D = Todo.back();
+    Todo.pop_back();
+    if (llvm::is_contained(Seen, D))
+      continue;
+    Seen.push_back(D);
+    if (const auto *Proto = google::protobuf::MessageFactory::generated_factory()->GetPrototype(D))
+      Largest = std::max<uint64_t>(Largest, Proto->SpaceUsedLong());
+    for (int I = 0; I < D->field_count(); ++I)
+      if (const google::protobuf::Descriptor *Sub = D->field(I)->message_type())
+        Todo.push_back(Sub);
+  }
+  uint64_t Opens = 0, Values = 0, Quotes = 0;
+  for (char C : Bytes) {
+    Opens += C == '{' || C == '<';
+    Values += C == ':' || C == ',' || C == '[';
+    Quotes += C == '"' || C == '\'';
+  }
+  ReadCost Cost;
+  Cost.Bytes = Opens * (Largest + 32) + Values * 16 + Quotes * 24;
+  return Cost;
+}
+
+/// Refuses, before protobuf builds anything, a file whose message would cost
+/// more than readMemoryBound of its bytes.
+Error checkParseCost(StringRef Bytes, StringRef Name, Encoding Enc,
+                     const google::protobuf::Descriptor &Type) {
+  uint64_t Bound = readMemoryBound(Bytes.size());
+  switch (Enc) {
+  case Encoding::Binary:
+    return checkReadCost(estimateReadCost(Bytes, Type, Bound), Bytes.size(), Name);
+  case Encoding::Text:
+    return checkReadCost(textReadCost(Bytes, Type), Bytes.size(), Name);
+  case Encoding::Json: {
+    // The binary form the JSON parser builds on its way: walked like a binary
+    // file, but against the JSON's own size. Malformed JSON is left to the
+    // parser's error.
+    std::unique_ptr<google::protobuf::util::TypeResolver> Resolver(
+        google::protobuf::util::NewTypeResolverForDescriptorPool(
+            "type.googleapis.com", google::protobuf::DescriptorPool::generated_pool()));
+    std::string Wire;
+    if (!google::protobuf::util::JsonToBinaryString(Resolver.get(),
+                                                    "type.googleapis.com/" + Type.full_name(),
+                                                    std::string(Bytes), &Wire)
+             .ok())
+      return Error::success();
+    return checkReadCost(estimateReadCost(Wire, Type, Bound), Bytes.size(), Name);
+  }
+  }
+  return Error::success();
+}
+
 /// Parses into M, which may live on a protobuf arena.
 template <typename Msg>
 Error parseMessageInto(StringRef Bytes, StringRef Name, Encoding Enc, StringRef What, Msg &M) {
   routeProtobufLogs();
   if (Bytes.empty())
     return fileError(Name, Twine("empty file, not a ") + What);
+  if (Error E = checkParseCost(Bytes, Name, Enc, *Msg::descriptor()))
+    return E;
   switch (Enc) {
   case Encoding::Binary: {
     if (Bytes.size() > static_cast<size_t>(INT32_MAX))
@@ -481,15 +574,29 @@ Expected<FileKind> detectFileKind(StringRef Path, StringRef Bytes) {
     return FileKind::Profile;
   }
   routeProtobufLogs();
-  deepum::v1::Profile Prof;
-  bool ProfOk = Prof.ParseFromArray(Bytes.data(), static_cast<int>(Bytes.size())) &&
-                Prof.GetReflection()->GetUnknownFields(Prof).empty() && Prof.kernels_size() > 0;
-  if (ProfOk)
-    return FileKind::Profile;
-  deepum::v1::Plan Plan;
-  if (Plan.ParseFromArray(Bytes.data(), static_cast<int>(Bytes.size())) &&
-      Plan.GetReflection()->GetUnknownFields(Plan).empty() && Plan.has_metadata())
-    return FileKind::Plan;
+  // Each trial parse only when the message fits the reader's bound; a file
+  // that is neither, and too costly as one of them, is refused for its cost.
+  const google::protobuf::Descriptor &ProfType = *deepum::v1::Profile::descriptor();
+  const google::protobuf::Descriptor &PlanType = *deepum::v1::Plan::descriptor();
+  uint64_t Bound = readMemoryBound(Bytes.size());
+  bool ProfFits = estimateReadCost(Bytes, ProfType, Bound).Bytes <= Bound;
+  bool PlanFits = estimateReadCost(Bytes, PlanType, Bound).Bytes <= Bound;
+  if (ProfFits) {
+    deepum::v1::Profile Prof;
+    if (Prof.ParseFromArray(Bytes.data(), static_cast<int>(Bytes.size())) &&
+        Prof.GetReflection()->GetUnknownFields(Prof).empty() && Prof.kernels_size() > 0)
+      return FileKind::Profile;
+  }
+  if (PlanFits) {
+    deepum::v1::Plan Plan;
+    if (Plan.ParseFromArray(Bytes.data(), static_cast<int>(Bytes.size())) &&
+        Plan.GetReflection()->GetUnknownFields(Plan).empty() && Plan.has_metadata())
+      return FileKind::Plan;
+  }
+  if (!ProfFits)
+    return checkParseCost(Bytes, Path, Encoding::Binary, ProfType);
+  if (!PlanFits)
+    return checkParseCost(Bytes, Path, Encoding::Binary, PlanType);
   return fileError(Path, "neither a deepum profile nor a deepum plan (name it *.profile.pb or "
                          "*.plan.pb to say which)");
 }

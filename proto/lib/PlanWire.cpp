@@ -90,6 +90,23 @@ bool validUtf8(const unsigned char *S, size_t N) {
   return true;
 }
 
+/// What the decoded RawPlan may take: kReadMemoryFactor times the bytes
+/// decoded plus kReadMemorySlackBytes, as the protobuf reader's bound
+/// (deepum/format/Format.h). Every element is charged before it is stored,
+/// three times its size (a vector grows by doubling, and while it moves the
+/// old and new buffers are both live), so the decode stops before it
+/// allocates past the bound. One decode at a time per thread.
+struct DecodeBudget {
+  uint64_t Used = 0;
+  uint64_t Limit = UINT64_MAX;
+  bool over() const { return Used > Limit; }
+  bool charge(uint64_t Elements, uint64_t ElementBytes) {
+    Used += 3 * Elements * ElementBytes;
+    return !over();
+  }
+};
+thread_local DecodeBudget Charged;
+
 /// A cursor over one message's bytes with the remaining nesting budget.
 class Reader {
 public:
@@ -228,7 +245,7 @@ public:
   template <typename Int> bool repeated(uint32_t Tag, std::vector<Int> *Out, bool &Ok) {
     uint64_t V;
     if ((Tag & 7) == kVarint) {
-      Ok = varint64(V);
+      Ok = varint64(V) && (!Out || Charged.charge(1, sizeof(Int)));
       if (Ok && Out)
         Out->push_back(static_cast<Int>(V));
       return true;
@@ -239,6 +256,15 @@ public:
     Ok = bytes(S);
     if (!Ok)
       return true;
+    if (Out) {
+      // The run's elements are its bytes without the continuation bit.
+      uint64_t N = 0;
+      for (char C : S)
+        N += !(static_cast<unsigned char>(C) & 0x80);
+      Ok = Charged.charge(N, sizeof(Int));
+      if (!Ok)
+        return true;
+    }
     Reader Packed(reinterpret_cast<const unsigned char *>(S.data()),
                   reinterpret_cast<const unsigned char *>(S.data()) + S.size(), Depth);
     while (Ok && !Packed.done()) {
@@ -355,6 +381,7 @@ bool executionId(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
           return false;
         }
       });
+      K = K && Charged.charge(1, sizeof(uint64_t));
       E.Successors.push_back(Next);
       return true;
     }
@@ -365,6 +392,7 @@ bool executionId(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
       return false;
     }
   });
+  Ok = Ok && Charged.charge(1, sizeof(E));
   P.ExecutionIds.push_back(std::move(E));
   return true;
 }
@@ -388,6 +416,7 @@ bool blockChain(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
       return false;
     }
   });
+  Ok = Ok && Charged.charge(1, sizeof(C));
   P.Chains.push_back(std::move(C));
   return true;
 }
@@ -417,6 +446,7 @@ bool action(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
           return false;
         }
       });
+      K = K && Charged.charge(1, sizeof(Rg));
       A.Ranges.push_back(Rg);
       return true;
     }
@@ -428,6 +458,7 @@ bool action(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
       return false;
     }
   });
+  Ok = Ok && Charged.charge(1, sizeof(A));
   P.Actions.push_back(std::move(A));
   return true;
 }
@@ -457,6 +488,7 @@ bool placement(Reader &M, uint32_t T, bool &K, RawPlan &P) {
       return false;
     }
   });
+  K = K && Charged.charge(1, sizeof(Pl));
   P.Placements.push_back(Pl);
   return true;
 }
@@ -489,6 +521,8 @@ bool layout(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
 bool decodePlanWire(std::string_view Bytes, RawPlan &P, std::string &Error) {
   namespace F = planfields::plan;
   P = RawPlan{};
+  Charged = DecodeBudget{};
+  Charged.Limit = PlanLimits::kReadMemoryFactor * Bytes.size() + PlanLimits::kReadMemorySlackBytes;
   const auto *B = reinterpret_cast<const unsigned char *>(Bytes.data());
   Reader Top(B, B + Bytes.size(), PlanLimits::kMaxDepth);
   bool Ok = message(Top, [&](Reader &R, uint32_t T, bool &K) -> bool {
@@ -516,6 +550,18 @@ bool decodePlanWire(std::string_view Bytes, RawPlan &P, std::string &Error) {
       return false;
     }
   });
+  if (Charged.over()) {
+    // Dropped now, not when the caller drops it: the next step may need the room.
+    uint64_t Positions = P.PositionIds.size();
+    P = RawPlan{};
+    Error = "would take more than " + std::to_string(Charged.Limit) +
+            " bytes once decoded (" + std::to_string(Positions) +
+            " launch positions before it stopped), more than " +
+            std::to_string(PlanLimits::kReadMemoryFactor) + " times its " +
+            std::to_string(Bytes.size()) + " bytes plus " +
+            std::to_string(PlanLimits::kReadMemorySlackBytes >> 20) + " MiB; refusing it";
+    return false;
+  }
   if (!Ok) {
     Error = "not a deepum plan (protobuf parse failed: truncated, corrupt or another format)";
     return false;

@@ -118,6 +118,18 @@ using format::RawRange;
 /// size or its arena (format::PlanLimits).
 bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &Out,
                     std::string &Error);
+/// What compileRawPlan's tables would take, in bytes, estimated from the
+/// counts alone (launch positions, actions and their ranges, chain blocks,
+/// placements, arena blocks), each element charged at its in-memory size.
+uint64_t compiledPlanBytes(const RawPlan &P);
+/// "" when compiledPlanBytes(P) is at most kCompiledPlanFactor times the
+/// plan's `WireBytes` (after gzip) plus PlanLimits::kReadMemorySlackBytes;
+/// else one line saying so. A plan's launch positions cost about 130 bytes
+/// each once compiled, and each may take one byte of the file: the count
+/// the file implies is checked against what it can hold before anything is
+/// reserved for it.
+inline constexpr uint64_t kCompiledPlanFactor = 16;
+std::string checkCompiledPlanBytes(const RawPlan &P, uint64_t WireBytes);
 /// Decodes binary protobuf bytes of a deepum.v1.Plan (format::decodePlanWire).
 bool decodePlan(const std::string &Bytes, RawPlan &Out, std::string &Error);
 /// Reads a binary plan file (gzip-compressed or not; regular files only, at

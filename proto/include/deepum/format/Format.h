@@ -22,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace deepum::format {
@@ -58,6 +59,37 @@ inline constexpr uint64_t kMaxDecompressedBytes = uint64_t{1} << 30;
 /// 2^64. validateProfile: "kernel K (NAME) runs N ns: the kernels' durations
 /// add up to more than 2^50 ns (13 days), corrupt timestamps".
 inline constexpr uint64_t kMaxProfileKernelNs = uint64_t{1} << 50;
+
+/// What a reader may spend on the message it parses: at most this many times
+/// the bytes it parses (after gzip), plus kReadMemorySlackBytes. A file whose
+/// estimated cost (estimateReadCost) is above that is refused before protobuf
+/// builds anything: "FILE: holds at least 13024289 allocations, which would
+/// take at least 1.55 GiB once read, more than 8 times its 190.73 MiB plus
+/// 64 MiB; refusing it" (the walk stops once past the bound, hence "at least").
+/// Shipped profiles estimate at 4.2-5.4 times their bytes
+/// (docs/hostile-input.md, "Memory"). Reading (message, then its checks)
+/// takes at most twice the estimate: 16 times the bytes plus 128 MiB.
+inline constexpr uint64_t kReadMemoryFactor = 8;
+inline constexpr uint64_t kReadMemorySlackBytes = uint64_t{64} << 20;
+/// kReadMemoryFactor * Bytes + kReadMemorySlackBytes.
+uint64_t readMemoryBound(uint64_t Bytes);
+
+/// What parsing a binary message allocates, estimated from its wire format
+/// alone (proto/lib/ReadCost.cpp says how).
+struct ReadCost {
+  uint64_t Bytes = 0;
+  struct Tally {
+    uint64_t Elements = 0;
+    uint64_t Bytes = 0;
+  };
+  /// Per known field: elements and bytes; the costliest names the refusal.
+  std::map<const google::protobuf::FieldDescriptor *, Tally> Fields;
+};
+/// Walks `Bytes` as a message of `Type`, stopping at the first malformed byte
+/// (what protobuf would build up to there is counted) or once the cost passes
+/// `StopAbove`.
+ReadCost estimateReadCost(llvm::StringRef Bytes, const google::protobuf::Descriptor &Type,
+                          uint64_t StopAbove = UINT64_MAX);
 
 /// The caps readFileBytes applies; tests lower them.
 struct ReadLimits {

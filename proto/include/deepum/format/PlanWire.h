@@ -46,6 +46,12 @@ struct PlanLimits {
   static constexpr uint64_t kMaxUmBlockBytes = uint64_t{1} << 30;
   /// Context IDs hash at most this many launches.
   static constexpr uint32_t kMaxContextLength = 64;
+  /// What a reader's decoded plan may take in memory: this many times the
+  /// plan's bytes (after gzip) plus kReadMemorySlackBytes; the same bound as
+  /// for protobuf's reader (format::kReadMemoryFactor). Past it, decodePlanWire
+  /// stops and refuses the file.
+  static constexpr uint64_t kReadMemoryFactor = 8;
+  static constexpr uint64_t kReadMemorySlackBytes = uint64_t{64} << 20;
   /// Protobuf's default recursion limit (nested messages and groups).
   static constexpr int kMaxDepth = 100;
 };

@@ -10,6 +10,8 @@
 
 #include "deepum/format/PlanFields.h"
 
+#include "deepum/base/Hash.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -27,6 +29,12 @@ std::string hex(uint64_t V) {
 }
 
 std::string num(uint64_t V) { return std::to_string(V); }
+
+std::string hex16(uint64_t V) {
+  char Buf[24];
+  std::snprintf(Buf, sizeof Buf, "%016" PRIx64, V);
+  return Buf;
+}
 
 bool isPowerOfTwo(uint64_t V) { return V && !(V & (V - 1)); }
 
@@ -122,6 +130,18 @@ std::string checkRawPlan(const RawPlan &P) {
     return "the plan has no launch positions";
   if (Positions >= (uint64_t{1} << 31))
     return "the plan has more than 2^31 launch positions";
+  // A rule of the format, not of the executor alone: deepum-inspect and
+  // libdeepum judge a plan by the same rules, so one cannot accept what the
+  // other refuses (0: a plan from before the fingerprint, not checked).
+  if (P.ProfileFingerprint != 0) {
+    uint64_t Own = base::kFnvOffset;
+    for (uint64_t Id : P.PositionIds)
+      Own = base::fnv1aId(Id, Own);
+    if (Own != P.ProfileFingerprint)
+      return "the plan's profile fingerprint " + hex16(P.ProfileFingerprint) +
+             " is not that of its own launch sequence (" + hex16(Own) +
+             "): it was made from another profile or edited";
+  }
 
   // The arena, before anything is sized by it.
   for (size_t I = 0; I < P.Actions.size(); ++I)

@@ -438,6 +438,46 @@ TEST(HostilePlanTest, TheReadersAgreeOnWireTypeMismatchesAndGroups) {
   }
 }
 
+TEST(HostilePlanTest, TheReadersAgreeOnTheProfileFingerprint) {
+  // The fingerprint was once the executor's rule alone: deepum-inspect
+  // accepted a plan whose launch sequence was edited under it, libdeepum
+  // refused it at load. Now both refuse it in the same words, and unknown
+  // groups or known field numbers of another wire type change nothing.
+  PlanBuilder PB({7, 8, 7});
+  PB.place(0, kMiB, 0).chain(0, {0, 1}).fingerprinted();
+  std::string Bytes;
+  ASSERT_TRUE(PB.proto().SerializeToString(&Bytes));
+  struct Case {
+    const char *Name;
+    std::string Tail;
+    bool Accepted;
+  };
+  const std::vector<Case> Cases = {
+      {"as written", "", true},
+      {"an unknown group", std::string("\x9b\x06\x08\x01\x9c\x06", 6), true},
+      // execution_ids (field 3) as fixed32: its 4 bytes would read as two
+      // position ids if taken for fields; both skip them.
+      {"a message field as fixed32", std::string("\x1d\x28\x07\x28\x07", 5), true},
+      // position_ids (field 5) as a group holding a varint: skipped whole.
+      {"position ids as a group", std::string("\x2b\x28\x07\x2c", 4), true},
+      {"one more position, unpacked", std::string("\x28\x07", 2), false},
+      {"one more position, packed", std::string("\x2a\x01\x08", 3), false},
+  };
+  for (const Case &C : Cases) {
+    Verdicts V = judge(Bytes + C.Tail);
+    EXPECT_EQ(V.Format, C.Accepted) << C.Name << ": " << V.FormatError;
+    EXPECT_EQ(V.Deepum, V.Format) << C.Name << ": format says " << V.FormatError
+                                  << "; libdeepum says " << V.DeepumError;
+    if (V.Format && V.Deepum) {
+      EXPECT_TRUE(V.FromFormat == V.FromDeepum) << C.Name;
+    }
+    if (!C.Accepted) {
+      EXPECT_THAT(V.DeepumError, HasSubstr("the plan's profile fingerprint")) << C.Name;
+      EXPECT_THAT(V.FormatError, HasSubstr(V.DeepumError)) << C.Name;
+    }
+  }
+}
+
 TEST(HostilePlanTest, TheReadersAgreeOnNestingDepth) {
   // Unknown groups nested 100 deep are within protobuf's recursion limit at
   // the top level; 101 are not.

@@ -319,6 +319,19 @@ int main(int Argc, char **Argv) {
     P = *Richest;
     P.add_position_ids(P.position_ids(0));
     write(Target, "extra-position.plan.pb", binary(P));
+    // A plan of the previous format: deepum-plan before lifetimes wrote no
+    // live_begin, live_end, wrap_end or ticks (nor call indices), and its
+    // per-iteration placements share bytes.
+    P = *Richest;
+    P.mutable_layout()->clear_ticks();
+    P.mutable_layout()->clear_prologue_call_bytes();
+    for (v1::Placement &Pl : *P.mutable_layout()->mutable_placements()) {
+      Pl.clear_live_begin();
+      Pl.clear_live_end();
+      Pl.clear_wrap_end();
+      Pl.clear_call_index();
+    }
+    write(Target, "previous-format.plan.pb", binary(P));
     // The launch sequence edited under its profile fingerprint: a rule of
     // both readers, so both refuse it.
     P = *Richest;

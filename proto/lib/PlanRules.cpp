@@ -41,7 +41,12 @@ bool isPowerOfTwo(uint64_t V) { return V && !(V & (V - 1)); }
 /// Saturating a + b.
 uint64_t addSat(uint64_t A, uint64_t B) { return B > UINT64_MAX - A ? UINT64_MAX : A + B; }
 
-/// Placements whose lifetimes overlap must not overlap in the arena.
+/// Placements whose lifetimes overlap must not overlap in the arena. A
+/// placement without a lifetime (live_end 0, not persistent) comes from a
+/// deepum-plan that laid placements out by lifetimes it did not write down:
+/// such placements may share bytes with each other, as that planner meant,
+/// and are checked against the persistent placements only, which are live
+/// throughout. (libdeepum places any placement only where nothing is live.)
 std::string checkPlacementsDisjoint(const RawPlan &P) {
   constexpr uint64_t kForever = UINT64_MAX;
   struct Event {
@@ -53,7 +58,9 @@ std::string checkPlacementsDisjoint(const RawPlan &P) {
   Events.reserve(P.Placements.size() * 4);
   for (uint32_t I = 0; I < P.Placements.size(); ++I) {
     const RawPlan::Placement &Pl = P.Placements[I];
-    if (Pl.Persistent || Pl.LiveEnd == 0) {
+    if (!Pl.Persistent && Pl.LiveEnd == 0)
+      continue; // no lifetime: against the persistent placements, below
+    if (Pl.Persistent) {
       Events.push_back({0, true, I});
       Events.push_back({kForever, false, I});
       continue;
@@ -73,29 +80,42 @@ std::string checkPlacementsDisjoint(const RawPlan &P) {
     return A.Index < B.Index;
   });
   std::map<uint64_t, uint32_t> Live; // arena offset -> placement index
+  // The placement in Live that [Pl.Offset, +Pl.Size) overlaps, or UINT32_MAX.
+  auto Overlapped = [&](const RawPlan::Placement &Pl) -> uint32_t {
+    const uint64_t End = Pl.Offset + Pl.Size; // inside the arena: checked before
+    auto Next = Live.lower_bound(Pl.Offset);
+    if (Next != Live.end() && Next->first < End)
+      return Next->second;
+    if (Next != Live.begin()) {
+      const RawPlan::Placement &Prev = P.Placements[std::prev(Next)->second];
+      if (Prev.Offset + Prev.Size > Pl.Offset)
+        return std::prev(Next)->second;
+    }
+    return UINT32_MAX;
+  };
+  auto Overlap = [&](uint32_t Other, const RawPlan::Placement &Pl) {
+    return "placements for allocations " + num(P.Placements[Other].Sequence) + " and " +
+           num(Pl.Sequence) + " overlap in the arena while both are live";
+  };
   for (const Event &E : Events) {
     const RawPlan::Placement &Pl = P.Placements[E.Index];
     if (!E.Start) {
+      if (Pl.Persistent)
+        continue; // ends at kForever, after everything else: kept for below
       auto It = Live.find(Pl.Offset);
       if (It != Live.end() && It->second == E.Index)
         Live.erase(It);
       continue;
     }
-    const uint64_t End = Pl.Offset + Pl.Size; // inside the arena: checked before
-    auto Next = Live.lower_bound(Pl.Offset);
-    uint32_t Other = UINT32_MAX;
-    if (Next != Live.end() && Next->first < End)
-      Other = Next->second;
-    else if (Next != Live.begin()) {
-      const RawPlan::Placement &Prev = P.Placements[std::prev(Next)->second];
-      if (Prev.Offset + Prev.Size > Pl.Offset)
-        Other = std::prev(Next)->second;
-    }
-    if (Other != UINT32_MAX)
-      return "placements for allocations " + num(P.Placements[Other].Sequence) + " and " +
-             num(Pl.Sequence) + " overlap in the arena while both are live";
+    if (uint32_t Other = Overlapped(Pl); Other != UINT32_MAX)
+      return Overlap(Other, Pl);
     Live.emplace(Pl.Offset, E.Index);
   }
+  // Only the persistent placements are left live.
+  for (const RawPlan::Placement &Pl : P.Placements)
+    if (!Pl.Persistent && Pl.LiveEnd == 0)
+      if (uint32_t Other = Overlapped(Pl); Other != UINT32_MAX)
+        return Overlap(Other, Pl);
   return "";
 }
 

@@ -210,6 +210,54 @@ TEST(PlannerLayout, PersistentPlacementsCarryTheirCallIndex) {
   EXPECT_TRUE(NoCallIndex(compile(Missing, footprint(Missing) / 2).Plan));
 }
 
+TEST(PlannerLayout, APlanOfThePreviousFormatIsReadAsItsPlannerMeantIt) {
+  // Before placements carried lifetimes (format_version 1 all along),
+  // deepum-plan wrote the same layout without live_begin, live_end,
+  // wrap_end, ticks, call indices or the prologue's call sizes. Its
+  // per-iteration placements share bytes where their lifetimes, known to the
+  // planner only, do not meet; the readers once took them as live
+  // throughout and refused the plan ("placements for allocations 5 and 7
+  // overlap ...").
+  Profile P = syntheticTraining();
+  for (int I = 0; I < P.allocations_size(); ++I)
+    P.mutable_allocations(I)->set_call_index(static_cast<uint64_t>(I + 1));
+  Plan Old = compile(P, footprint(P) / 2).Plan;
+  PoolLayout &L = *Old.mutable_layout();
+  L.clear_ticks();
+  L.clear_prologue_call_bytes();
+  for (Placement &Pl : *L.mutable_placements()) {
+    Pl.clear_live_begin();
+    Pl.clear_live_end();
+    Pl.clear_wrap_end();
+    Pl.clear_call_index();
+  }
+  size_t Shared = 0;
+  for (const Placement &A : L.placements())
+    for (const Placement &B : L.placements())
+      if (A.sequence() < B.sequence() && !A.persistent() && !B.persistent() &&
+          A.offset() < B.offset() + B.size_bytes() && B.offset() < A.offset() + A.size_bytes())
+        ++Shared;
+  ASSERT_GT(Shared, 0u) << "the layout reuses no bytes: nothing to test";
+  llvm::Error E = format::validatePlan(Old);
+  EXPECT_FALSE(static_cast<bool>(E)) << llvm::toString(std::move(E));
+  // The persistent placements are live throughout, so no placement may sit
+  // on their bytes, with a lifetime or without.
+  const Placement *Persistent = nullptr;
+  for (const Placement &Pl : L.placements())
+    if (Pl.persistent())
+      Persistent = &Pl;
+  ASSERT_NE(Persistent, nullptr);
+  Plan OnPersistent = Old;
+  for (Placement &Pl : *OnPersistent.mutable_layout()->mutable_placements())
+    if (!Pl.persistent()) {
+      Pl.set_offset(Persistent->offset());
+      Pl.set_size_bytes(std::min(Pl.size_bytes(), Persistent->size_bytes()));
+      break;
+    }
+  EXPECT_NE(errorText(format::validatePlan(OnPersistent)).find("overlap in the arena"),
+            std::string::npos);
+}
+
 TEST(PlannerLayout, ACallRecordedManyTimesHasNoProfiledSize) {
   // A corrupt profile records one call of the prologue for 257 allocations
   // of the iterations: its size is not known (0), however many records

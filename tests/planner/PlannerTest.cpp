@@ -4,6 +4,7 @@
 #include "TestSupport.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/IterationNotes.h"
 #include "deepum/format/PlanWire.h"
 #include "deepum/format/Roofline.h"
 #include "deepum/planner/Planner.h"
@@ -1055,6 +1056,49 @@ TEST(PlannerErrors, NothingToPlanIsRefused) {
   EXPECT_NE(E.find("records no memory accesses"), std::string::npos) << E;
   EXPECT_NE(E.find("--mode access-set"), std::string::npos) << E;
   EXPECT_EQ(E.find('\n'), std::string::npos) << E;
+
+  // It records accesses, none the planner can use: it says what is missing.
+  Profile Unattributed = NoAccesses;
+  for (int I = 0; I < 64; ++I) {
+    PageFault *F = Unattributed.add_faults();
+    F->set_address(Unattributed.allocations(0).address() + 4096 * static_cast<uint64_t>(I));
+    F->set_kernel_index(-1);
+  }
+  E = errorText(compilePlan(Unattributed, O));
+  EXPECT_NE(E.find("records 64 page faults but none on its allocations in the kernels of "
+                   "iteration"),
+            std::string::npos)
+      << E;
+  EXPECT_NE(E.find("deepum-profile --iterations 3"), std::string::npos) << E;
+  EXPECT_EQ(E.find("records no memory accesses"), std::string::npos) << E;
+
+  // deepum-profile saw no mark and no period and recorded the whole run as
+  // one iteration: not a complete iteration, as for any profile without one.
+  Profile WholeRun = syntheticTraining(One);
+  WholeRun.mutable_workload()->set_notes(format::kWholeRunNote);
+  E = errorText(compilePlan(WholeRun, O));
+  EXPECT_NE(E.find("no complete iteration: deepum-profile saw no iteration mark"),
+            std::string::npos)
+      << E;
+  EXPECT_NE(E.find("--iterations 3"), std::string::npos) << E;
+}
+
+TEST(PlannerErrors, IterationsFoundByThePeriodAreSaidSo) {
+  // deepum-profile writes the iterations it found from the kernel sequence's
+  // period as Iteration records, and says so in the notes.
+  PlanOptions O;
+  O.GpuMemoryBytes = 64 * MiB;
+  Profile P = syntheticTraining();
+  P.mutable_workload()->set_notes(std::string(format::kIterationsByPeriodNote) +
+                                  "2 iteration(s) found from the period of the kernel sequence, "
+                                  "0 skipped, 2 recorded");
+  PlanResult R = takeOk(compilePlan(P, O));
+  EXPECT_NE(R.Plan.metadata().summary().find("iterations by period"), std::string::npos)
+      << R.Plan.metadata().summary();
+  P.mutable_workload()->clear_notes();
+  R = takeOk(compilePlan(P, O));
+  EXPECT_NE(R.Plan.metadata().summary().find("iterations by marks"), std::string::npos)
+      << R.Plan.metadata().summary();
 }
 
 TEST(PlannerTool, WritesAPlanInspectCanRead) {

@@ -16,6 +16,7 @@
 #include "deepum/format/Format.h"
 #include "deepum/planner/Planner.h"
 
+#include "google/protobuf/unknown_field_set.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -318,6 +319,54 @@ int main(int Argc, char **Argv) {
     P = *Richest;
     P.add_position_ids(P.position_ids(0));
     write(Target, "extra-position.plan.pb", binary(P));
+    // A plan of the previous format: deepum-plan before lifetimes wrote no
+    // live_begin, live_end, wrap_end or ticks (nor call indices), and its
+    // per-iteration placements share bytes.
+    P = *Richest;
+    P.mutable_layout()->clear_ticks();
+    P.mutable_layout()->clear_prologue_call_bytes();
+    for (v1::Placement &Pl : *P.mutable_layout()->mutable_placements()) {
+      Pl.clear_live_begin();
+      Pl.clear_live_end();
+      Pl.clear_wrap_end();
+      Pl.clear_call_index();
+    }
+    write(Target, "previous-format.plan.pb", binary(P));
+    // The launch sequence edited under its profile fingerprint: a rule of
+    // both readers, so both refuse it.
+    P = *Richest;
+    P.set_position_ids(0, P.position_ids(P.position_ids_size() - 1));
+    write(Target, "fingerprint-edited.plan.pb", binary(P));
+    // Unknown fields inside every nested message, and known field numbers
+    // with another wire type (unknown fields to protobuf, so to libdeepum):
+    // both accept the plan and read the same fields.
+    P = *Richest;
+    auto Unknown = [](google::protobuf::Message &M) {
+      return M.GetReflection()->MutableUnknownFields(&M);
+    };
+    auto Damage = [](google::protobuf::UnknownFieldSet *U, int Varint, int Len) {
+      U->AddFixed32(Varint, 7);            // a varint field's number as fixed32
+      U->AddFixed64(Varint, 7);            // ... as fixed64
+      U->AddLengthDelimited(Varint, "xy"); // ... length-delimited
+      U->AddVarint(Len, 7);                // a length-delimited field's number as varint
+      google::protobuf::UnknownFieldSet *G = U->AddGroup(Len); // ... as a group
+      G->AddVarint(1, 1);
+      G->AddGroup(99)->AddFixed32(2, 3);
+      U->AddGroup(77)->AddLengthDelimited(1, "group"); // an unknown number as a group
+    };
+    Damage(Unknown(P), 1, 2);
+    Damage(Unknown(*P.mutable_metadata()), 1, 10);
+    Damage(Unknown(*P.mutable_execution_ids(0)), 1, 3);
+    if (P.execution_ids(0).successors_size() > 0)
+      Damage(Unknown(*P.mutable_execution_ids(0)->mutable_successors(0)), 1, 3);
+    Damage(Unknown(*P.mutable_block_chains(0)), 2, 5);
+    if (P.actions_size() > 0) {
+      Damage(Unknown(*P.mutable_actions(0)), 2, 4);
+      Damage(Unknown(*P.mutable_actions(0)->mutable_ranges(0)), 1, 3);
+    }
+    Damage(Unknown(*P.mutable_layout()), 5, 2);
+    Damage(Unknown(*P.mutable_layout()->mutable_placements(0)), 5, 9);
+    write(Target, "unknown-fields-nested.plan.pb", binary(P));
     // Persistent placements by call (Placement.call_index): valid, a call
     // named twice, one on a per-iteration placement, one near 2^64.
     P = *Richest;

@@ -9,6 +9,14 @@
 // have read the same plan: rawPlanFromProto of protobuf's message equals
 // libdeepum's RawPlan field for field.
 //
+// decodePlan + compileRawPlan must be libdeepum's whole verdict on a file
+// (readCompiledPlan and nothing after it): a rule checked elsewhere is one
+// this target cannot see. The profile fingerprint was such a rule (checked by
+// the executor after compiling), so a plan with an edited launch sequence,
+// accepted by deepum-inspect and refused by libdeepum, passed here as an
+// agreement although the corpus held one (extra-position.plan.pb); it is now
+// one of the plan rules (format::checkRawPlan).
+//
 //===----------------------------------------------------------------------===//
 #include "FuzzSupport.h"
 

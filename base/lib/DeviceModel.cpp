@@ -10,6 +10,9 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+#include <limits>
+
 using namespace deepum::base;
 using llvm::json::Object;
 
@@ -66,17 +69,32 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
     if (!X || *X < 0)
       return fail(File,
                   llvm::formatv("model '{0}': '{1}' must be a non-negative number", D.Name, Key));
+    // 1e999 parses as infinity: a rate or a latency of it would make every
+    // transfer free or every fault endless, silently.
+    if (!std::isfinite(*X))
+      return fail(File, llvm::formatv("model '{0}': '{1}' must be a finite number, not {2}",
+                                      D.Name, Key, std::isnan(*X) ? "nan" : "inf"));
     Out = *X;
     return llvm::Error::success();
   };
+  // Counts and byte sizes: a double past the integer's range does not convert.
+  auto Whole = [&](llvm::StringRef Key, double X, int Bits) -> llvm::Error {
+    if (X >= std::ldexp(1.0, Bits) || X != std::floor(X))
+      return fail(File, llvm::formatv("model '{0}': '{1}' must be a whole number below 2^{2}",
+                                      D.Name, Key, Bits));
+    return llvm::Error::success();
+  };
+  static_assert(std::numeric_limits<unsigned>::digits == 32);
   for (const auto &[KeyJ, V] : O) {
     llvm::StringRef Key = KeyJ;
     double X = 0;
     if (Key == "name" || Key == "sources" || Key == "comment")
       continue;
     if (Key == "link") {
-      if (llvm::Optional<llvm::StringRef> S = V.getAsString())
-        D.Link = S->str();
+      llvm::Optional<llvm::StringRef> S = V.getAsString();
+      if (!S)
+        return fail(File, llvm::formatv("model '{0}': '{1}' must be a string", D.Name, Key));
+      D.Link = S->str();
       continue;
     }
     if (Key == "eviction_copies_clean" || Key == "copies_share_um_engines") {
@@ -88,6 +106,10 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
     }
     if (llvm::Error E = Num(Key, V, X))
       return E;
+    if (Key == "memory_bytes" || Key == "fault_batch_size" ||
+        Key == "copy_engines_per_direction" || Key == "thrashing_threshold")
+      if (llvm::Error E = Whole(Key, X, Key == "memory_bytes" ? 64 : 32))
+        return E;
     if (Key == "memory_bytes")
       D.MemoryBytes = static_cast<uint64_t>(X);
     else if (Key == "link_bytes_per_second")

@@ -208,12 +208,10 @@ void Executor::loadPlanFor(DeviceState &D) {
     std::string Error;
     try {
       CP = std::make_shared<CompiledPlan>();
-      if (!readCompiledPlan(Path, *CP, Error)) {
+      // The plan rules (format::checkRawPlan) include the profile
+      // fingerprint: this verdict is deepum-inspect's.
+      if (!readCompiledPlan(Path, *CP, Error))
         CP.reset();
-      } else if (std::string Why = profileFingerprintMismatch(*CP); !Why.empty()) {
-        Error = Path + ": " + Why;
-        CP.reset();
-      }
     } catch (const std::exception &E) {
       CP.reset();
       Error = Path + ": " + E.what();

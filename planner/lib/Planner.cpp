@@ -4,6 +4,7 @@
 #include "deepum/base/Error.h"
 #include "deepum/format/Compute.h"
 #include "deepum/format/Format.h"
+#include "deepum/format/IterationNotes.h"
 #include "deepum/format/Roofline.h"
 #include "deepum/format/Summary.h"
 #include "deepum/format/Units.h"
@@ -219,6 +220,20 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
   auto A = analyzeIterations(P);
   if (!A)
     return A.takeError();
+  // deepum-profile writes the iterations it found without marks as Iteration
+  // records too; its note says how (deepum/format/IterationNotes.h).
+  const std::string &Notes = P.workload().notes();
+  const bool WholeRun = Notes.find(format::kWholeRunNote) != std::string::npos;
+  const bool ByPeriod = !A->FromMarks || Notes.find(format::kIterationsByPeriodNote) == 0 ||
+                        Notes.find(std::string("; ") + format::kIterationsByPeriodNote) !=
+                            std::string::npos;
+  if (WholeRun && A->Iterations.size() < 2)
+    return planError("the profile holds no complete iteration: deepum-profile saw no iteration "
+                     "mark and no period in its " +
+                     Twine(P.kernels_size()) +
+                     " kernels and recorded the whole run as one; profile at least two "
+                     "iterations (deepum-profile --iterations 3) or mark them (deepum.step(), "
+                     "NVTX, cudaProfilerStart/Stop)");
   if (!A->FromMarks && A->Iterations.size() < 2)
     return planError("the profile holds no complete iteration: it has no iteration marks and "
                      "its kernel sequence does not repeat; profile at least two iterations "
@@ -228,7 +243,18 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
   auto T = buildTrace(P, *A);
   if (!T)
     return T.takeError();
-  if (std::all_of(T->Uses.begin(), T->Uses.end(), [](const auto &U) { return U.empty(); }))
+  const bool NoUses =
+      std::all_of(T->Uses.begin(), T->Uses.end(), [](const auto &U) { return U.empty(); });
+  // Faults recorded, none of them in the reference iteration's kernels on
+  // planned memory: what is missing is a complete iteration with its faults.
+  if (NoUses && P.faults_size() > 0)
+    return planError("the profile records " + Twine(P.faults_size()) +
+                     " page faults but none on its allocations in the kernels of iteration " +
+                     Twine(A->Reference) + " of " + Twine(A->Iterations.size()) +
+                     ", the one planned: profile complete iterations whose kernels fault "
+                     "(deepum-profile --iterations 3, with --skip 0 if the first iteration is "
+                     "the only one that faults) or with --mode access-set");
+  if (NoUses)
     return planError("the profile records no memory accesses of its kernels (no Unified Memory "
                      "faults or access sets inside its allocations): profile with "
                      "deepum-profile --mode access-set, or check that CUPTI's Unified Memory "
@@ -282,7 +308,7 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
                 "{5} is the reference; {6} stream{7})\n",
                 strategyName(Opts.Strat),
                 P.workload().model().empty() ? "(unnamed model)" : P.workload().model(),
-                T->Positions, A->Iterations.size(), A->FromMarks ? "marks" : "period", A->Reference,
+                T->Positions, A->Iterations.size(), ByPeriod ? "period" : "marks", A->Reference,
                 Streams.size(), Streams.size() == 1 ? "" : "s");
   // The arena's footprint: smaller than the profile's when the pool layout
   // packs tensors the profiled allocator spread over more 2 MiB blocks.

@@ -2,6 +2,7 @@
 #include "deepum/profiler/Recorder.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/IterationNotes.h"
 #include "deepum/format/Signature.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -477,8 +478,9 @@ std::vector<Recorder::Window> Recorder::periodWindowsLocked(std::string &Note) c
     }
     Ws.push_back({BeginNs, EndNs});
   }
-  Note = formatv("no iteration mark was seen: {0} iteration(s) found from the period of the "
-                 "kernel sequence, {1} skipped, {2} recorded",
+  Note = format::kIterationsByPeriodNote +
+         formatv("{0} iteration(s) found from the period of the kernel sequence, {1} skipped, "
+                 "{2} recorded",
                  Found, First, Count)
              .str();
   if (First != Opts.Skip || Count != Opts.Iterations)
@@ -962,8 +964,7 @@ void Recorder::ProfileBuilder::addRecording(const std::string &PeriodNote) {
 
   std::vector<std::string> Notes;
   if (WholeRun)
-    Notes.push_back("no iteration mark was seen and the kernel sequence has no period: the "
-                    "whole run is one iteration");
+    Notes.push_back(format::kWholeRunNote);
   if (!PeriodNote.empty())
     Notes.push_back(PeriodNote);
   uint64_t Copies = 0, CopyBytes = 0, Sets = 0, SetBytes = 0;

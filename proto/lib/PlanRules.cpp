@@ -10,6 +10,8 @@
 
 #include "deepum/format/PlanFields.h"
 
+#include "deepum/base/Hash.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -28,12 +30,23 @@ std::string hex(uint64_t V) {
 
 std::string num(uint64_t V) { return std::to_string(V); }
 
+std::string hex16(uint64_t V) {
+  char Buf[24];
+  std::snprintf(Buf, sizeof Buf, "%016" PRIx64, V);
+  return Buf;
+}
+
 bool isPowerOfTwo(uint64_t V) { return V && !(V & (V - 1)); }
 
 /// Saturating a + b.
 uint64_t addSat(uint64_t A, uint64_t B) { return B > UINT64_MAX - A ? UINT64_MAX : A + B; }
 
-/// Placements whose lifetimes overlap must not overlap in the arena.
+/// Placements whose lifetimes overlap must not overlap in the arena. A
+/// placement without a lifetime (live_end 0, not persistent) comes from a
+/// deepum-plan that laid placements out by lifetimes it did not write down:
+/// such placements may share bytes with each other, as that planner meant,
+/// and are checked against the persistent placements only, which are live
+/// throughout. (libdeepum places any placement only where nothing is live.)
 std::string checkPlacementsDisjoint(const RawPlan &P) {
   constexpr uint64_t kForever = UINT64_MAX;
   struct Event {
@@ -45,7 +58,9 @@ std::string checkPlacementsDisjoint(const RawPlan &P) {
   Events.reserve(P.Placements.size() * 4);
   for (uint32_t I = 0; I < P.Placements.size(); ++I) {
     const RawPlan::Placement &Pl = P.Placements[I];
-    if (Pl.Persistent || Pl.LiveEnd == 0) {
+    if (!Pl.Persistent && Pl.LiveEnd == 0)
+      continue; // no lifetime: against the persistent placements, below
+    if (Pl.Persistent) {
       Events.push_back({0, true, I});
       Events.push_back({kForever, false, I});
       continue;
@@ -65,29 +80,42 @@ std::string checkPlacementsDisjoint(const RawPlan &P) {
     return A.Index < B.Index;
   });
   std::map<uint64_t, uint32_t> Live; // arena offset -> placement index
+  // The placement in Live that [Pl.Offset, +Pl.Size) overlaps, or UINT32_MAX.
+  auto Overlapped = [&](const RawPlan::Placement &Pl) -> uint32_t {
+    const uint64_t End = Pl.Offset + Pl.Size; // inside the arena: checked before
+    auto Next = Live.lower_bound(Pl.Offset);
+    if (Next != Live.end() && Next->first < End)
+      return Next->second;
+    if (Next != Live.begin()) {
+      const RawPlan::Placement &Prev = P.Placements[std::prev(Next)->second];
+      if (Prev.Offset + Prev.Size > Pl.Offset)
+        return std::prev(Next)->second;
+    }
+    return UINT32_MAX;
+  };
+  auto Overlap = [&](uint32_t Other, const RawPlan::Placement &Pl) {
+    return "placements for allocations " + num(P.Placements[Other].Sequence) + " and " +
+           num(Pl.Sequence) + " overlap in the arena while both are live";
+  };
   for (const Event &E : Events) {
     const RawPlan::Placement &Pl = P.Placements[E.Index];
     if (!E.Start) {
+      if (Pl.Persistent)
+        continue; // ends at kForever, after everything else: kept for below
       auto It = Live.find(Pl.Offset);
       if (It != Live.end() && It->second == E.Index)
         Live.erase(It);
       continue;
     }
-    const uint64_t End = Pl.Offset + Pl.Size; // inside the arena: checked before
-    auto Next = Live.lower_bound(Pl.Offset);
-    uint32_t Other = UINT32_MAX;
-    if (Next != Live.end() && Next->first < End)
-      Other = Next->second;
-    else if (Next != Live.begin()) {
-      const RawPlan::Placement &Prev = P.Placements[std::prev(Next)->second];
-      if (Prev.Offset + Prev.Size > Pl.Offset)
-        Other = std::prev(Next)->second;
-    }
-    if (Other != UINT32_MAX)
-      return "placements for allocations " + num(P.Placements[Other].Sequence) + " and " +
-             num(Pl.Sequence) + " overlap in the arena while both are live";
+    if (uint32_t Other = Overlapped(Pl); Other != UINT32_MAX)
+      return Overlap(Other, Pl);
     Live.emplace(Pl.Offset, E.Index);
   }
+  // Only the persistent placements are left live.
+  for (const RawPlan::Placement &Pl : P.Placements)
+    if (!Pl.Persistent && Pl.LiveEnd == 0)
+      if (uint32_t Other = Overlapped(Pl); Other != UINT32_MAX)
+        return Overlap(Other, Pl);
   return "";
 }
 
@@ -122,6 +150,18 @@ std::string checkRawPlan(const RawPlan &P) {
     return "the plan has no launch positions";
   if (Positions >= (uint64_t{1} << 31))
     return "the plan has more than 2^31 launch positions";
+  // A rule of the format, not of the executor alone: deepum-inspect and
+  // libdeepum judge a plan by the same rules, so one cannot accept what the
+  // other refuses (0: a plan from before the fingerprint, not checked).
+  if (P.ProfileFingerprint != 0) {
+    uint64_t Own = base::kFnvOffset;
+    for (uint64_t Id : P.PositionIds)
+      Own = base::fnv1aId(Id, Own);
+    if (Own != P.ProfileFingerprint)
+      return "the plan's profile fingerprint " + hex16(P.ProfileFingerprint) +
+             " is not that of its own launch sequence (" + hex16(Own) +
+             "): it was made from another profile or edited";
+  }
 
   // The arena, before anything is sized by it.
   for (size_t I = 0; I < P.Actions.size(); ++I)

@@ -93,6 +93,15 @@ Error validateProfile(const Profile &P) {
   if (!isPowerOfTwo(BlockBytes) || BlockBytes < kUmPageBytes)
     return invalid("um_block_bytes " + Twine(BlockBytes) +
                    " is not a power of two of at least 64 KiB");
+  // Protobuf's JSON reads "NaN" and "Infinity" for a double; deepum-plan
+  // without --device takes this rate for its cost model.
+  const double Link = P.device().link_bytes_per_second();
+  if (!(Link >= 0) || !std::isfinite(Link))
+    return invalid("device.link_bytes_per_second is " +
+                   (std::isnan(Link)   ? std::string("nan")
+                    : std::isinf(Link) ? std::string(Link > 0 ? "inf" : "-inf")
+                                       : formatv("{0}", Link).str()) +
+                   ", not a finite rate of at least 0 bytes per second");
 
   // Ids are any uint64: a std::unordered_map, not a DenseMap, which reserves
   // two keys (2^64-1 and 2^64-2) for itself.

@@ -75,6 +75,9 @@ def _check_fields(fields, builtin, name, path):
                 raise ValueError(f"{path}: model '{name}': '{key}' must be true or false")
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{path}: model '{name}': '{key}' must be a non-negative number")
+        elif not math.isfinite(value):
+            # Python's json reads NaN and Infinity; NaN also passes `value < 0`.
+            raise ValueError(f"{path}: model '{name}': '{key}' must be a finite number, not {value}")
 
 
 def load_device_model(name=DEFAULT_DEVICE_MODEL, path=None):

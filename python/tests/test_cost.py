@@ -106,6 +106,9 @@ class RooflineTest(unittest.TestCase):
         cases = [({"link_bytes_per_sec": 1e9}, "unknown field 'link_bytes_per_sec'"),
                  ({"kernel_min_us": -1}, "'kernel_min_us' must be a non-negative number"),
                  ({"kernel_min_us": "7"}, "'kernel_min_us' must be a non-negative number"),
+                 ({"kernel_min_us": float("nan")}, "'kernel_min_us' must be a finite number, not nan"),
+                 ({"link_bytes_per_second": float("inf")},
+                  "'link_bytes_per_second' must be a finite number, not inf"),
                  ({"eviction_copies_clean": 1}, "'eviction_copies_clean' must be true or false")]
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "typo.json")

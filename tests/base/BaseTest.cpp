@@ -102,6 +102,42 @@ TEST(DeviceModel, DeviceFilesAreBoundedRegularFiles) {
   EXPECT_NE(Builtin->KernelMinUs, 7);
 }
 
+// Every number of a device file is finite and fits its field: JSON reads
+// 1e999 as infinity (a free link, silently), and a count past 2^32 does not
+// convert. Each refusal is one line naming the file, the model and the field.
+TEST(DeviceModel, NumbersAreFiniteAndFitTheirFields) {
+  const std::string Dir = deepum::test::scratchDir("NumbersAreFiniteAndFitTheirFields");
+  const std::string Path = Dir + "/lab.json";
+  auto Refusal = [&](const std::string &Field) {
+    {
+      std::ofstream F(Path);
+      F << "{\"models\": [{\"name\": \"h100-pcie\", " << Field << "}]}";
+    }
+    return deepum::test::errorText(loadDeviceModel("h100-pcie", Path));
+  };
+  const std::string Model = Path + ": model 'h100-pcie': ";
+  EXPECT_EQ(Refusal("\"link_bytes_per_second\": 1e999"),
+            Model + "'link_bytes_per_second' must be a finite number, not inf");
+  EXPECT_EQ(Refusal("\"fault_batch_latency_us\": -1e999"),
+            Model + "'fault_batch_latency_us' must be a non-negative number");
+  EXPECT_EQ(Refusal("\"link_bytes_per_second\": \"NaN\""),
+            Model + "'link_bytes_per_second' must be a non-negative number");
+  EXPECT_EQ(Refusal("\"fault_batch_size\": 1e30"),
+            Model + "'fault_batch_size' must be a whole number below 2^32");
+  EXPECT_EQ(Refusal("\"memory_bytes\": 1e20"),
+            Model + "'memory_bytes' must be a whole number below 2^64");
+  EXPECT_EQ(Refusal("\"copy_engines_per_direction\": 1.5"),
+            Model + "'copy_engines_per_direction' must be a whole number below 2^32");
+  EXPECT_EQ(Refusal("\"link\": 5"), Model + "'link' must be a string");
+  {
+    std::ofstream F(Path);
+    F << "{\"models\": [{\"name\": \"h100-pcie\", \"memory_bytes\": 17179869184}]}";
+  }
+  llvm::Expected<DeviceModel> D = loadDeviceModel("h100-pcie", Path);
+  ASSERT_TRUE(static_cast<bool>(D)) << llvm::toString(D.takeError());
+  EXPECT_EQ(D->MemoryBytes, uint64_t{16} << 30);
+}
+
 // The calibration deepum-calibrate wrote on an H100 SXM (bench/gpu/results/
 // 2026-11-27-h100) is the built-in h100-sxm's: laid over it, the file
 // changes nothing it measured, and the model's device-to-host rate is the

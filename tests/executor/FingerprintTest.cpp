@@ -69,10 +69,12 @@ PlanBuilder planned() {
 TEST(FingerprintTest, APlanForAnotherProfileIsRefusedAtLoadWithOneWarning) {
   FakeBackend B;
   Executor E(B, ExecutorConfig{});
-  PlanBuilder PB = planned();
-  PB.proto().mutable_metadata()->set_profile_fingerprint(PlanBuilder::sequenceHash(kOther));
+  // The plan rules refuse such a file (below); a CompiledPlan made another
+  // way is refused by the cursor.
+  CompiledPlan Other = planned().compiled();
+  Other.ProfileFingerprint = PlanBuilder::sequenceHash(kOther);
   LogCapture::start();
-  EXPECT_FALSE(E.setPlan(0, PB.compiled(), 0));
+  EXPECT_FALSE(E.setPlan(0, Other, 0));
   std::string Log = LogCapture::stop();
   EXPECT_FALSE(E.planActive(0));
   EXPECT_EQ(occurrences(Log, "profile fingerprint"), 1u) << Log;

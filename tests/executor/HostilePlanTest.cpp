@@ -110,10 +110,13 @@ TEST(HostilePlanTest, LivePlacementsOverlappingInTheArenaAreRejected) {
   // A wrapped tail [0, 2) meets the first placement's [0, 6).
   Pls->Mutable(1)->set_wrap_end(2);
   EXPECT_THAT(compileError(PB.proto()), HasSubstr("overlap"));
-  // Without lifetimes placements count as live throughout.
+  // Placements without lifetimes (a plan of the previous format, below) may
+  // share bytes with each other, never with a persistent one.
   PlanBuilder Old({1, 2});
   Old.place(0, kBlock, 0).place(1, kBlock, kBlock - 512);
-  EXPECT_THAT(compileError(Old.proto()), HasSubstr("overlap"));
+  EXPECT_EQ(compileError(Old.proto()), "");
+  Old.place(2, kBlock, 4 * kBlock, true).place(3, kBlock, 5 * kBlock - 1);
+  EXPECT_THAT(compileError(Old.proto()), HasSubstr("allocations 2 and 3 overlap"));
   PlanBuilder Persistent({1, 2});
   Persistent.proto().mutable_layout()->set_ticks(4);
   Persistent.place(0, kBlock, 0, true).place(1, kBlock, 0);
@@ -121,6 +124,52 @@ TEST(HostilePlanTest, LivePlacementsOverlappingInTheArenaAreRejected) {
   Q->set_live_begin(1);
   Q->set_live_end(2);
   EXPECT_THAT(compileError(Persistent.proto()), HasSubstr("overlap"));
+}
+
+TEST(HostilePlanTest, APlanOfThePreviousFormatIsReplayedAsItsPlannerMeantIt) {
+  // deepum-plan before lifetimes (format_version 1 all along): a persistent
+  // region, then per-iteration placements whose offsets repeat where their
+  // lifetimes, known to the planner only, did not meet. Both readers once
+  // refused it ("placements for allocations 1 and 3 overlap ...").
+  PlanBuilder PB({1, 2, 3});
+  PB.place(0, 2 * kMiB, 0, true)
+      .place(1, kMiB, 2 * kMiB)
+      .place(2, kMiB, 3 * kMiB)
+      .place(3, kMiB, 2 * kMiB); // 1's bytes, once 1 is freed
+  std::string Bytes;
+  ASSERT_TRUE(PB.proto().SerializeToString(&Bytes));
+  Verdicts V = judge(Bytes);
+  EXPECT_TRUE(V.Format) << V.FormatError;
+  EXPECT_TRUE(V.Deepum) << V.DeepumError;
+  FakeBackend B;
+  Executor E(B, ExecutorConfig{});
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+  const uintptr_t Base = E.arenaBase(0);
+  ASSERT_NE(Base, 0u);
+  const StreamHandle S = 0x101;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(E.allocate(2 * kMiB, 0, S)), Base);
+  for (int It = 0; It < 2; ++It) {
+    E.markIteration();
+    void *A = E.allocate(kMiB, 0, S);
+    void *C = E.allocate(kMiB, 0, S);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(A), Base + 2 * kMiB);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(C), Base + 3 * kMiB);
+    E.deallocate(A, 0, S);
+    void *D = E.allocate(kMiB, 0, S);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(D), Base + 2 * kMiB);
+    E.deallocate(C, 0, S);
+    E.deallocate(D, 0, S);
+  }
+  // Were 1 still live when 3 is made, 3 would go to the pool: libdeepum
+  // places nothing on live memory, whatever the plan says.
+  E.markIteration();
+  void *A = E.allocate(kMiB, 0, S);
+  void *C = E.allocate(kMiB, 0, S);
+  void *D = E.allocate(kMiB, 0, S);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(A), Base + 2 * kMiB);
+  EXPECT_NE(reinterpret_cast<uintptr_t>(D), Base + 2 * kMiB);
+  for (void *X : {A, C, D})
+    E.deallocate(X, 0, S);
 }
 
 TEST(HostilePlanTest, LifetimeOutsideTheLayoutClockIsRejected) {
@@ -434,6 +483,46 @@ TEST(HostilePlanTest, TheReadersAgreeOnWireTypeMismatchesAndGroups) {
                                   << "; libdeepum says " << V.DeepumError;
     if (V.Format && V.Deepum) {
       EXPECT_TRUE(V.FromFormat == V.FromDeepum) << C.Name;
+    }
+  }
+}
+
+TEST(HostilePlanTest, TheReadersAgreeOnTheProfileFingerprint) {
+  // The fingerprint was once the executor's rule alone: deepum-inspect
+  // accepted a plan whose launch sequence was edited under it, libdeepum
+  // refused it at load. Now both refuse it in the same words, and unknown
+  // groups or known field numbers of another wire type change nothing.
+  PlanBuilder PB({7, 8, 7});
+  PB.place(0, kMiB, 0).chain(0, {0, 1}).fingerprinted();
+  std::string Bytes;
+  ASSERT_TRUE(PB.proto().SerializeToString(&Bytes));
+  struct Case {
+    const char *Name;
+    std::string Tail;
+    bool Accepted;
+  };
+  const std::vector<Case> Cases = {
+      {"as written", "", true},
+      {"an unknown group", std::string("\x9b\x06\x08\x01\x9c\x06", 6), true},
+      // execution_ids (field 3) as fixed32: its 4 bytes would read as two
+      // position ids if taken for fields; both skip them.
+      {"a message field as fixed32", std::string("\x1d\x28\x07\x28\x07", 5), true},
+      // position_ids (field 5) as a group holding a varint: skipped whole.
+      {"position ids as a group", std::string("\x2b\x28\x07\x2c", 4), true},
+      {"one more position, unpacked", std::string("\x28\x07", 2), false},
+      {"one more position, packed", std::string("\x2a\x01\x08", 3), false},
+  };
+  for (const Case &C : Cases) {
+    Verdicts V = judge(Bytes + C.Tail);
+    EXPECT_EQ(V.Format, C.Accepted) << C.Name << ": " << V.FormatError;
+    EXPECT_EQ(V.Deepum, V.Format) << C.Name << ": format says " << V.FormatError
+                                  << "; libdeepum says " << V.DeepumError;
+    if (V.Format && V.Deepum) {
+      EXPECT_TRUE(V.FromFormat == V.FromDeepum) << C.Name;
+    }
+    if (!C.Accepted) {
+      EXPECT_THAT(V.DeepumError, HasSubstr("the plan's profile fingerprint")) << C.Name;
+      EXPECT_THAT(V.FormatError, HasSubstr(V.DeepumError)) << C.Name;
     }
   }
 }

@@ -82,7 +82,7 @@ PlanBuilder richPlan() {
   R->set_bytes(kBlock);
   PB.proto().mutable_metadata()->set_model("resnet-ish");
   PB.proto().mutable_metadata()->set_context_length(2);
-  PB.proto().mutable_metadata()->set_profile_fingerprint(0xfeedULL);
+  PB.fingerprinted();
   for (int I = 0; I < PB.proto().position_ids_size(); ++I)
     PB.proto().add_position_contexts(0x1000 + static_cast<uint64_t>(I % 3));
   PB.proto().mutable_metadata()->set_summary("fields the executor skips");
@@ -108,7 +108,8 @@ TEST(PlanReaderTest, DecodesWhatProtobufWrites) {
   EXPECT_EQ(Mine.Model, "resnet-ish");
   EXPECT_EQ(Mine.GpuMemoryBytes, uint64_t{6} << 30);
   EXPECT_EQ(Mine.ContextLength, 2u);
-  EXPECT_EQ(Raw.ProfileFingerprint, 0xfeedULL);
+  EXPECT_EQ(Raw.ProfileFingerprint, PB.proto().metadata().profile_fingerprint());
+  EXPECT_NE(Raw.ProfileFingerprint, 0u);
 }
 
 TEST(PlanReaderTest, ReadsFilesWrittenByTheFormatLibrary) {

@@ -8,8 +8,10 @@
 #include "deepum/executor/Executor.h"
 #include "deepum/executor/FakeBackend.h"
 #include "deepum/executor/Log.h"
+#include "deepum/format/Format.h"
 
 #include "ExecutorTestSupport.h"
+#include "JsonKeys.h"
 #include "TestSupport.h"
 
 #include "gtest/gtest.h"
@@ -290,6 +292,36 @@ TEST(StatsTest, PeakBytesInUseIsOnePeakAtOneTime) {
   E.deallocate(Second, 0, S1);
   E.deallocate(Unplanned, 0, S1);
   EXPECT_EQ(num(reportOf(E), "memory", "peak_bytes_in_use"), 8 * kMiB);
+}
+
+// libdeepum's report's field names per schema version (docs/tools.md,
+// docs/executor.md): one device's, with a plan file named, and every device's.
+TEST(StatsTest, JsonFieldsArePinnedPerSchemaVersion) {
+  const std::map<int64_t, std::set<std::string>> Device = {
+      {1,
+       {"schema", "device", "backend", "plan", "plan.path", "plan.loaded",
+        "plan.profile_fingerprint", "plan.fingerprint_check", "active", "why_not",
+        "launch_tracking", "launches", "launches.seen", "launches.matched", "launches.undecoded",
+        "launches.inserted", "launches.positions_missing", "resyncs", "iterations", "prefetch",
+        "prefetch.calls", "prefetch.bytes", "evict", "evict.calls", "evict.bytes", "discard",
+        "discard.calls", "discard.bytes", "advise", "advise.calls", "advise.bytes",
+        "discards_kept_live_bytes", "budget_eviction_bytes", "backend_errors", "budget_bytes",
+        "resident_bytes", "peak_resident_bytes", "memory", "memory.allocations", "memory.frees",
+        "memory.bytes_in_use", "memory.peak_bytes_in_use", "memory.bytes_reserved",
+        "memory.arena_placements", "memory.placement_misses"}}};
+  const std::map<int64_t, std::set<std::string>> All = {{1, {"schema", "devices"}}};
+  std::string Dir = deepum::test::scratchDir("StatsPinned");
+  std::string Path = Dir + "/p.plan.pb";
+  PlanBuilder PB({10, 11});
+  PB.fingerprinted();
+  ASSERT_FALSE(static_cast<bool>(deepum::format::writePlan(PB.proto(), Path)));
+  FakeBackend B;
+  ExecutorConfig C;
+  C.PlanPaths[kAllDevices] = Path;
+  Executor E(B, C);
+  ASSERT_TRUE(E.planActive(0));
+  deepum::test::expectPinnedKeys(reportOf(E), Device, {}, "libdeepum's report (a device)");
+  deepum::test::expectPinnedKeys(reportOf(E, kAllDevices), All, {}, "libdeepum's report (all)");
 }
 
 TEST(StatsTest, EveryDeviceInOneObject) {

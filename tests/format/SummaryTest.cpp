@@ -1,4 +1,5 @@
 //===- SummaryTest.cpp - Summaries computed by hand -------------------------===//
+#include "JsonKeys.h"
 #include "TestSupport.h"
 
 #include "deepum/format/Summary.h"
@@ -53,6 +54,45 @@ TEST(Summary, HandComputedProfile) {
   EXPECT_EQ(O->get("peak_live_bytes")->getAsUINT64(), llvm::Optional<uint64_t>(uint64_t{5} << 20));
   EXPECT_EQ(O->getString("kind"), llvm::Optional<llvm::StringRef>("profile"));
   EXPECT_EQ(O->getInteger("schema"), llvm::Optional<int64_t>(format::kSummarySchema));
+}
+
+// deepum-inspect --json's field names per schema version (docs/tools.md).
+// Schema 1 never had "bytes_by_role": the field was renamed
+// peak_live_bytes_by_role, with its meaning (the most of a role live at once,
+// not a sum over the profile), on 2026-11-23 at 15:59 (c09f20d), before the
+// outputs carried "schema" at all (c36e20f, 18:44); a document without
+// "schema" is of that unversioned past.
+TEST(Summary, JsonFieldsArePinnedPerSchemaVersion) {
+  const std::map<int64_t, std::set<std::string>> Profile = {
+      {1,
+       {"schema", "kind", "producer", "device", "device.name", "device.memory_bytes", "model",
+        "batch_size", "sequence_length", "access_source", "iterations", "kernels",
+        "kernels_per_iteration", "distinct_signatures", "allocations", "footprint_bytes",
+        "max_kernel_working_set_bytes", "peak_live_bytes", "persistent_bytes",
+        "peak_live_bytes_by_role", "iteration_us", "block_accesses", "faults", "um_events",
+        "dropped_records", "migrations"}}};
+  const std::map<int64_t, std::set<std::string>> Plan = {
+      {1,
+       {"schema", "kind", "producer", "model", "device_model", "strategy", "gpu_memory_bytes",
+        "profile_fingerprint", "positions", "execution_ids", "block_chains", "actions",
+        "arena_bytes", "peak_live_bytes", "best_fit_peak_bytes", "placements",
+        "predicted_iteration_us", "ignored"}}};
+  ProfileBuilder B;
+  uint64_t W = B.allocate(3 << 20, 0, -1, v1::ALLOCATION_ROLE_PARAMETER);
+  B.kernel("gemm", 1000, {{W, v1::ACCESS_MODE_READ}});
+  B.iteration(0, 1);
+  v1::Profile P = B.build();
+  auto *M = P.add_migrations();
+  M->set_direction(v1::MIGRATION_DIRECTION_HOST_TO_DEVICE);
+  M->set_cause(v1::MIGRATION_CAUSE_COHERENCE);
+  M->set_bytes(65536);
+  // Maps keyed by data (roles, directions, action kinds) are pinned by name only.
+  expectPinnedKeys(format::toJson(format::summarize(P)), Profile,
+                   {"peak_live_bytes_by_role", "migrations"}, "deepum-inspect --json (profile)");
+  v1::Plan Pl;
+  Pl.mutable_metadata()->set_model("m");
+  expectPinnedKeys(format::toJson(format::summarize(Pl)), Plan, {"actions"},
+                   "deepum-inspect --json (plan)");
 }
 
 TEST(Summary, FootprintIsTheLastIterationsBlocks) {

@@ -6,6 +6,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include <cmath>
+
 using namespace deepum;
 using namespace deepum::test;
 using ::testing::HasSubstr;
@@ -27,6 +29,28 @@ struct Fixture {
 TEST(Validate, AcceptsAValidProfile) {
   Fixture F;
   EXPECT_FALSE(bool(format::validateProfile(F.B.build())));
+}
+
+TEST(Validate, TheDevicesLinkRateIsFinite) {
+  // Protobuf's JSON reads "NaN" and "Infinity" for a double: deepum-inspect
+  // showed such a profile and deepum-plan took its link rate silently.
+  for (double Rate : {std::nan(""), HUGE_VAL, -1.0}) {
+    Fixture F;
+    v1::Profile P = F.B.build();
+    P.mutable_device()->set_link_bytes_per_second(Rate);
+    EXPECT_THAT(errorText(format::validateProfile(P)),
+                HasSubstr("device.link_bytes_per_second is "))
+        << Rate;
+  }
+  Fixture F;
+  v1::Profile P = F.B.build();
+  P.mutable_device()->set_link_bytes_per_second(12345);
+  std::string Json = format::toJson(P);
+  const std::string Rate = "\"link_bytes_per_second\": 12345";
+  ASSERT_NE(Json.find(Rate), std::string::npos) << Json;
+  Json.replace(Json.find(Rate), Rate.size(), "\"link_bytes_per_second\": \"NaN\"");
+  EXPECT_THAT(errorText(format::parseProfile(Json, "nan.profile.json", format::Encoding::Json)),
+              HasSubstr("nan.profile.json: device.link_bytes_per_second is nan, not a finite rate"));
 }
 
 TEST(Validate, FreeBeforeAllocation) {

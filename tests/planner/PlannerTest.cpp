@@ -4,6 +4,7 @@
 #include "TestSupport.h"
 
 #include "deepum/format/Format.h"
+#include "deepum/format/IterationNotes.h"
 #include "deepum/format/PlanWire.h"
 #include "deepum/format/Roofline.h"
 #include "deepum/planner/Planner.h"
@@ -208,6 +209,54 @@ TEST(PlannerLayout, PersistentPlacementsCarryTheirCallIndex) {
   Profile Missing = P;
   Missing.mutable_allocations(0)->clear_call_index();
   EXPECT_TRUE(NoCallIndex(compile(Missing, footprint(Missing) / 2).Plan));
+}
+
+TEST(PlannerLayout, APlanOfThePreviousFormatIsReadAsItsPlannerMeantIt) {
+  // Before placements carried lifetimes (format_version 1 all along),
+  // deepum-plan wrote the same layout without live_begin, live_end,
+  // wrap_end, ticks, call indices or the prologue's call sizes. Its
+  // per-iteration placements share bytes where their lifetimes, known to the
+  // planner only, do not meet; the readers once took them as live
+  // throughout and refused the plan ("placements for allocations 5 and 7
+  // overlap ...").
+  Profile P = syntheticTraining();
+  for (int I = 0; I < P.allocations_size(); ++I)
+    P.mutable_allocations(I)->set_call_index(static_cast<uint64_t>(I + 1));
+  Plan Old = compile(P, footprint(P) / 2).Plan;
+  PoolLayout &L = *Old.mutable_layout();
+  L.clear_ticks();
+  L.clear_prologue_call_bytes();
+  for (Placement &Pl : *L.mutable_placements()) {
+    Pl.clear_live_begin();
+    Pl.clear_live_end();
+    Pl.clear_wrap_end();
+    Pl.clear_call_index();
+  }
+  size_t Shared = 0;
+  for (const Placement &A : L.placements())
+    for (const Placement &B : L.placements())
+      if (A.sequence() < B.sequence() && !A.persistent() && !B.persistent() &&
+          A.offset() < B.offset() + B.size_bytes() && B.offset() < A.offset() + A.size_bytes())
+        ++Shared;
+  ASSERT_GT(Shared, 0u) << "the layout reuses no bytes: nothing to test";
+  llvm::Error E = format::validatePlan(Old);
+  EXPECT_FALSE(static_cast<bool>(E)) << llvm::toString(std::move(E));
+  // The persistent placements are live throughout, so no placement may sit
+  // on their bytes, with a lifetime or without.
+  const Placement *Persistent = nullptr;
+  for (const Placement &Pl : L.placements())
+    if (Pl.persistent())
+      Persistent = &Pl;
+  ASSERT_NE(Persistent, nullptr);
+  Plan OnPersistent = Old;
+  for (Placement &Pl : *OnPersistent.mutable_layout()->mutable_placements())
+    if (!Pl.persistent()) {
+      Pl.set_offset(Persistent->offset());
+      Pl.set_size_bytes(std::min(Pl.size_bytes(), Persistent->size_bytes()));
+      break;
+    }
+  EXPECT_NE(errorText(format::validatePlan(OnPersistent)).find("overlap in the arena"),
+            std::string::npos);
 }
 
 TEST(PlannerLayout, ACallRecordedManyTimesHasNoProfiledSize) {
@@ -1007,6 +1056,49 @@ TEST(PlannerErrors, NothingToPlanIsRefused) {
   EXPECT_NE(E.find("records no memory accesses"), std::string::npos) << E;
   EXPECT_NE(E.find("--mode access-set"), std::string::npos) << E;
   EXPECT_EQ(E.find('\n'), std::string::npos) << E;
+
+  // It records accesses, none the planner can use: it says what is missing.
+  Profile Unattributed = NoAccesses;
+  for (int I = 0; I < 64; ++I) {
+    PageFault *F = Unattributed.add_faults();
+    F->set_address(Unattributed.allocations(0).address() + 4096 * static_cast<uint64_t>(I));
+    F->set_kernel_index(-1);
+  }
+  E = errorText(compilePlan(Unattributed, O));
+  EXPECT_NE(E.find("records 64 page faults but none on its allocations in the kernels of "
+                   "iteration"),
+            std::string::npos)
+      << E;
+  EXPECT_NE(E.find("deepum-profile --iterations 3"), std::string::npos) << E;
+  EXPECT_EQ(E.find("records no memory accesses"), std::string::npos) << E;
+
+  // deepum-profile saw no mark and no period and recorded the whole run as
+  // one iteration: not a complete iteration, as for any profile without one.
+  Profile WholeRun = syntheticTraining(One);
+  WholeRun.mutable_workload()->set_notes(format::kWholeRunNote);
+  E = errorText(compilePlan(WholeRun, O));
+  EXPECT_NE(E.find("no complete iteration: deepum-profile saw no iteration mark"),
+            std::string::npos)
+      << E;
+  EXPECT_NE(E.find("--iterations 3"), std::string::npos) << E;
+}
+
+TEST(PlannerErrors, IterationsFoundByThePeriodAreSaidSo) {
+  // deepum-profile writes the iterations it found from the kernel sequence's
+  // period as Iteration records, and says so in the notes.
+  PlanOptions O;
+  O.GpuMemoryBytes = 64 * MiB;
+  Profile P = syntheticTraining();
+  P.mutable_workload()->set_notes(std::string(format::kIterationsByPeriodNote) +
+                                  "2 iteration(s) found from the period of the kernel sequence, "
+                                  "0 skipped, 2 recorded");
+  PlanResult R = takeOk(compilePlan(P, O));
+  EXPECT_NE(R.Plan.metadata().summary().find("iterations by period"), std::string::npos)
+      << R.Plan.metadata().summary();
+  P.mutable_workload()->clear_notes();
+  R = takeOk(compilePlan(P, O));
+  EXPECT_NE(R.Plan.metadata().summary().find("iterations by marks"), std::string::npos)
+      << R.Plan.metadata().summary();
 }
 
 TEST(PlannerTool, WritesAPlanInspectCanRead) {

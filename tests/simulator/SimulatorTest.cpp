@@ -1,4 +1,5 @@
 //===- SimulatorTest.cpp - Tiny traces computed by hand, every policy ------===//
+#include "JsonKeys.h"
 #include "SimTestSupport.h"
 #include "TestSupport.h"
 #include "Workload.h"
@@ -698,6 +699,23 @@ TEST(SimOutput, JsonHasTheStableKeys) {
                         "bytes_dtoh", "evictions", "prefetch_hits", "bound_or_ideal_us"})
     EXPECT_TRUE(O->get(K)) << K;
   EXPECT_EQ(O->getString("policy"), llvm::StringRef("um"));
+}
+
+// deepum-sim --json's field names per schema version (docs/tools.md).
+TEST(SimOutput, JsonFieldsArePinnedPerSchemaVersion) {
+  const std::map<int64_t, std::set<std::string>> Pinned = {
+      {1,
+       {"schema", "policy", "device", "model", "gpu_memory_bytes", "footprint_bytes",
+        "iterations", "warmup_iterations", "kernels_per_iteration", "durations",
+        "profile_device", "iteration_us", "repeats_every", "iteration_spread_us", "ideal_us",
+        "bound_us", "bound_or_ideal_us", "cut_bound_us", "lower_bound_us",
+        "bounds_compute_only", "stall_us", "slowdown", "faults", "fault_batches", "bytes_htod",
+        "bytes_dtoh", "bytes_prefetched", "bytes_driver_prefetched", "bytes_demand",
+        "evictions", "bytes_discarded", "prefetch_hits", "late_prefetches", "thrashing_events",
+        "throttled_batches", "lost_reads", "lost_contents", "peak_resident_bytes",
+        "invariant_violations"}}};
+  deepum::test::expectPinnedKeys(toJson(run(oneBlock(), opts(Policy::Um, 4 * MiB))), Pinned, {},
+                                 "deepum-sim --json");
 }
 
 TEST(SimOutput, TimelineHasComputeCopyAndResidentLanes) {

@@ -19,9 +19,10 @@
 //   fingerprint is not that of the program (below). The cursor says why,
 //   once, through offReason(); the executor logs it and keeps allocating.
 // - Profile fingerprint: a plan that carries one (the planner's FNV-1a hash
-//   of the profiled iteration's execution IDs) is checked twice. At
-//   construction the hash of the plan's own position_ids must equal it (a
-//   plan whose tables are not those of the profile it names is off at once).
+//   of the profiled iteration's execution IDs) is checked twice. The plan
+//   rules (format::checkRawPlan) refuse a plan whose own position_ids do not
+//   hash to it, so no file with one loads; a CompiledPlan built otherwise is
+//   off at construction.
 //   Then each iteration the program marks (deepum_step to deepum_step, with
 //   launches in it) is hashed the same way: one equal to the fingerprint
 //   confirms the plan for good; FingerprintIterations marked iterations in a

@@ -116,8 +116,9 @@ struct RawPlan {
     uint64_t Offset = 0;
     bool Persistent = false;
     /// Lifetime in layout ticks: [LiveBegin, LiveEnd), plus [0, WrapEnd)
-    /// when freed in the next iteration. LiveEnd == 0: not recorded, taken
-    /// as the whole iteration.
+    /// when freed in the next iteration. LiveEnd == 0: not recorded (an
+    /// earlier deepum-plan's placement), checked against the persistent
+    /// placements only.
     uint32_t LiveBegin = 0;
     uint32_t LiveEnd = 0;
     uint32_t WrapEnd = 0;

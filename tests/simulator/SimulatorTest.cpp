@@ -713,7 +713,7 @@ TEST(SimOutput, JsonFieldsArePinnedPerSchemaVersion) {
         "bytes_dtoh", "bytes_prefetched", "bytes_driver_prefetched", "bytes_demand",
         "evictions", "bytes_discarded", "prefetch_hits", "late_prefetches", "thrashing_events",
         "throttled_batches", "lost_reads", "lost_contents", "peak_resident_bytes",
-        "invariant_violations"}}};
+        "invariant_violations", "bytes_copied_out", "bytes_copied_in", "policy_peak_bytes"}}};
   deepum::test::expectPinnedKeys(toJson(run(oneBlock(), opts(Policy::Um, 4 * MiB))), Pinned, {},
                                  "deepum-sim --json");
 }

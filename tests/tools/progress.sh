@@ -30,8 +30,8 @@ cmp -s "$work/plan.out" "$work/plan2.out"
 check "deepum-plan: standard output is the same with progress" $?
 DEEPUM_PROGRESS=always "$tools/deepum-sim" "$profile" --gpu-memory "$cap" --plan "$work/plan.pb" \
   --compare --iterations 2 --warmup 1 >"$work/sim2.out" 2>"$work/sim2.err"
-for policy in um deepum swap-layer swap-opt plan ideal; do
-  grep -q "^deepum-sim: policy $policy simulated, [1-6] of 6 ([0-9.]* s)$" "$work/sim2.err"
+for policy in um deepum swap-layer swap-opt offload plan ideal; do
+  grep -q "^deepum-sim: policy $policy simulated, [1-7] of 7 ([0-9.]* s)$" "$work/sim2.err"
   check "deepum-sim: forced progress after policy $policy" $?
 done
 cmp -s "$work/sim.out" "$work/sim2.out"

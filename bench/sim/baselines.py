@@ -155,7 +155,7 @@ def main():
     fig, axes = plt.subplots(len(a.devices), len(a.models), figsize=(4 * len(a.models), 3.4 * len(a.devices)),
                              sharex=True, squeeze=False)
     styles = {"um": "o-", "deepum": "s-", "deepum-tuned": "D-", "swap-layer": "^-", "swap-opt": "v-",
-              "bound": "k--", "lower": "k:"}
+              "offload": "P-", "bound": "k--", "lower": "k:"}
     labels = {"bound": "max(ideal, bound)", "lower": "lower bound (cut)", **HEADERS}
     for i, d in enumerate(a.devices):
         for j, m in enumerate(a.models):

@@ -16,12 +16,14 @@
 //===----------------------------------------------------------------------===//
 #include "CuptiPort.h"
 
+#include "deepum/cupti/KernelParams.h"
 #include "deepum/profiler/HookTarget.h"
 #include "deepum/profiler/IterationMarker.h"
 #include "deepum/profiler/Recorder.h"
 #include "deepum/profiler/Session.h"
 #include "deepum/profiler/cuda/CuptiRecords.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cuda.h>
@@ -87,6 +89,7 @@ public:
   static void onDriverApi(void *Self, CUpti_CallbackDomain, CUpti_CallbackId, const void *);
   static void onRuntimeLaunch(void *Self, CUpti_CallbackDomain, CUpti_CallbackId, const void *);
   static void onRuntimeProfiler(void *Self, CUpti_CallbackDomain, CUpti_CallbackId, const void *);
+  static void onLaunchArguments(void *Self, CUpti_CallbackDomain, CUpti_CallbackId, const void *);
   static void onNvtx(void *Self, CUpti_CallbackDomain, CUpti_CallbackId, const void *);
 
 private:
@@ -111,6 +114,16 @@ private:
   std::atomic<bool> Stopped{false};
   /// Which profiler-API and NVTX callbacks are iteration marks.
   IterationMarker Marker;
+  /// Kernels' parameter layouts, for the words of each launch's arguments.
+  deepum::cupti::ParamLayouts Layouts;
+  /// Functions without a layout already reported (a few, then silence).
+  std::mutex NoLayoutMu;
+  std::vector<const void *> NoLayoutSaid;
+  /// Records a launch's arguments: the words of its parameter buffer, or that
+  /// it names nothing (no layout).
+  void recordArguments(uint64_t Correlation, const std::vector<deepum::cupti::ParamSlot> *Layout,
+                       void *const *Params, void *const *Extra, const void *Function,
+                       const char *Symbol);
 };
 
 Profiler *G = nullptr; // the one session of this process (InitializeInjection runs once)
@@ -122,6 +135,12 @@ thread_local bool InsideProfiler = false; // our own CUDA calls must not re-ente
 /// cudaLaunchKernel): blocks are sent home once, at the outermost exit, and
 /// not again for the driver launch inside.
 thread_local int RuntimeLaunchDepth = 0;
+/// The arguments of launches: depth of runtime launch calls on this thread
+/// (counted whatever the mode), the outermost one's correlation id (the one
+/// the kernel record carries), and whether its arguments were recorded yet.
+thread_local int ArgumentsDepth = 0;
+thread_local uint64_t ArgumentsCorrelation = 0;
+thread_local bool ArgumentsTaken = false;
 /// This thread's part of the Marker's state: its NVTX push/pop nesting, and
 /// whether it is inside cudaProfilerStart/Stop (whose own cuProfilerStart/Stop
 /// is the same mark).
@@ -247,6 +266,22 @@ void Profiler::start() {
   for (CUpti_CallbackId Id : {CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000,
                               CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000})
     Add(CUPTI_CB_DOMAIN_RUNTIME_API, Id, &Profiler::onRuntimeProfiler);
+  // Every launch's arguments: in the runtime's call where it has a parameter
+  // struct, else in the driver's (nested in the runtime's, or called alone).
+  for (CUpti_CallbackId Id :
+       {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz})
+    Add(CUPTI_CB_DOMAIN_DRIVER_API, Id, &Profiler::onLaunchArguments);
+  for (CUpti_CallbackId Id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+                              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+                              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000})
+    Add(CUPTI_CB_DOMAIN_RUNTIME_API, Id, &Profiler::onLaunchArguments);
   if (S.config().Mode == ProfileMode::AccessSet) {
     // Driver launches (Triton, graphs) and runtime launches, which may reach
     // the driver through entry points that fire no driver callback.
@@ -415,6 +450,111 @@ void Profiler::onRuntimeLaunch(void *Self, CUpti_CallbackDomain, CUpti_CallbackI
   if (RuntimeLaunchDepth > 0 && --RuntimeLaunchDepth > 0)
     return;
   static_cast<Profiler *>(Self)->sendTouchedBlocksHome();
+}
+
+void Profiler::recordArguments(uint64_t Correlation,
+                               const std::vector<deepum::cupti::ParamSlot> *Layout,
+                               void *const *Params, void *const *Extra, const void *Function,
+                               const char *Symbol) {
+  std::vector<uint64_t> Words;
+  bool Known = false;
+  if (Layout && Params) {
+    deepum::cupti::appendArgumentWords(*Layout, Params, Words);
+    Known = true;
+  } else if (Extra) {
+    Known = deepum::cupti::appendExtraBufferWords(Extra, Words);
+  }
+  Rec.addLaunchArguments(Correlation, now(), Known, Words);
+  if (Known || !Function)
+    return;
+  std::lock_guard<std::mutex> L(NoLayoutMu);
+  if (llvm::is_contained(NoLayoutSaid, Function) || NoLayoutSaid.size() > 8)
+    return;
+  NoLayoutSaid.push_back(Function);
+  warn(std::string("no parameter layout for kernel ") + (Symbol ? Symbol : "(unnamed)") +
+       (NoLayoutSaid.size() > 8 ? " (and others, not said)" : "") +
+       ": its launches name no memory (cuFuncGetParamInfo needs CUDA 12.4 or later)");
+}
+
+void Profiler::onLaunchArguments(void *Self, CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid,
+                                 const void *Data) {
+  auto *P = static_cast<Profiler *>(Self);
+  const auto *CB = static_cast<const CUpti_CallbackData *>(Data);
+  if (InsideProfiler || !isOwner())
+    return;
+  ReentryGuard Guard; // the layout queries are CUDA calls of our own
+  if (Domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (CB->callbackSite == CUPTI_API_EXIT) {
+      // A runtime launch whose arguments neither it nor a driver call showed
+      // (CUDA 13's __cudaLaunchKernel has no parameter struct; a graph launch
+      // runs kernels whose arguments were set at capture): they name nothing.
+      if (ArgumentsDepth > 0 && --ArgumentsDepth == 0 && !ArgumentsTaken)
+        P->Rec.addLaunchArguments(ArgumentsCorrelation, P->now(), false, {});
+      return;
+    }
+    if (ArgumentsDepth++ > 0)
+      return; // __cudaLaunchKernel wrapping cudaLaunchKernel: the outermost call's id
+    ArgumentsCorrelation = CB->correlationId;
+    ArgumentsTaken = false;
+    const void *Func = nullptr;
+    void **Args = nullptr;
+    if (CB->functionParams)
+      switch (Cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
+        const auto *A = static_cast<const cudaLaunchKernel_v7000_params *>(CB->functionParams);
+        Func = A->func;
+        Args = A->args;
+        break;
+      }
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+        const auto *A = static_cast<const cudaLaunchKernelExC_v11060_params *>(CB->functionParams);
+        Func = A->func;
+        Args = A->args;
+        break;
+      }
+      default:
+        break;
+      }
+    if (!Func)
+      return; // the driver call inside may show them
+    if (const auto *Layout = P->Layouts.ofHostStub(Func)) {
+      P->recordArguments(CB->correlationId, Layout, Args, nullptr, Func, CB->symbolName);
+      ArgumentsTaken = true;
+    }
+    return;
+  }
+  if (CB->callbackSite != CUPTI_API_ENTER || (ArgumentsDepth > 0 && ArgumentsTaken))
+    return;
+  const uint64_t Correlation = ArgumentsDepth > 0 ? ArgumentsCorrelation : CB->correlationId;
+  const void *Function = nullptr;
+  void **Params = nullptr, **Extra = nullptr;
+  if (CB->functionParams)
+    switch (Cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      const auto *A = static_cast<const cuLaunchKernel_params *>(CB->functionParams);
+      Function = A->f;
+      Params = A->kernelParams;
+      Extra = A->extra;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto *A = static_cast<const cuLaunchKernelEx_params *>(CB->functionParams);
+      Function = A->f;
+      Params = A->kernelParams;
+      Extra = A->extra;
+      break;
+    }
+    default: // a graph launch: its kernels' arguments were set at capture
+      break;
+    }
+  P->recordArguments(Correlation, Function ? P->Layouts.ofFunction(Function) : nullptr, Params,
+                     Extra, Function, CB->symbolName);
+  if (ArgumentsDepth > 0)
+    ArgumentsTaken = true;
 }
 
 /// The ASCII message of an NVTX event, or null (unicode, registered strings: no step range).

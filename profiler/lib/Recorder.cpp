@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 #include <utility>
 
 using namespace deepum::v1;
@@ -56,10 +57,22 @@ void Recorder::noteMaybeOnGpuLocked(uint64_t Address, uint64_t Bytes) {
     MaybeOnGpu.insert(B);
 }
 
+bool Recorder::dropUmRecordLocked() {
+  if (Opts.DropUmRecords <= 0)
+    return false;
+  // splitmix64: a fixed sequence, so a test sees the same records dropped
+  // for the same order of arrival.
+  uint64_t Z = (DropState += 0x9e3779b97f4a7c15ull);
+  Z = (Z ^ (Z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  Z = (Z ^ (Z >> 27)) * 0x94d049bb133111ebull;
+  Z ^= Z >> 31;
+  return static_cast<double>(Z >> 11) * 0x1.0p-53 < Opts.DropUmRecords;
+}
+
 void Recorder::addFault(FaultRecord F) {
   std::lock_guard<std::mutex> L(Mu);
   noteMaybeOnGpuLocked(F.Address, 1);
-  if (keepLocked(F.TimeNs))
+  if (keepLocked(F.TimeNs) && !dropUmRecordLocked())
     Faults.push_back(F);
 }
 
@@ -67,8 +80,38 @@ void Recorder::addMigration(MigrationRecord M) {
   std::lock_guard<std::mutex> L(Mu);
   if (M.Direction == MIGRATION_DIRECTION_HOST_TO_DEVICE)
     noteMaybeOnGpuLocked(M.Address, M.Bytes);
-  if (M.Bytes != 0 && keepLocked(M.StartNs))
+  if (M.Bytes != 0 && keepLocked(M.StartNs) &&
+      !(M.Direction == MIGRATION_DIRECTION_HOST_TO_DEVICE && dropUmRecordLocked()))
     Migrations.push_back(M);
+}
+
+void Recorder::addLaunchArguments(uint64_t CorrelationId, uint64_t TimeNs, bool LayoutKnown,
+                                  llvm::ArrayRef<uint64_t> Values) {
+  std::lock_guard<std::mutex> L(Mu);
+  if (!keepLocked(TimeNs))
+    return;
+  LaunchArguments &A = Arguments[CorrelationId];
+  A.TimeNs = TimeNs;
+  A.LayoutKnown = LayoutKnown;
+  A.Serials.clear();
+  if (!LayoutKnown)
+    return;
+  auto Holder = [&](const std::map<uint64_t, size_t> &Live, uint64_t V) -> const Allocation * {
+    auto It = Live.upper_bound(V);
+    if (It == Live.begin())
+      return nullptr;
+    const Allocation &Al = Allocations[std::prev(It)->second];
+    return V - Al.Address < Al.Bytes ? &Al : nullptr;
+  };
+  for (uint64_t V : Values) {
+    const Allocation *Al = Holder(LiveAllocator, V);
+    if (!Al)
+      Al = Holder(LiveDriver, V);
+    if (Al)
+      A.Serials.push_back(Al->Serial);
+  }
+  llvm::sort(A.Serials);
+  A.Serials.erase(std::unique(A.Serials.begin(), A.Serials.end()), A.Serials.end());
 }
 
 void Recorder::addUmEvent(UmEventRecord E) {
@@ -105,7 +148,7 @@ void Recorder::addAllocation(uint64_t Address, uint64_t Bytes, uint64_t Stream, 
     Live.erase(It);
   }
   Live[Address] = Allocations.size();
-  Allocations.push_back({Address, Bytes, Stream, TimeNs, std::nullopt, Source, Call});
+  Allocations.push_back({Address, Bytes, Stream, TimeNs, std::nullopt, Source, Call, NextSerial++});
 }
 
 void Recorder::addFree(uint64_t Address, uint64_t TimeNs, AllocationSource Source) {
@@ -165,6 +208,8 @@ void Recorder::pruneBeforeLocked(uint64_t T) {
   Drop(Faults, [](const FaultRecord &F) { return F.TimeNs; });
   Drop(Migrations, [](const MigrationRecord &M) { return M.StartNs; });
   Drop(UmEvents, [](const UmEventRecord &E) { return E.TimeNs; });
+  for (auto It = Arguments.begin(); It != Arguments.end();)
+    It = It->second.TimeNs < T ? Arguments.erase(It) : std::next(It);
   // Allocations freed before T can matter to no recorded kernel. Indices in
   // the live maps change, so they are rebuilt.
   std::vector<Allocation> Kept;
@@ -508,6 +553,7 @@ public:
   void attributeMigrations();
   void addFaultStalls();
   void addAccessSets();
+  void addArguments();
   void addMigrations();
   void addUmEvents();
   void addRecording(const std::string &PeriodNote);
@@ -908,6 +954,44 @@ void Recorder::ProfileBuilder::addAccessSets() {
   }
 }
 
+/// What each kernel's arguments named (Recorder::addLaunchArguments, by the
+/// launch's correlation id), and the allocations it touched without naming
+/// them: those of its faults and migrations outside the named ones.
+void Recorder::ProfileBuilder::addArguments() {
+  if (R.Arguments.empty())
+    return;
+  std::unordered_map<uint64_t, uint64_t> IdOfSerial;
+  for (size_t I = 0; I < As.size(); ++I)
+    IdOfSerial.emplace(As[I]->Serial, I + 1);
+  for (size_t K = 0; K < Ks.size(); ++K) {
+    auto It = R.Arguments.find(Ks[K]->CorrelationId);
+    if (Ks[K]->CorrelationId == 0 || It == R.Arguments.end())
+      continue;
+    Kernel *PK = P.mutable_kernels(static_cast<int>(K));
+    if (!It->second.LayoutKnown) {
+      PK->set_arguments(KERNEL_ARGUMENTS_NO_LAYOUT);
+      continue;
+    }
+    PK->set_arguments(KERNEL_ARGUMENTS_SCANNED);
+    std::vector<uint64_t> Named;
+    for (uint64_t Serial : It->second.Serials)
+      if (auto Id = IdOfSerial.find(Serial); Id != IdOfSerial.end())
+        Named.push_back(Id->second);
+    llvm::sort(Named);
+    Named.erase(std::unique(Named.begin(), Named.end()), Named.end());
+    std::vector<uint64_t> Indirect;
+    for (const PageUse &U : Uses[K])
+      if (!std::binary_search(Named.begin(), Named.end(), U.AllocationId))
+        Indirect.push_back(U.AllocationId);
+    llvm::sort(Indirect);
+    Indirect.erase(std::unique(Indirect.begin(), Indirect.end()), Indirect.end());
+    for (uint64_t Id : Named)
+      PK->add_named_allocations(Id);
+    for (uint64_t Id : Indirect)
+      PK->add_indirect_allocations(Id);
+  }
+}
+
 const std::vector<const MigrationRecord *> &Recorder::ProfileBuilder::migrationsInWindow() {
   if (!InWindowMigrations) {
     std::vector<const MigrationRecord *> Ms;
@@ -1029,6 +1113,7 @@ Expected<Profile> Recorder::buildProfile() const {
   Builder.attributeMigrations();
   Builder.addFaultStalls();
   Builder.addAccessSets();
+  Builder.addArguments();
   Builder.addMigrations();
   Builder.addUmEvents();
   Builder.addRecording(PeriodNote);
@@ -1053,6 +1138,15 @@ std::string describeProfile(const Profile &P) {
                           P.iterations_size(), P.kernels_size(), P.allocations_size(),
                           P.faults_size(), Attributed, P.migrations_size())
                       .str();
+  uint64_t Scanned = 0, NoLayout = 0;
+  for (const Kernel &K : P.kernels()) {
+    Scanned += K.arguments() == KERNEL_ARGUMENTS_SCANNED;
+    NoLayout += K.arguments() == KERNEL_ARGUMENTS_NO_LAYOUT;
+  }
+  if (Scanned + NoLayout)
+    S += formatv("; arguments read for {0} kernel(s){1}", Scanned,
+                 NoLayout ? formatv(", not for {0} (no parameter layout)", NoLayout).str() : "")
+             .str();
   if (P.recording().dropped_records())
     S += formatv("; {0} record(s) dropped by CUPTI", P.recording().dropped_records()).str();
   if (!P.recording().um_counters_enabled())

@@ -94,6 +94,11 @@ SessionConfig::fromEnvironment(function_ref<const char *(const char *)> GetEnv) 
     C.StepRange = R;
   if (const char *P = GetEnv(kEnvProgress))
     C.Progress = StringRef(P) == "1";
+  if (const char *D = GetEnv(kEnvDropUmRecords)) {
+    if (StringRef(D).getAsDouble(C.DropUmRecords) || !(C.DropUmRecords >= 0) ||
+        C.DropUmRecords > 1)
+      return badEnv(kEnvDropUmRecords, "is not a fraction from 0 to 1: '" + Twine(D) + "'");
+  }
   return C;
 }
 
@@ -102,6 +107,7 @@ RecorderOptions SessionConfig::recorderOptions() const {
   O.Iterations = Iterations;
   O.Skip = Skip;
   O.AccessSetMode = Mode == ProfileMode::AccessSet;
+  O.DropUmRecords = DropUmRecords;
   return O;
 }
 

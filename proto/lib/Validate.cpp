@@ -190,6 +190,27 @@ Error validateProfile(const Profile &P) {
                        Twine(T.offset()) + ", " + Twine(T.offset() + T.bytes()) +
                        ") of allocation " + Twine(T.allocation_id()) + " of size " + Twine(Size));
     }
+    // The allocations the arguments name, and those reached without a name.
+    if (Kn.arguments() != KERNEL_ARGUMENTS_SCANNED &&
+        (Kn.named_allocations_size() > 0 || Kn.indirect_allocations_size() > 0))
+      return invalid("kernel " + Twine(K) + " (" + Kn.name() +
+                     ") lists allocations its arguments name, but its arguments were not read");
+    for (const auto *List : {&Kn.named_allocations(), &Kn.indirect_allocations()}) {
+      const char *What = List == &Kn.named_allocations() ? "named" : "indirect";
+      for (int I = 0; I < List->size(); ++I) {
+        const uint64_t Id = List->Get(I);
+        if (I > 0 && Id <= List->Get(I - 1))
+          return invalid("kernel " + Twine(K) + " (" + Kn.name() + "): its " + What +
+                         " allocations are not strictly ascending");
+        if (!AllocIndex.count(Id))
+          return invalid("kernel " + Twine(K) + " (" + Kn.name() + ") lists " + What +
+                         " allocation " + Twine(Id) + ", which does not exist");
+      }
+    }
+    for (uint64_t Id : Kn.indirect_allocations())
+      if (std::binary_search(Kn.named_allocations().begin(), Kn.named_allocations().end(), Id))
+        return invalid("kernel " + Twine(K) + " (" + Kn.name() + "): allocation " + Twine(Id) +
+                       " is both named by its arguments and reached without a name");
   }
 
   uint64_t NextKernel = 0;

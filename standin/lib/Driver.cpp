@@ -10,6 +10,8 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "deepum/standin/StandIn.h"
+
 #include <cstdio>
 
 // The primary context of device 0, as a handle nothing dereferences.
@@ -74,6 +76,17 @@ CUresult cuDeviceGetName(char *Name, int Len, CUdevice Device) {
     return result(E);
   std::snprintf(Name, static_cast<size_t>(Len), "%s", P.name);
   return CUDA_SUCCESS;
+}
+
+// A CUfunction and a CUkernel are the runtime's kernel object here.
+CUresult cuFuncGetParamInfo(CUfunction Func, size_t Index, size_t *Offset, size_t *Size) {
+  return static_cast<CUresult>(
+      deepum_standin_param_info(reinterpret_cast<const void *>(Func), Index, Offset, Size));
+}
+
+CUresult cuKernelGetParamInfo(CUkernel Kernel, size_t Index, size_t *Offset, size_t *Size) {
+  return static_cast<CUresult>(
+      deepum_standin_param_info(reinterpret_cast<const void *>(Kernel), Index, Offset, Size));
 }
 
 CUresult cuDeviceTotalMem(size_t *Bytes, CUdevice Device) {

@@ -51,12 +51,16 @@ void readNvInfo(const uint8_t *P, uint64_t Size, ParamLayout &Out) {
       return;
     if (Attr == kAttrKparamInfo && Len >= 12) {
       const uint16_t Ordinal = load<uint16_t>(P + I + 4 + 4);
+      const uint16_t Offset = load<uint16_t>(P + I + 4 + 6);
       const uint32_t Bits = load<uint32_t>(P + I + 4 + 8);
       const uint32_t Bytes = (Bits >> 18) & 0x3fff;
       if (Ordinal < 4096) {
-        if (Out.Sizes.size() <= Ordinal)
+        if (Out.Sizes.size() <= Ordinal) {
           Out.Sizes.resize(Ordinal + 1, 0);
+          Out.Offsets.resize(Ordinal + 1, 0);
+        }
         Out.Sizes[Ordinal] = Bytes;
+        Out.Offsets[Ordinal] = Offset;
       }
     }
     I += 4 + Len;
@@ -125,6 +129,30 @@ std::unordered_map<std::string, ParamLayout> readParamLayouts(const void *Fatbin
     E += EntryHeader + Payload;
   }
   return Out;
+}
+
+bool paramInfo(const ParamLayout &L, size_t Index, size_t *Offset, size_t *Size) {
+  if (Index >= L.Sizes.size())
+    return false;
+  size_t At = 0;
+  if (L.Offsets.size() == L.Sizes.size()) {
+    At = L.Offsets[Index];
+  } else {
+    for (size_t I = 0;; ++I) {
+      size_t Align = 1;
+      while (Align < 8 && L.Sizes[I] % (Align * 2) == 0)
+        Align *= 2;
+      At = (At + Align - 1) / Align * Align;
+      if (I == Index)
+        break;
+      At += L.Sizes[I];
+    }
+  }
+  if (Offset)
+    *Offset = At;
+  if (Size)
+    *Size = L.Sizes[Index];
+  return true;
 }
 
 } // namespace deepum::standin

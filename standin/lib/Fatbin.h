@@ -19,8 +19,16 @@
 namespace deepum::standin {
 
 struct ParamLayout {
-  std::vector<uint32_t> Sizes; // by ordinal
+  std::vector<uint32_t> Sizes;   // by ordinal
+  std::vector<uint32_t> Offsets; // by ordinal; empty: laid out by paramInfo's rule
 };
+
+/// Parameter `Index`'s offset and size in the device-side parameter buffer
+/// (cuFuncGetParamInfo): the cubin's offsets when it gave them, else each
+/// parameter at the next multiple of its natural alignment (its size's
+/// largest power of two, at most 8: what a twin's declared sizes allow).
+/// False past the last parameter.
+bool paramInfo(const ParamLayout &L, size_t Index, size_t *Offset, size_t *Size);
 
 /// Layouts of the kernels in the fat binary behind nvcc's wrapper
 /// (__fatBinC_Wrapper_t), by device name. Malformed input yields what could

@@ -1355,6 +1355,43 @@ cudaError_t cudaFuncGetName(const char **Name, const void *Func) {
   return cudaSuccess;
 }
 
+// The parameter layout: from the cubin's .nv.info (Fatbin.h), else from the
+// sizes a twin declares. `Func` is the host stub or the handle that
+// __cudaGetKernel / cudaGetFuncBySymbol gave (one object here, CUkern_st),
+// as the runtime accepts either.
+int deepum_standin_param_info(const void *Func, size_t Index, size_t *Offset, size_t *Size) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  const CUkern_st *K = nullptr;
+  if (auto It = M.Kernels.find(Func); It != M.Kernels.end())
+    K = It->second.get();
+  else
+    for (const auto &[Stub, Kern] : M.Kernels)
+      if (Kern.get() == Func)
+        K = Kern.get();
+  if (!K)
+    return cudaErrorInvalidDeviceFunction;
+  if (!Offset || !K->HaveLayout || !deepum::standin::paramInfo(K->Layout, Index, Offset, Size))
+    return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncGetParamInfo(const void *Func, size_t Index, size_t *Offset, size_t *Size) {
+  ENTER();
+  return ret(static_cast<cudaError_t>(deepum_standin_param_info(Func, Index, Offset, Size)));
+}
+
+cudaError_t cudaGetFuncBySymbol(cudaFunction_t *Function, const void *Symbol) {
+  ENTER();
+  if (!Function)
+    return ret(cudaErrorInvalidValue);
+  auto It = M.Kernels.find(Symbol);
+  if (It == M.Kernels.end())
+    return ret(cudaErrorInvalidDeviceFunction);
+  *Function = reinterpret_cast<cudaFunction_t>(It->second.get());
+  return cudaSuccess;
+}
+
 } // extern "C"
 
 // --- Driver entry points reached through cudaGetDriverEntryPointByVersion ---------------

@@ -60,6 +60,10 @@ struct RecorderOptions {
   bool AccessSetMode = false;
   /// Written into Profile.producer.
   std::string Producer = "deepum-profile 1";
+  /// Test-only (DEEPUM_PROFILE_DROP_UM_RECORDS): this fraction of the page
+  /// fault and host-to-device migration records is dropped at random (a fixed
+  /// seed), as a driver that reports only some of a kernel's accesses would.
+  double DropUmRecords = 0;
 };
 
 enum class RecorderState {
@@ -102,6 +106,13 @@ public:
                      AllocationSource Source, uint64_t Call = 0);
   /// A free of the allocation at `Address`; unknown addresses are counted and ignored.
   void addFree(uint64_t Address, uint64_t TimeNs, AllocationSource Source);
+  /// A launch's arguments, read at its launch call: `CorrelationId` is the
+  /// call's (the kernel record carries it). With `LayoutKnown`, `Values` are
+  /// every 8-byte-aligned value of the kernel's parameter buffer, and each
+  /// that points into an allocation live now names it (the allocator's
+  /// tensors before the driver's pools); without, the kernel names nothing.
+  void addLaunchArguments(uint64_t CorrelationId, uint64_t TimeNs, bool LayoutKnown,
+                          llvm::ArrayRef<uint64_t> Values);
 
   void setVersions(uint32_t Driver, uint32_t Runtime);
   void setConcurrentManagedAccess(bool Supported);
@@ -156,6 +167,15 @@ private:
     std::optional<uint64_t> FreeNs;
     AllocationSource Source;
     uint64_t Call = 0;
+    /// Which allocation this is, for good: indices change when records are pruned.
+    uint64_t Serial = 0;
+  };
+  /// What one launch's arguments named (addLaunchArguments).
+  struct LaunchArguments {
+    uint64_t TimeNs = 0;
+    bool LayoutKnown = false;
+    /// Allocation::Serial of each allocation named, ascending.
+    std::vector<uint64_t> Serials;
   };
   struct Window {
     uint64_t Begin, End;
@@ -188,6 +208,13 @@ private:
   std::vector<Allocation> Allocations;
   /// Address -> index into Allocations of the live allocation there, per source.
   std::map<uint64_t, size_t> LiveAllocator, LiveDriver;
+  uint64_t NextSerial = 1;
+  /// The arguments of each launch, by correlation id.
+  std::map<uint64_t, LaunchArguments> Arguments;
+  /// DropUmRecords' random state.
+  uint64_t DropState = 0x9e3779b97f4a7c15ull;
+  /// Whether the next UM record is dropped (DropUmRecords).
+  bool dropUmRecordLocked();
   /// --mode access-set: blocks that may be on the GPU since the last
   /// takeRangesToSendHome (not pruned with the records).
   std::set<uint64_t> MaybeOnGpu;

@@ -40,6 +40,9 @@ inline constexpr const char *kEnvStepRange = "DEEPUM_PROFILE_STEP_RANGE";
 /// "1": a progress line per iteration skipped and recorded (deepum-profile's
 /// standard error is a terminal, or DEEPUM_PROGRESS=always).
 inline constexpr const char *kEnvProgress = "DEEPUM_PROFILE_PROGRESS";
+/// Test-only: the fraction of UM fault and migration records to drop
+/// (RecorderOptions::DropUmRecords); set by a test around deepum-profile.
+inline constexpr const char *kEnvDropUmRecords = "DEEPUM_PROFILE_DROP_UM_RECORDS";
 /// The injection library's own path, so the allocator can find its recording hooks.
 inline constexpr const char *kEnvLibrary = "DEEPUM_PROFILER_LIBRARY";
 
@@ -63,6 +66,8 @@ struct SessionConfig {
   std::string StepRange;
   /// A progress line per iteration skipped and recorded.
   bool Progress = false;
+  /// Test-only: RecorderOptions::DropUmRecords.
+  double DropUmRecords = 0;
 
   /// The variables that carry this config (the library path is added by the launcher).
   std::vector<std::pair<std::string, std::string>> toEnvironment() const;

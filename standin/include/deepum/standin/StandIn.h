@@ -68,6 +68,15 @@ int deepum_standin_access(struct deepum_standin_launch *launch, const void *ptr,
 /** Adds floating-point work to the launch's cost in the model. */
 void deepum_standin_add_flops(struct deepum_standin_launch *launch, double flops);
 
+/** A kernel's parameter `index`: its offset and size in the parameter buffer
+ *  (`kernel`: a host stub, or the kernel object that __cudaGetKernel,
+ *  cudaGetFuncBySymbol or a CUfunction names). The stand-in driver's
+ *  cuFuncGetParamInfo: unlike the runtime's cudaFuncGetParamInfo it leaves
+ *  the thread's last error alone. 0, or cudaErrorInvalidValue past the last
+ *  parameter or without a layout, cudaErrorInvalidDeviceFunction for an
+ *  unknown kernel. */
+int deepum_standin_param_info(const void *kernel, size_t index, size_t *offset, size_t *size);
+
 /** The model's counters since start-up (or the last reset). */
 struct deepum_standin_stats {
   uint64_t kernels;

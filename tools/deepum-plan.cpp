@@ -38,6 +38,11 @@ static cl::opt<std::string>
 static cl::opt<std::string> ComputeFrom("compute-from",
                                         cl::desc(deepum::tools::kComputeFromHelp),
                                         cl::value_desc("PROFILE"), cl::cat(Category));
+static cl::opt<bool> IgnoreArguments(
+    "ignore-arguments",
+    cl::desc("Plan from the recorded accesses (faults, migrations) alone, not from what the "
+             "launches' arguments name: to see what that source adds"),
+    cl::cat(Category));
 static cl::opt<bool> Quiet("quiet", cl::desc("Print neither the plan's summary nor progress"),
                            cl::cat(Category));
 
@@ -64,6 +69,7 @@ int main(int argc, char **argv) {
   Opts.Strategy = Strategy;
   Opts.ComputeFrom = ComputeFrom;
   Opts.PrintSummary = !Quiet;
+  Opts.UseArguments = !IgnoreArguments;
   deepum::tools::ProgressSettings Progress = deepum::tools::progressSettings(errs(), Quiet);
   Opts.Progress = Progress.Stream;
   Opts.ProgressDelaySeconds = Progress.DelaySeconds;

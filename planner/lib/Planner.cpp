@@ -2,6 +2,7 @@
 #include "deepum/planner/Planner.h"
 
 #include "deepum/base/Error.h"
+#include "deepum/format/AccessSources.h"
 #include "deepum/format/Compute.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/IterationNotes.h"
@@ -188,7 +189,45 @@ Expected<Strategy> parseStrategy(StringRef Name) {
   return planError("unknown strategy '" + Name + "' (expected 'prefetch', 'swap' or 'demand')");
 }
 
+static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOptions &Opts);
+
+/// deepum-plan's line on where the access sets came from.
+static void printAccessSources(raw_ostream &OS, const format::AccessSourceReport &S,
+                               bool UseArguments) {
+  if (S.KernelsScanned + S.KernelsNoLayout == 0) {
+    OS << "access sets: recorded accesses only (the profile holds no launch arguments; "
+          "deepum-profile records them)\n";
+    return;
+  }
+  const auto B = [](uint64_t N) { return format::formatBytes(N); };
+  OS << formatv("access sets: arguments read for {0} of {1} kernel launches{2}; {3} named and "
+                "recorded, {4} named only{5}, {6} recorded only, {7} reached indirectly in {8} "
+                "allocation(s)\n",
+                S.KernelsScanned, S.Kernels,
+                S.KernelsNoLayout ? formatv(" ({0} without a layout)", S.KernelsNoLayout).str() : "",
+                B(S.Total.NamedAndFaulted), B(S.Total.NamedOnly),
+                UseArguments ? "" : " (left out: --ignore-arguments)", B(S.Total.FaultedOnly),
+                B(S.Total.Indirect), S.IndirectAllocations);
+}
+
 Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
+  // The access sets from both sources: each kernel's named allocations whole,
+  // beside its recorded accesses (deepum/format/AccessSources.h).
+  if (!Opts.UseArguments || !format::hasArguments(P)) {
+    auto R = compileAccessSets(P, Opts);
+    if (R)
+      R->Sources = format::accessSources(P);
+    return R;
+  }
+  Profile Widened = P;
+  format::AccessSourceReport Sources = format::addNamedAccesses(Widened);
+  auto R = compileAccessSets(Widened, Opts);
+  if (R)
+    R->Sources = std::move(Sources);
+  return R;
+}
+
+static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOptions &Opts) {
   if (Opts.GpuMemoryBytes == 0)
     return planError("--gpu-memory must be positive");
   if (Opts.GpuMemoryBytes < P.um_block_bytes())
@@ -384,14 +423,18 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   PO.ProfileSource = Opts.Input;
   PO.Progress = Opts.Progress;
   PO.ProgressDelaySeconds = Opts.ProgressDelaySeconds;
+  PO.UseArguments = Opts.UseArguments;
   auto R = compilePlan(*P, PO);
   if (!R)
     return planError(Opts.Input + ": " + toString(R.takeError()));
   if (Error E = format::writePlan(R->Plan, Opts.Output, {Opts.Input}))
     return E;
   // With -o - the plan itself is standard output: the summary goes beside the progress.
-  if (Opts.PrintSummary)
-    format::print(Opts.Output == "-" ? Err : Out, format::summarize(R->Plan));
+  if (Opts.PrintSummary) {
+    llvm::raw_ostream &OS = Opts.Output == "-" ? Err : Out;
+    format::print(OS, format::summarize(R->Plan));
+    printAccessSources(OS, R->Sources, Opts.UseArguments);
+  }
   return Error::success();
 }
 

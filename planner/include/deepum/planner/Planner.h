@@ -13,6 +13,7 @@
 #ifndef DEEPUM_PLANNER_PLANNER_H
 #define DEEPUM_PLANNER_PLANNER_H
 
+#include "deepum/format/AccessSources.h"
 #include "deepum/planner/Schedule.h"
 #include "deepum/planner/Trace.h"
 
@@ -53,6 +54,10 @@ struct PlanOptions {
   /// = nowhere (deepum/tools/Progress.h decides for the tool).
   llvm::raw_ostream *Progress = nullptr;
   double ProgressDelaySeconds = 2;
+  /// Each kernel's access set takes every byte of the allocations its
+  /// arguments name, beside its recorded accesses (format::addNamedAccesses);
+  /// false (--ignore-arguments): the recorded accesses alone.
+  bool UseArguments = true;
 };
 
 struct PlanResult {
@@ -60,6 +65,8 @@ struct PlanResult {
   PoolStats Pool;
   ScheduleStats Stats;
   uint64_t FootprintBytes = 0;
+  /// Each source's bytes in the profile's access sets (before widening).
+  format::AccessSourceReport Sources;
 };
 
 /// Compiles `P` into a plan. Errors name the problem in one line (the caller
@@ -78,6 +85,8 @@ struct PlanToolOptions {
   std::string ComputeFrom;
   /// Print the plan's summary to this stream after writing it.
   bool PrintSummary = true;
+  /// PlanOptions::UseArguments.
+  bool UseArguments = true;
   /// Progress lines (PlanOptions::Progress); null = none.
   llvm::raw_ostream *Progress = nullptr;
   double ProgressDelaySeconds = 2;

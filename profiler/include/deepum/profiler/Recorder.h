@@ -60,7 +60,7 @@ struct RecorderOptions {
   bool AccessSetMode = false;
   /// Written into Profile.producer.
   std::string Producer = "deepum-profile 1";
-  /// Test-only (DEEPUM_PROFILE_DROP_UM_RECORDS): this fraction of the page
+  /// Test-only (DEEPUM_TEST_DROP_UM_RECORDS): this fraction of the page
   /// fault and host-to-device migration records is dropped at random (a fixed
   /// seed), as a driver that reports only some of a kernel's accesses would.
   double DropUmRecords = 0;

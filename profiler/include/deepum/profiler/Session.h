@@ -42,7 +42,7 @@ inline constexpr const char *kEnvStepRange = "DEEPUM_PROFILE_STEP_RANGE";
 inline constexpr const char *kEnvProgress = "DEEPUM_PROFILE_PROGRESS";
 /// Test-only: the fraction of UM fault and migration records to drop
 /// (RecorderOptions::DropUmRecords); set by a test around deepum-profile.
-inline constexpr const char *kEnvDropUmRecords = "DEEPUM_PROFILE_DROP_UM_RECORDS";
+inline constexpr const char *kEnvDropUmRecords = "DEEPUM_TEST_DROP_UM_RECORDS";
 /// The injection library's own path, so the allocator can find its recording hooks.
 inline constexpr const char *kEnvLibrary = "DEEPUM_PROFILER_LIBRARY";
 

@@ -8,6 +8,8 @@
 #   - steady-state demand faults under the plan <= 5% of those without it
 #   - the final parameters bit-identical to the run without deepum
 #   - the iteration time: the stand-in's within 1% of deepum-sim's on the profile
+#   - with half the UM records dropped, the plan from the launches' arguments
+#     and the faults replays with 0 demand faults; from the faults alone it does not
 #
 # usage: end_to_end.sh STANDIN_LIB_DIR LIBDEEPUM TRAIN_STEP TOOLS_DIR INJECTION_LIB [WORKDIR]
 set -euo pipefail
@@ -209,4 +211,41 @@ fi
 cmp -s "$out/plain.bin" "$out/extra.bin" &&
   check ok "one allocation call more than profiled: parameters bit-identical to the run without deepum" ||
   check FAIL "one allocation call more than profiled: parameters bit-identical to the run without deepum"
+# Faults are a sample: one steady step profiled with half of its fault and
+# migration records dropped at random (DEEPUM_TEST_DROP_UM_RECORDS, test only).
+# The launches' arguments still name every tensor each kernel touches, so the
+# plan built from both sources covers what the twins declare and the replay
+# takes no demand fault; from the recorded accesses alone
+# (--ignore-arguments) it misses some, and the replay faults on them.
+env DEEPUM_STANDIN_GPU_MEMORY=1GiB DEEPUM_TEST_DROP_UM_RECORDS=0.5 "$tools/deepum-profile" \
+  --injection-library "$inj" --mode access-set --skip 1 --iterations 1 -o "$out/sampled.pb" -- \
+  "$ts" train 3 "$out/sampled-profiled.bin" > "$out/sampled-profile.log" 2>&1 ||
+  { cat "$out/sampled-profile.log"; exit 1; }
+grep 'wrote' "$out/sampled-profile.log"
+for source in both faults; do
+  extra=()
+  [[ $source == faults ]] && extra=(--ignore-arguments)
+  "$tools/deepum-plan" "$out/sampled.pb" -o "$out/sampled-$source.plan.pb" --gpu-memory "$cap" \
+    --device-model h100-pcie "${extra[@]}" > "$out/sampled-$source-plan.log" 2>&1 ||
+    { cat "$out/sampled-$source-plan.log"; exit 1; }
+  grep '^access sets' "$out/sampled-$source-plan.log"
+  env DEEPUM_STANDIN_GPU_MEMORY="$cap" DEEPUM_TRAIN_LIBDEEPUM="$libdeepum" \
+    DEEPUM_PLAN="$out/sampled-$source.plan.pb" DEEPUM_GPU_MEMORY="$cap" "$ts" train $steps \
+    "$out/sampled-$source.bin" > "$out/sampled-$source.log" 2>&1 ||
+    { cat "$out/sampled-$source.log"; exit 1; }
+done
+dropped=$(grep -o '[0-9]* fault(s)' "$out/sampled-profile.log" | head -1 | sed 's/ .*//')
+named_only=$(sed -n 's/.*named and recorded, \(.*\) named only.*/\1/p' "$out/sampled-both-plan.log")
+faults_both=$(steady "$out/sampled-both.log" faults)
+faults_sampled=$(steady "$out/sampled-faults.log" faults)
+echo "half the UM records dropped ($dropped faults kept): steady faults per step with the arguments $faults_both, from the recorded accesses alone $faults_sampled; the arguments added $named_only"
+awk -v d="$faults_both" 'BEGIN { exit !(d == 0) }' &&
+  check ok "half the fault records dropped: the plan from arguments and faults replays with 0 demand faults" ||
+  check FAIL "half the fault records dropped: the plan from arguments and faults replays with 0 demand faults ($faults_both a step)"
+awk -v d="$faults_sampled" 'BEGIN { exit !(d > 0) }' &&
+  check ok "half the fault records dropped: from the recorded accesses alone the replay faults ($faults_sampled a step)" ||
+  check FAIL "half the fault records dropped: from the recorded accesses alone the replay faults ($faults_sampled a step)"
+cmp -s "$out/plain.bin" "$out/sampled-both.bin" &&
+  check ok "half the fault records dropped: parameters bit-identical to the run without deepum" ||
+  check FAIL "half the fault records dropped: parameters bit-identical to the run without deepum"
 exit $fail

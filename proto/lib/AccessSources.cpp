@@ -1,0 +1,184 @@
+//===- AccessSources.cpp - A kernel's access set from two sources ----------===//
+#include "deepum/format/AccessSources.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace deepum::format {
+
+using namespace deepum::v1;
+
+namespace {
+
+constexpr unsigned kPagesPerBlock = 32;
+
+AccessMode merged(AccessMode A, AccessMode B) {
+  if (A == B)
+    return A;
+  if (A == ACCESS_MODE_READ_WRITE || B == ACCESS_MODE_READ_WRITE)
+    return ACCESS_MODE_READ_WRITE;
+  if (A == ACCESS_MODE_UNSPECIFIED || B == ACCESS_MODE_UNSPECIFIED)
+    return ACCESS_MODE_UNSPECIFIED;
+  return ACCESS_MODE_READ_WRITE;
+}
+
+/// [Begin, End) ranges, sorted and merged.
+std::vector<std::pair<uint64_t, uint64_t>> unite(std::vector<std::pair<uint64_t, uint64_t>> R) {
+  std::sort(R.begin(), R.end());
+  std::vector<std::pair<uint64_t, uint64_t>> Out;
+  for (const auto &X : R) {
+    if (!Out.empty() && X.first <= Out.back().second)
+      Out.back().second = std::max(Out.back().second, X.second);
+    else
+      Out.push_back(X);
+  }
+  return Out;
+}
+
+uint64_t bytesOf(const std::vector<std::pair<uint64_t, uint64_t>> &R) {
+  uint64_t N = 0;
+  for (const auto &X : R)
+    N += X.second - X.first;
+  return N;
+}
+
+} // namespace
+
+SourceBytes &SourceBytes::operator+=(const SourceBytes &O) {
+  NamedAndFaulted += O.NamedAndFaulted;
+  NamedOnly += O.NamedOnly;
+  FaultedOnly += O.FaultedOnly;
+  Indirect += O.Indirect;
+  return *this;
+}
+
+bool hasArguments(const Profile &P) {
+  for (const Kernel &K : P.kernels())
+    if (K.arguments() == KERNEL_ARGUMENTS_SCANNED)
+      return true;
+  return false;
+}
+
+namespace {
+
+/// The report of P; with Out (P itself, or a copy of it), the widening written there.
+AccessSourceReport widen(const Profile &P, Profile *Out) {
+  AccessSourceReport R;
+  std::unordered_map<uint64_t, const Allocation *> ById;
+  for (const Allocation &A : P.allocations())
+    ById.emplace(A.id(), &A);
+  const uint64_t BlockBytes = P.um_block_bytes() ? P.um_block_bytes() : 2ull << 20;
+  const uint64_t PageBytes = BlockBytes / kPagesPerBlock;
+  std::set<uint64_t> Indirect;
+
+  for (int KI = 0; KI < P.kernels_size(); ++KI) {
+    const Kernel &K = P.kernels(KI);
+    ++R.Kernels;
+    const bool Scanned = K.arguments() == KERNEL_ARGUMENTS_SCANNED;
+    R.KernelsScanned += Scanned;
+    R.KernelsNoLayout += K.arguments() == KERNEL_ARGUMENTS_NO_LAYOUT;
+    Indirect.insert(K.indirect_allocations().begin(), K.indirect_allocations().end());
+    // The recorded accesses per allocation, as offsets within it.
+    std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> Recorded;
+    for (const TensorAccess &T : K.tensors())
+      Recorded[T.allocation_id()].push_back({T.offset(), T.offset() + T.bytes()});
+    SourceBytes S;
+    auto IsNamed = [&](uint64_t Id) {
+      return std::binary_search(K.named_allocations().begin(), K.named_allocations().end(), Id);
+    };
+    for (auto &[Id, Ranges] : Recorded) {
+      Ranges = unite(std::move(Ranges));
+      const uint64_t N = bytesOf(Ranges);
+      if (!Scanned)
+        S.FaultedOnly += N;
+      else if (IsNamed(Id))
+        S.NamedAndFaulted += N;
+      else
+        S.Indirect += N;
+    }
+    if (K.tensors_size() == 0 && K.blocks_size() > 0) {
+      // A profile with blocks only: the recorded bytes are whole pages.
+      uint64_t N = 0;
+      for (const BlockAccess &B : K.blocks())
+        N += B.page_mask() ? PageBytes * __builtin_popcount(B.page_mask()) : BlockBytes;
+      (Scanned ? S.Indirect : S.FaultedOnly) += N;
+    }
+    // The named bytes no recorded access covers.
+    std::vector<std::pair<uint64_t, uint64_t>> Gaps; // virtual addresses
+    std::vector<TensorAccess> Added;
+    if (Scanned)
+      for (uint64_t Id : K.named_allocations()) {
+        auto A = ById.find(Id);
+        if (A == ById.end())
+          continue;
+        const uint64_t Size = A->second->size_bytes();
+        uint64_t At = 0;
+        auto Add = [&](uint64_t B, uint64_t E) {
+          if (E <= B)
+            return;
+          S.NamedOnly += E - B;
+          Gaps.push_back({A->second->address() + B, A->second->address() + E});
+          TensorAccess T;
+          T.set_allocation_id(Id);
+          T.set_offset(B);
+          T.set_bytes(E - B);
+          T.set_mode(ACCESS_MODE_UNSPECIFIED);
+          Added.push_back(T);
+        };
+        if (auto It = Recorded.find(Id); It != Recorded.end())
+          for (const auto &[B, E] : It->second) {
+            Add(At, std::min(B, Size));
+            At = std::max(At, E);
+          }
+        Add(At, Size);
+      }
+    R.Total += S;
+    R.ByKernel[K.name()] += S;
+    if (!Out || Added.empty())
+      continue;
+    // Every read of K is above: Out may be P itself.
+    Kernel &W = *Out->mutable_kernels(KI);
+    // Tensor accesses, unless the kernel has blocks only (the planner reads
+    // tensors when a kernel has any, so blocks-only stays blocks-only).
+    if (K.tensors_size() > 0 || K.blocks_size() == 0)
+      for (TensorAccess &T : Added)
+        *W.add_tensors() = std::move(T);
+    // Blocks: the pages of every gap, merged with the recorded ones.
+    std::map<uint64_t, std::pair<uint32_t, AccessMode>> Blocks;
+    for (const BlockAccess &B : K.blocks())
+      Blocks[B.block()] = {B.page_mask(), B.mode()};
+    std::map<uint64_t, uint32_t> New;
+    for (const auto &[B, E] : Gaps)
+      for (uint64_t Page = B / PageBytes; Page <= (E - 1) / PageBytes; ++Page)
+        New[Page / kPagesPerBlock] |= uint32_t{1} << (Page % kPagesPerBlock);
+    for (const auto &[Block, Mask] : New) {
+      auto [It, Inserted] = Blocks.try_emplace(Block, Mask, ACCESS_MODE_UNSPECIFIED);
+      if (Inserted)
+        continue;
+      // A mask of 0 already means the whole block.
+      if (It->second.first != 0)
+        It->second.first |= Mask;
+      It->second.second = merged(It->second.second, ACCESS_MODE_UNSPECIFIED);
+    }
+    W.clear_blocks();
+    for (const auto &[Block, MaskMode] : Blocks) {
+      BlockAccess *B = W.add_blocks();
+      B->set_block(Block);
+      B->set_page_mask(MaskMode.first);
+      B->set_mode(MaskMode.second);
+    }
+  }
+  R.IndirectAllocations = Indirect.size();
+  return R;
+}
+
+} // namespace
+
+AccessSourceReport accessSources(const Profile &P) { return widen(P, nullptr); }
+
+AccessSourceReport addNamedAccesses(Profile &P) { return widen(P, &P); }
+
+} // namespace deepum::format

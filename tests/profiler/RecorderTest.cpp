@@ -708,3 +708,65 @@ TEST(Recorder, PcieRates) {
 }
 
 } // namespace
+
+namespace {
+
+// A launch's words name the allocations live at the launch: a tensor by its
+// start or an interior pointer, one freed after the launch and before the
+// kernel ran; a by-value word that is no pointer names nothing. What the
+// kernel touched without naming it is indirect.
+TEST(Recorder, LaunchArgumentsNameTheAllocationsLiveAtTheLaunch) {
+  Recorder R({});
+  R.setUmCounters(true);
+  R.addAllocation(Base + 16 * MiB, 4 * MiB, 0, 1, AllocationSource::Driver); // a library's own
+  R.addAllocation(Base, 1 * MiB, 0, 2, AllocationSource::Allocator);
+  R.addAllocation(Base + 2 * MiB, 1 * MiB, 0, 3, AllocationSource::Allocator);
+  R.addAllocation(Base + 4 * MiB, 1 * MiB, 0, 4, AllocationSource::Allocator);
+  R.addKernel(kernel("k", 100, 200)); // correlation id 100
+  R.addKernel(kernel("unknown", 300, 400));
+  R.addKernel(kernel("unrecorded", 500, 600));
+  // Named: tensor 1 (its start), tensor 2 (inside), tensor 3 (freed after
+  // the launch and before the kernel ran); 42 and an address past every
+  // allocation name nothing.
+  R.addLaunchArguments(100, 50, true,
+                       {Base, Base + 2 * MiB + 4096, 42, Base + 4 * MiB, Base + 64 * MiB, Base});
+  R.addFree(Base + 4 * MiB, 60, AllocationSource::Allocator);
+  R.addLaunchArguments(300, 250, false, {Base});
+  // The kernel touches tensor 1 (named) and the library's memory (not named).
+  R.addFault(fault(Base + 10, 110));
+  R.addFault(fault(Base + 17 * MiB, 120));
+  v1::Profile P = build(R);
+  ASSERT_FALSE(bool(format::validateProfile(P)));
+  ASSERT_EQ(P.kernels_size(), 3);
+  // Allocations by time: the library's 1, the tensors 2, 3, 4.
+  EXPECT_EQ(P.kernels(0).arguments(), v1::KERNEL_ARGUMENTS_SCANNED);
+  EXPECT_THAT(P.kernels(0).named_allocations(), ::testing::ElementsAre(2u, 3u, 4u));
+  EXPECT_THAT(P.kernels(0).indirect_allocations(), ::testing::ElementsAre(1u));
+  EXPECT_EQ(P.kernels(1).arguments(), v1::KERNEL_ARGUMENTS_NO_LAYOUT);
+  EXPECT_EQ(P.kernels(1).named_allocations_size(), 0);
+  EXPECT_EQ(P.kernels(2).arguments(), v1::KERNEL_ARGUMENTS_UNSPECIFIED);
+  EXPECT_THAT(describeProfile(P), HasSubstr("arguments read for 1 kernel(s), not for 1"));
+}
+
+// DropUmRecords drops about that fraction of faults, the same ones each run.
+TEST(Recorder, DropUmRecordsDropsAFixedRandomShare) {
+  auto Kept = [](double Drop) {
+    RecorderOptions O;
+    O.DropUmRecords = Drop;
+    Recorder R(O);
+    R.setUmCounters(true);
+    R.addAllocation(Base, 64 * MiB, 0, 1, AllocationSource::Allocator);
+    R.addKernel(kernel("k", 100, 100000));
+    for (uint64_t I = 0; I < 1000; ++I)
+      R.addFault(fault(Base + I * 64 * KiB, 200 + I));
+    return build(R).faults_size();
+  };
+  EXPECT_EQ(Kept(0), 1000);
+  EXPECT_EQ(Kept(1), 0);
+  const int Half = Kept(0.5);
+  EXPECT_GT(Half, 430);
+  EXPECT_LT(Half, 570);
+  EXPECT_EQ(Kept(0.5), Half);
+}
+
+} // namespace

@@ -18,6 +18,7 @@
 // from the driver callback nested in it.
 //
 //===----------------------------------------------------------------------===//
+#include "deepum/cupti/KernelParams.h"
 #include "deepum/cupti/Subscriber.h"
 #include "deepum/executor/Log.h"
 #include "deepum/executor/cuda/CudaBackend.h"
@@ -29,6 +30,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -363,6 +365,64 @@ TEST(LaunchTracking, DeepumsFailedCallsNeitherLeakNorHideTheProgramsLastError) {
   EXPECT_FALSE(Back->advise(0, Unmanaged, MemAdvice::SetReadMostly).ok());
   EXPECT_NE(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess); // and it was the program's to clear
+}
+
+
+// What a launch's arguments name (deepum/cupti/KernelParams.h): TrainStep's
+// matmul(const float *A, const float *B, float *C, int m, int k, int n, int ta,
+// int tb) laid out as nvcc's .nv.info says, through cudaGetFuncBySymbol and
+// the driver's cuFuncGetParamInfo; asking past the last parameter leaves the
+// program's last error alone.
+TEST(KernelParams, MatmulsLayoutComesFromItsCubinAndItsWordsAreRead) {
+  void *Stub = dlsym(RTLD_DEFAULT, "_Z6matmulPKfS0_Pfiiiii");
+  ASSERT_NE(Stub, nullptr) << dlerror();
+  deepum::cupti::ParamLayouts Layouts;
+  const std::vector<deepum::cupti::ParamSlot> *L = Layouts.ofHostStub(Stub);
+  ASSERT_NE(L, nullptr);
+  const std::vector<uint32_t> Offsets = {0, 8, 16, 24, 28, 32, 36, 40};
+  const std::vector<uint32_t> Sizes = {8, 8, 8, 4, 4, 4, 4, 4};
+  ASSERT_EQ(L->size(), Offsets.size());
+  for (size_t I = 0; I < L->size(); ++I) {
+    EXPECT_EQ((*L)[I].Offset, Offsets[I]) << I;
+    EXPECT_EQ((*L)[I].Size, Sizes[I]) << I;
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(Layouts.ofHostStub(Stub), L); // asked once
+  int NotAKernel = 0;
+  EXPECT_EQ(Layouts.ofHostStub(&NotAKernel), nullptr);
+  (void)cudaGetLastError(); // cudaGetFuncBySymbol's own error for a non-kernel
+
+  const uint64_t A = 0x7000'0000'0000, B = 0x7000'0020'0000, C = 0x7000'0040'0000;
+  int M = 1, K = 2, N = 3, Ta = 4, Tb = 5;
+  void *Args[] = {const_cast<uint64_t *>(&A), const_cast<uint64_t *>(&B),
+                  const_cast<uint64_t *>(&C), &M, &K, &N, &Ta, &Tb};
+  std::vector<uint64_t> Words;
+  deepum::cupti::appendArgumentWords(*L, Args, Words);
+  // Words at 0, 8, 16, 24 (m, k), 32 (n, ta); tb's 4 bytes at 40 hold no whole word.
+  ASSERT_EQ(Words.size(), 5u);
+  EXPECT_EQ(Words[0], A);
+  EXPECT_EQ(Words[1], B);
+  EXPECT_EQ(Words[2], C);
+  EXPECT_EQ(Words[3], uint64_t{1} | uint64_t{2} << 32);
+  EXPECT_EQ(Words[4], uint64_t{3} | uint64_t{4} << 32);
+}
+
+// The `extra` form: one buffer, its size given by pointer; a launch that
+// names no buffer, or one over the parameter limit, has unknown words.
+TEST(KernelParams, TheExtraBufferIsReadWordByWord) {
+  uint64_t Buffer[3] = {11, 22, 33};
+  size_t Size = 20; // two whole words and a half
+  void *Extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, Buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &Size,
+                   CU_LAUNCH_PARAM_END};
+  std::vector<uint64_t> Words;
+  ASSERT_TRUE(deepum::cupti::appendExtraBufferWords(Extra, Words));
+  EXPECT_EQ(Words, (std::vector<uint64_t>{11, 22}));
+  void *None[] = {CU_LAUNCH_PARAM_END};
+  EXPECT_FALSE(deepum::cupti::appendExtraBufferWords(None, Words));
+  EXPECT_FALSE(deepum::cupti::appendExtraBufferWords(nullptr, Words));
+  Size = deepum::cupti::kMaxParamBufferBytes + 8;
+  EXPECT_FALSE(deepum::cupti::appendExtraBufferWords(Extra, Words));
+  EXPECT_EQ(Words.size(), 2u);
 }
 
 } // namespace

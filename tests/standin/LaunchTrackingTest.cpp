@@ -370,41 +370,61 @@ TEST(LaunchTracking, DeepumsFailedCallsNeitherLeakNorHideTheProgramsLastError) {
 
 // What a launch's arguments name (deepum/cupti/KernelParams.h): TrainStep's
 // matmul(const float *A, const float *B, float *C, int m, int k, int n, int ta,
-// int tb) laid out as nvcc's .nv.info says, through cudaGetFuncBySymbol and
-// the driver's cuFuncGetParamInfo; asking past the last parameter leaves the
-// program's last error alone.
-TEST(KernelParams, MatmulsLayoutComesFromItsCubinAndItsWordsAreRead) {
-  void *Stub = dlsym(RTLD_DEFAULT, "_Z6matmulPKfS0_Pfiiiii");
-  ASSERT_NE(Stub, nullptr) << dlerror();
+// int tb), seen at the driver's cuLaunchKernel nested in each <<<>>> launch,
+// laid out as nvcc's .nv.info says (cuFuncGetParamInfo); asking past the
+// last parameter leaves the program's last error alone (TrainStep checks
+// cudaGetLastError after every launch and fails on any error).
+struct MatmulLaunches {
   deepum::cupti::ParamLayouts Layouts;
-  const std::vector<deepum::cupti::ParamSlot> *L = Layouts.ofHostStub(Stub);
-  ASSERT_NE(L, nullptr);
+  const std::vector<deepum::cupti::ParamSlot> *Layout = nullptr;
+  std::vector<std::vector<uint64_t>> Words;
+  static void onLaunch(void *Self, CUpti_CallbackDomain, CUpti_CallbackId, const void *Data) {
+    auto *M = static_cast<MatmulLaunches *>(Self);
+    const auto *CB = static_cast<const CUpti_CallbackData *>(Data);
+    if (CB->callbackSite != CUPTI_API_ENTER || !CB->symbolName ||
+        std::string(CB->symbolName) != "_Z6matmulPKfS0_Pfiiiii")
+      return;
+    const auto *P = static_cast<const cuLaunchKernel_params *>(CB->functionParams);
+    M->Layout = M->Layouts.ofFunction(P->f);
+    if (!M->Layout)
+      return;
+    M->Words.emplace_back();
+    deepum::cupti::appendArgumentWords(*M->Layout, P->kernelParams, M->Words.back());
+  }
+};
+
+TEST(KernelParams, MatmulsLayoutComesFromItsCubinAndItsPointersAreRead) {
+  auto &Sub = deepum::cupti::CuptiSubscriber::instance();
+  ASSERT_TRUE(Sub.acquire()) << Sub.unavailableReason();
+  MatmulLaunches M;
+  const auto Id = Sub.addHandler(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                 &MatmulLaunches::onLaunch, &M);
+  ASSERT_NE(Id, 0u);
+  char Prog[] = "train-step", Mode[] = "numbers";
+  char *Argv[] = {Prog, Mode, nullptr};
+  const int Rc = deepum_train_step_main(2, Argv);
+  Sub.removeHandler(Id);
+  ASSERT_EQ(Rc, 0);
+  ASSERT_NE(M.Layout, nullptr);
   const std::vector<uint32_t> Offsets = {0, 8, 16, 24, 28, 32, 36, 40};
   const std::vector<uint32_t> Sizes = {8, 8, 8, 4, 4, 4, 4, 4};
-  ASSERT_EQ(L->size(), Offsets.size());
-  for (size_t I = 0; I < L->size(); ++I) {
-    EXPECT_EQ((*L)[I].Offset, Offsets[I]) << I;
-    EXPECT_EQ((*L)[I].Size, Sizes[I]) << I;
+  ASSERT_EQ(M.Layout->size(), Offsets.size());
+  for (size_t I = 0; I < Offsets.size(); ++I) {
+    EXPECT_EQ((*M.Layout)[I].Offset, Offsets[I]) << I;
+    EXPECT_EQ((*M.Layout)[I].Size, Sizes[I]) << I;
   }
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
-  EXPECT_EQ(Layouts.ofHostStub(Stub), L); // asked once
-  int NotAKernel = 0;
-  EXPECT_EQ(Layouts.ofHostStub(&NotAKernel), nullptr);
-  (void)cudaGetLastError(); // cudaGetFuncBySymbol's own error for a non-kernel
-
-  const uint64_t A = 0x7000'0000'0000, B = 0x7000'0020'0000, C = 0x7000'0040'0000;
-  int M = 1, K = 2, N = 3, Ta = 4, Tb = 5;
-  void *Args[] = {const_cast<uint64_t *>(&A), const_cast<uint64_t *>(&B),
-                  const_cast<uint64_t *>(&C), &M, &K, &N, &Ta, &Tb};
-  std::vector<uint64_t> Words;
-  deepum::cupti::appendArgumentWords(*L, Args, Words);
-  // Words at 0, 8, 16, 24 (m, k), 32 (n, ta); tb's 4 bytes at 40 hold no whole word.
-  ASSERT_EQ(Words.size(), 5u);
-  EXPECT_EQ(Words[0], A);
-  EXPECT_EQ(Words[1], B);
-  EXPECT_EQ(Words[2], C);
-  EXPECT_EQ(Words[3], uint64_t{1} | uint64_t{2} << 32);
-  EXPECT_EQ(Words[4], uint64_t{3} | uint64_t{4} << 32);
+  ASSERT_FALSE(M.Words.empty());
+  for (const std::vector<uint64_t> &W : M.Words) {
+    // Words at 0, 8, 16: the three matrices. A word is read inside one
+    // parameter (a pointer never straddles two): the five 4-byte ints hold none.
+    ASSERT_EQ(W.size(), 3u);
+    cudaPointerAttributes A{};
+    for (int I = 0; I < 3; ++I) {
+      ASSERT_EQ(cudaPointerGetAttributes(&A, reinterpret_cast<void *>(W[I])), cudaSuccess);
+      EXPECT_EQ(A.type, cudaMemoryTypeManaged) << I;
+    }
+    EXPECT_NE(W[0], W[2]);
+  }
 }
 
 // The `extra` form: one buffer, its size given by pointer; a launch that

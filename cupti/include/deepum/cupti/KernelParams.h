@@ -41,9 +41,11 @@ struct ParamSlot {
 /// 12.1); a layout or buffer past it is not read.
 inline constexpr uint64_t kMaxParamBufferBytes = 32768;
 
-/// Appends every 8-byte word of the buffer at an 8-byte-aligned offset,
-/// reading parameter I from Params[I] (the kernelParams / args form:
-/// one pointer per parameter). A null Params or parameter pointer adds nothing.
+/// Appends every 8-byte word at an 8-byte-aligned offset of the buffer that
+/// lies inside one parameter (a pointer never straddles two; a struct's
+/// pointers are inside it), reading parameter I from Params[I] (the
+/// kernelParams / args form: one pointer per parameter). A null Params or
+/// parameter pointer adds nothing.
 void appendArgumentWords(const std::vector<ParamSlot> &Layout, void *const *Params,
                          std::vector<uint64_t> &Out);
 

@@ -518,4 +518,78 @@ void detail::issueReleases(Backend &Back, DeviceState &D, const std::vector<Plan
   issueRanges(Back, D, std::move(Evict), Discard);
 }
 
+
+void detail::guardLaunch(Backend &Back, Executor::DeviceState &D, StreamHandle Launch,
+                         std::span<const uint64_t> Words) {
+  const uint64_t BB = D.blockBytes();
+  std::vector<uint32_t> &Need = D.Blocks; // scratch, as issueBefore's: refilled below
+  Need.clear();
+  uint64_t Incoming = 0;
+  {
+    std::lock_guard<std::mutex> Lock(D.AllocMu);
+    for (uint64_t W : Words) {
+      if (W < D.ArenaBase || W - D.ArenaBase >= D.ArenaBytes)
+        continue;
+      const uint64_t Off = W - D.ArenaBase;
+      auto It = D.Arena.upper_bound(Off);
+      if (It == D.Arena.begin())
+        continue;
+      --It;
+      if (!It->second.Live || Off >= It->second.End)
+        continue;
+      // The whole allocation the word points into: a kernel may index
+      // anywhere in a tensor it is handed.
+      for (uint64_t B = It->first / BB; B < (It->second.End + BB - 1) / BB && B < D.Resident.size();
+           ++B) {
+        if (D.NeededStamp[B] == D.Stamp)
+          continue; // the position's own (issueBefore stamped it), or seen already
+        D.NeededStamp[B] = D.Stamp;
+        if (!D.Resident[B]) {
+          ++Incoming;
+          Need.push_back(static_cast<uint32_t>(B));
+        }
+      }
+    }
+  }
+  if (Need.empty())
+    return;
+  enforceBudget(Back, D, Incoming);
+  // A release of these blocks still in flight on another stream is not
+  // ordered with a prefetch on this one: the launch's stream waits for it.
+  std::vector<EventHandle> Waits;
+  for (uint32_t B : Need)
+    if (B < D.LeftWith.size() && D.LeftWith[B])
+      if (const Mark *M = findPendingMark(D, D.LeftWith[B]);
+          M && M->Event && std::find(Waits.begin(), Waits.end(), M->Event) == Waits.end())
+        Waits.push_back(M->Event);
+  for (EventHandle E : Waits)
+    noteError(D, Back.streamWaitEvent(D.Device, Launch, E));
+  std::sort(Need.begin(), Need.end());
+  std::vector<MemRange> &Rs = D.Piece;
+  Rs.clear();
+  for (size_t I = 0; I < Need.size();) {
+    size_t J = I;
+    while (J + 1 < Need.size() && Need[J + 1] == Need[J] + 1)
+      ++J;
+    if (MemRange Pages = pagesAround(D, {uint64_t{Need[I]} * BB, uint64_t{J - I + 1} * BB});
+        Pages.Bytes)
+      Rs.push_back(Pages);
+    I = J + 1;
+  }
+  // On the launch's own stream: the kernel, enqueued next, waits for it.
+  BackendStatus S = Back.prefetchBatch(D.Device, Rs, D.Device, Launch);
+  noteError(D, S);
+  if (!S.ok())
+    return; // the kernel faults them in, as without the guard
+  for (uint32_t B : Need)
+    D.Resident[B] = 1;
+  const uint64_t Now = D.ResidentBlocks.fetch_add(Need.size()) + Need.size();
+  if (Now > D.PeakResidentBlocks.load(std::memory_order_relaxed))
+    D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
+  bump(D.C.GuardRestores);
+  bump(D.C.GuardRestoreBytes, rangeBytes(Rs));
+  if (!Waits.empty())
+    bump(D.C.GuardWaits);
+}
+
 } // namespace deepum::executor

@@ -47,6 +47,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,7 +66,8 @@ struct Counters {
   std::atomic<uint64_t> Allocations{0}, Frees{0}, ArenaBytesInUse{0}, ArenaPeak{0}, PeakInUse{0},
       ArenaPlacements{0}, PlacementMisses{0}, PrefetchBatches{0}, PrefetchBytes{0}, EvictBatches{0},
       EvictBytes{0}, DiscardBatches{0}, DiscardBytes{0}, DiscardsKeptLive{0}, Advises{0},
-      AdviseBytes{0}, BudgetEvictions{0}, BackendErrors{0}, Launches{0};
+      AdviseBytes{0}, BudgetEvictions{0}, BackendErrors{0}, Launches{0}, GuardRestores{0},
+      GuardRestoreBytes{0}, GuardWaits{0};
 };
 
 /// A byte range of the arena and who owns it. Freed ranges stay (until
@@ -181,6 +183,8 @@ struct Executor::DeviceState {
   /// ExecutorConfig::KernelsWaitForTheirPrefetches, and the events the
   /// launching stream waits for (on the prefetch and late streams).
   bool KernelsWaitForTheirPrefetches = false;
+  /// ExecutorConfig::LaunchGuard.
+  bool LaunchGuard = true;
   EventHandle DueEvent = 0, DueLateEvent = 0;
   uint32_t CurrentPosition = 0;
   std::atomic<bool> ErrorLogged{false};
@@ -254,6 +258,14 @@ void issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Evict,
                  const std::vector<MemRange> &DiscardIn);
 /// Evictions and discards of one list (ReleaseBefore or AfterLaunch of a position).
 void issueReleases(Backend &Back, DeviceState &D, const std::vector<PlanAction> &Actions);
+
+/// The launch-time guard: the arena blocks of the live allocations `Words`
+/// point into that are not resident in the model (the plan evicted them, or
+/// never brought them) are brought back on the launch's own stream, after any
+/// release of them still in flight, so the kernel waits for them instead of
+/// faulting. LaunchMu held; takes AllocMu.
+void guardLaunch(Backend &Back, DeviceState &D, StreamHandle Launch,
+                 std::span<const uint64_t> Words);
 
 // Budget.cpp
 /// Keeps modelled residency + `Incoming` blocks under the budget. LaunchMu held.

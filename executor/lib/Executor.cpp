@@ -120,6 +120,8 @@ ExecutorConfig ExecutorConfig::fromEnvironment() {
     else
       Warnings += "DEEPUM_KERNEL_WAITS_FOR_PREFETCH='" + V + "' is neither 0 nor 1; ignored\n";
   }
+  if (const char *G = std::getenv("DEEPUM_TEST_NO_LAUNCH_GUARD"); G && std::string(G) == "1")
+    C.LaunchGuard = false;
   if (!Warnings.empty()) {
     Warnings.pop_back();
     log(LogLevel::Warn, "%s", Warnings.c_str());
@@ -180,6 +182,7 @@ Executor::DeviceState *Executor::deviceOrCreate(int Device) {
     return D;
   auto *D = new DeviceState(Back, Device);
   D->KernelsWaitForTheirPrefetches = Config.KernelsWaitForTheirPrefetches;
+  D->LaunchGuard = Config.LaunchGuard;
   loadPlanFor(*D);
   Devices[static_cast<size_t>(Device)].store(D, std::memory_order_release);
   return D;

@@ -44,6 +44,9 @@ bool Executor::stats(int Device, deepum_stats_t &Out) const {
   Out.budget_evictions = C.BudgetEvictions.load();
   Out.resident_bytes = D->ResidentBlocks.load() * D->blockBytes();
   Out.backend_errors = C.BackendErrors.load();
+  Out.guard_restores = C.GuardRestores.load();
+  Out.guard_restore_bytes = C.GuardRestoreBytes.load();
+  Out.guard_waits = C.GuardWaits.load();
   Out.plan_active = D->PlanOn.load() ? 1 : 0;
   Out.launch_tracking = Tracking ? 1 : 0;
   std::lock_guard<std::mutex> Lock(D->LaunchMu);
@@ -208,6 +211,12 @@ void deviceJson(std::string &O, int Device, const DeviceReport &R) {
   jsonField(O, "discards_kept_live_bytes", S.discards_kept_live);
   jsonField(O, "budget_eviction_bytes", S.budget_evictions);
   jsonField(O, "backend_errors", S.backend_errors);
+  jsonKey(O, "guard");
+  O += '{';
+  jsonField(O, "restores", S.guard_restores);
+  jsonField(O, "bytes", S.guard_restore_bytes);
+  jsonField(O, "waits", S.guard_waits);
+  O += '}';
   jsonField(O, "budget_bytes", S.budget_bytes);
   jsonField(O, "resident_bytes", S.resident_bytes);
   jsonField(O, "peak_resident_bytes", R.PeakResidentBytes);

@@ -88,6 +88,15 @@ void Executor::launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids,
   }
 }
 
+void Executor::launchArguments(int Device, StreamHandle Stream, std::span<const uint64_t> Words) {
+  DeviceState *D = device(Device);
+  if (!D || Words.empty() || !D->LaunchGuard || !D->PlanOn.load(std::memory_order_acquire))
+    return;
+  std::lock_guard<std::mutex> Lock(D->LaunchMu);
+  if (D->PlanOn.load(std::memory_order_relaxed))
+    guardLaunch(Back, *D, Stream, Words);
+}
+
 void Executor::launchEnd(int Device, StreamHandle Stream) {
   DeviceState *D = device(Device);
   if (!D || !D->PlanOn.load(std::memory_order_acquire))

@@ -9,7 +9,8 @@
 #   - the final parameters bit-identical to the run without deepum
 #   - the iteration time: the stand-in's within 1% of deepum-sim's on the profile
 #   - with half the UM records dropped, the plan from the launches' arguments
-#     and the faults replays with 0 demand faults; from the faults alone it does not
+#     and the faults replays with 0 demand faults; from the faults alone the
+#     launch-time guard restores what it misses, and without the guard it faults
 #
 # usage: end_to_end.sh STANDIN_LIB_DIR LIBDEEPUM TRAIN_STEP TOOLS_DIR INJECTION_LIB [WORKDIR]
 set -euo pipefail
@@ -215,8 +216,11 @@ cmp -s "$out/plain.bin" "$out/extra.bin" &&
 # migration records dropped at random (DEEPUM_TEST_DROP_UM_RECORDS, test only).
 # The launches' arguments still name every tensor each kernel touches, so the
 # plan built from both sources covers what the twins declare and the replay
-# takes no demand fault; from the recorded accesses alone
-# (--ignore-arguments) it misses some, and the replay faults on them.
+# takes no demand fault, and libdeepum's launch-time guard has nothing to do.
+# The plan from the recorded accesses alone (--ignore-arguments) misses some:
+# the guard sees the launches name them and brings them back before each
+# kernel runs (guard restores > 0, no demand fault); with the guard off
+# (DEEPUM_TEST_NO_LAUNCH_GUARD, test only) the replay faults on them.
 env DEEPUM_STANDIN_GPU_MEMORY=1GiB DEEPUM_TEST_DROP_UM_RECORDS=0.5 "$tools/deepum-profile" \
   --injection-library "$inj" --mode access-set --skip 1 --iterations 1 -o "$out/sampled.pb" -- \
   "$ts" train 3 "$out/sampled-profiled.bin" > "$out/sampled-profile.log" 2>&1 ||
@@ -229,23 +233,33 @@ for source in both faults; do
     --device-model h100-pcie "${extra[@]}" > "$out/sampled-$source-plan.log" 2>&1 ||
     { cat "$out/sampled-$source-plan.log"; exit 1; }
   grep '^access sets' "$out/sampled-$source-plan.log"
-  env DEEPUM_STANDIN_GPU_MEMORY="$cap" DEEPUM_TRAIN_LIBDEEPUM="$libdeepum" \
-    DEEPUM_PLAN="$out/sampled-$source.plan.pb" DEEPUM_GPU_MEMORY="$cap" "$ts" train $steps \
-    "$out/sampled-$source.bin" > "$out/sampled-$source.log" 2>&1 ||
-    { cat "$out/sampled-$source.log"; exit 1; }
 done
+replay() { # replay NAME PLAN [VAR=VALUE...]: the steady faults a step, and the guard's restores
+  env DEEPUM_STANDIN_GPU_MEMORY="$cap" DEEPUM_TRAIN_LIBDEEPUM="$libdeepum" DEEPUM_PLAN="$2" \
+    DEEPUM_GPU_MEMORY="$cap" DEEPUM_STATS="$out/$1.stats.json" "${@:3}" "$ts" train $steps \
+    "$out/$1.bin" > "$out/$1.log" 2>&1 || { cat "$out/$1.log"; exit 1; }
+  echo "$(steady "$out/$1.log" faults) $(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["devices"][0]["guard"]["restores"])' "$out/$1.stats.json")"
+}
+read -r faults_both restores_both < <(replay sampled-both "$out/sampled-both.plan.pb")
+read -r faults_guard restores_guard < <(replay sampled-guard "$out/sampled-faults.plan.pb")
+read -r faults_bare restores_bare < <(replay sampled-bare "$out/sampled-faults.plan.pb" \
+  DEEPUM_TEST_NO_LAUNCH_GUARD=1)
 dropped=$(grep -o '[0-9]* fault(s)' "$out/sampled-profile.log" | head -1 | sed 's/ .*//')
 named_only=$(sed -n 's/.*named and recorded, \(.*\) named only.*/\1/p' "$out/sampled-both-plan.log")
-faults_both=$(steady "$out/sampled-both.log" faults)
-faults_sampled=$(steady "$out/sampled-faults.log" faults)
-echo "half the UM records dropped ($dropped faults kept): steady faults per step with the arguments $faults_both, from the recorded accesses alone $faults_sampled; the arguments added $named_only"
-awk -v d="$faults_both" 'BEGIN { exit !(d == 0) }' &&
-  check ok "half the fault records dropped: the plan from arguments and faults replays with 0 demand faults" ||
-  check FAIL "half the fault records dropped: the plan from arguments and faults replays with 0 demand faults ($faults_both a step)"
-awk -v d="$faults_sampled" 'BEGIN { exit !(d > 0) }' &&
-  check ok "half the fault records dropped: from the recorded accesses alone the replay faults ($faults_sampled a step)" ||
-  check FAIL "half the fault records dropped: from the recorded accesses alone the replay faults ($faults_sampled a step)"
-cmp -s "$out/plain.bin" "$out/sampled-both.bin" &&
-  check ok "half the fault records dropped: parameters bit-identical to the run without deepum" ||
-  check FAIL "half the fault records dropped: parameters bit-identical to the run without deepum"
+echo "half the UM records dropped ($dropped faults kept; the arguments added $named_only): steady faults a step and guard restores: plan from arguments and faults $faults_both / $restores_both; from the faults alone $faults_guard / $restores_guard, without the guard $faults_bare / $restores_bare"
+awk -v d="$faults_both" -v r="$restores_both" 'BEGIN { exit !(d == 0 && r == 0) }' &&
+  check ok "half the fault records dropped: the plan from arguments and faults replays with 0 demand faults, the guard idle" ||
+  check FAIL "half the fault records dropped: the plan from arguments and faults replays with 0 demand faults, the guard idle ($faults_both a step, $restores_both restores)"
+awk -v d="$faults_guard" -v r="$restores_guard" 'BEGIN { exit !(d == 0 && r > 0) }' &&
+  check ok "a plan that misses tensors: the launch-time guard restores them ($restores_guard restores), 0 demand faults" ||
+  check FAIL "a plan that misses tensors: the launch-time guard restores them ($restores_guard restores, $faults_guard faults a step)"
+awk -v d="$faults_bare" 'BEGIN { exit !(d > 0) }' &&
+  check ok "a plan that misses tensors, guard off: the replay faults ($faults_bare a step)" ||
+  check FAIL "a plan that misses tensors, guard off: the replay faults ($faults_bare a step)"
+for run in sampled-both sampled-guard sampled-bare; do
+  cmp -s "$out/plain.bin" "$out/$run.bin" &&
+    check ok "$run: parameters bit-identical to the run without deepum" ||
+    check FAIL "$run: parameters bit-identical to the run without deepum"
+done
 exit $fail

@@ -31,6 +31,7 @@
 #include "deepum/executor/cuda/CudaBackend.h"
 
 #include "deepum/base/Hash.h"
+#include "deepum/cupti/KernelParams.h"
 #include "deepum/cupti/Subscriber.h"
 #include "deepum/executor/Log.h"
 #include "deepum/executor/cuda/LaunchDecoding.h"
@@ -249,6 +250,8 @@ struct Tracker {
   std::atomic<uint64_t> UnseenGraphLaunches{0}; // graphs whose kernels were never read
   std::atomic<bool> UnseenGraphWarned{false};
   std::vector<CuptiHandlerId> Handlers;
+  /// Kernels' parameter layouts, for the launch-time guard's words.
+  deepum::cupti::ParamLayouts Layouts;
 };
 
 Tracker &tracker() {
@@ -372,6 +375,32 @@ void begin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) {
     O->launchBegin(Device, Stream, Ids, Count);
 }
 
+/// The words of a launch's arguments to the observer (its launch-time guard):
+/// read by the kernel's parameter layout from `Args` (one pointer per
+/// parameter), or from the `extra` buffer. `HostStub`: `Fn` is a runtime host
+/// stub, else a CUfunction. Nothing when neither can be read.
+void sendArguments(const void *Fn, bool HostStub, void *const *Args, void *const *Extra) {
+  LaunchObserver *O = tracker().Observer.load(std::memory_order_acquire);
+  if (!O || !Fn)
+    return;
+  thread_local std::vector<uint64_t> Words;
+  Words.clear();
+  const std::vector<deepum::cupti::ParamSlot> *Layout = nullptr;
+  if (HostStub) {
+    ErrorScope Errors; // cudaGetFuncBySymbol's error, should it fail, is ours
+    Layout = tracker().Layouts.ofHostStub(Fn);
+    if (!Layout)
+      clearOwnError();
+  } else {
+    Layout = tracker().Layouts.ofFunction(Fn);
+  }
+  if (Layout && Args)
+    deepum::cupti::appendArgumentWords(*Layout, Args, Words);
+  else if (!deepum::cupti::appendExtraBufferWords(Extra, Words))
+    return;
+  O->launchArguments(TL.Device, TL.Stream, Words);
+}
+
 /// The stream a launch runs on: a _ptsz entry point's null stream is the
 /// calling thread's per-thread stream (cudaStreamPerThread, CU_STREAM_PER_THREAD:
 /// the same handle), not the legacy default stream.
@@ -413,6 +442,7 @@ Decoded decodeGraph(CUpti_CallbackDomain Domain, const void *Exec, StreamHandle 
 Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_CallbackData *Cb) {
   format::LaunchConfig C;
   const void *Fn = nullptr;
+  void **Args = nullptr, **Extra = nullptr;
   StreamHandle Stream = 0;
   bool PerThread = false;
   if (Domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
@@ -426,6 +456,7 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
                   Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000;
       const auto *P = static_cast<const cudaLaunchKernel_v7000_params *>(Cb->functionParams);
       Fn = P->func;
+      Args = P->args;
       C = {P->gridDim.x,
            P->gridDim.y,
            P->gridDim.z,
@@ -443,6 +474,7 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
         return Decoded::No;
       PerThread = Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
       Fn = P->func;
+      Args = P->args;
       C = {P->config->gridDim.x,
            P->config->gridDim.y,
            P->config->gridDim.z,
@@ -472,6 +504,8 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
       PerThread = Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
                   Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
       Fn = P->f;
+      Args = P->kernelParams;
+      Extra = P->extra;
       C = {P->gridDimX,  P->gridDimY,  P->gridDimZ,      P->blockDimX,
            P->blockDimY, P->blockDimZ, P->sharedMemBytes};
       Stream = reinterpret_cast<StreamHandle>(P->hStream);
@@ -484,6 +518,8 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
         return Decoded::No;
       PerThread = Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
       Fn = P->f;
+      Args = P->kernelParams;
+      Extra = P->extra;
       C = {P->config->gridDimX,      P->config->gridDimY,  P->config->gridDimZ,
            P->config->blockDimX,     P->config->blockDimY, P->config->blockDimZ,
            P->config->sharedMemBytes};
@@ -509,6 +545,7 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
     Name = nullptr;
   uint64_t Id = finishId(nameHash(Fn, Name), C);
   begin(deviceOf(Cb->context), Stream, &Id, 1);
+  sendArguments(Fn, Domain == CUPTI_CB_DOMAIN_RUNTIME_API, Args, Extra);
   return Decoded::Reported;
 }
 

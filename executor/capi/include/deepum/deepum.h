@@ -55,6 +55,14 @@ typedef struct deepum_stats {
   uint64_t backend_errors;   /* failing CUDA calls (counted, logged, never fatal) */
   uint32_t plan_active;      /* 1 while a plan is being replayed */
   uint32_t launch_tracking;  /* 1 when launches are observed (CUPTI subscriber held) */
+  /* The launch-time guard: launches whose arguments named arena blocks the
+   * plan had not left on the GPU, brought back before the kernel ran (0 with
+   * a plan that knows every kernel's tensors); the bytes brought back; how
+   * many of those launches waited for a release of the same blocks still in
+   * flight. */
+  uint64_t guard_restores;
+  uint64_t guard_restore_bytes;
+  uint64_t guard_waits;
 } deepum_stats_t;
 
 /* Starts deepum explicitly: `plan_path` applies to every device (NULL = no

@@ -79,6 +79,15 @@ public:
   virtual void launchBegin(int Device, StreamHandle Stream, const uint64_t *ExecutionIds,
                            size_t Count) = 0;
   virtual void launchEnd(int Device, StreamHandle Stream) = 0;
+  /// The words of the launch just begun (deepum/cupti/KernelParams.h: every
+  /// 8-byte-aligned word inside a parameter), when the backend could read its
+  /// arguments: on the launching thread, after launchBegin, before the launch
+  /// is enqueued. The memory they point into is what the kernel may touch.
+  virtual void launchArguments(int Device, StreamHandle Stream, std::span<const uint64_t> Words) {
+    (void)Device;
+    (void)Stream;
+    (void)Words;
+  }
 };
 
 class Backend {

@@ -54,6 +54,10 @@ struct ExecutorConfig {
   /// (docs/results/gpu.md, finding 12). DEEPUM_KERNEL_WAITS_FOR_PREFETCH=1.
   /// Off until a GPU has shown which is faster.
   bool KernelsWaitForTheirPrefetches = false;
+  /// The launch-time guard (launchArguments): on unless
+  /// DEEPUM_TEST_NO_LAUNCH_GUARD=1, a setting for tests that must show what
+  /// happens without it.
+  bool LaunchGuard = true;
   CursorOptions Cursor;
 
   std::string planFor(int Device) const;
@@ -118,6 +122,7 @@ public:
 
   void launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) override;
   void launchEnd(int Device, StreamHandle Stream) override;
+  void launchArguments(int Device, StreamHandle Stream, std::span<const uint64_t> Words) override;
 
   struct DeviceState;
 

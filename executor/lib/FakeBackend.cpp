@@ -182,10 +182,13 @@ bool FakeBackend::startLaunchTracking(LaunchObserver *O, std::string &Why) {
 
 void FakeBackend::stopLaunchTracking() { Observer = nullptr; }
 
-void FakeBackend::launch(int Device, StreamHandle Stream, uint64_t Id) {
+void FakeBackend::launch(int Device, StreamHandle Stream, uint64_t Id,
+                         const std::vector<uint64_t> &Words) {
   if (!Observer)
     return;
   Observer->launchBegin(Device, Stream, &Id, 1);
+  if (!Words.empty())
+    Observer->launchArguments(Device, Stream, Words);
   Observer->launchEnd(Device, Stream);
 }
 

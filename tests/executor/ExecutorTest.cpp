@@ -974,3 +974,63 @@ TEST(ExecutorTest, ReleasesAfterALaunchWaitForThatLaunch) {
 }
 
 } // namespace
+
+namespace {
+
+// The launch-time guard: a launch whose arguments name an allocation of the
+// arena the plan took off the GPU gets it back first, on its own stream, the
+// whole allocation; words outside the arena, or in freed ranges, name nothing;
+// with the guard off the kernel is left to fault.
+TEST(ExecutorTest, TheLaunchGuardBringsBackWhatTheArgumentsNameAndThePlanLeftOut) {
+  for (bool Guard : {true, false}) {
+    FakeBackend B;
+    ExecutorConfig C;
+    C.LaunchGuard = Guard;
+    Executor E(B, C);
+    PlanBuilder PB({10, 11, 12});
+    // Allocation 0 is blocks 0-1; allocation 1 block 2. Kernel 10 uses
+    // allocation 0, which is evicted before kernel 11; kernel 12's plan
+    // entry does not list it (a plan built from a sample of the faults).
+    PB.place(0, 2 * kBlock, 0).place(1, kBlock, 2 * kBlock).chain(0, {0, 1});
+    PB.action(v1::ACTION_KIND_EVICT, 1, 0, 2 * kBlock).chain(2, {2});
+    ASSERT_TRUE(E.setPlan(0, PB.compiled(), 0));
+    const uintptr_t Base = E.arenaBase(0);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(E.allocate(2 * kBlock, 0, S1)), Base);
+    void *Freed = E.allocate(kBlock, 0, S1);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(Freed), Base + 2 * kBlock);
+    E.deallocate(Freed, 0, S1);
+    B.launch(0, S1, 10);
+    B.launch(0, S1, 11);
+    ASSERT_FALSE(E.residentBlocks(0)[0]);
+    ASSERT_FALSE(E.residentBlocks(0)[1]);
+    B.clearCalls();
+    // A word inside allocation 0 (its second block), a small integer, one
+    // in the freed allocation, one past the arena.
+    B.launch(0, S2, 12, {Base + kBlock + 100, 42, Base + 2 * kBlock + 8, Base + 64 * kMiB});
+    const auto Prefetches = B.calls(FakeCallKind::Prefetch);
+    const auto S = statsOf(E);
+    if (!Guard) {
+      EXPECT_TRUE(Prefetches.empty());
+      EXPECT_EQ(S.guard_restores, 0u);
+      EXPECT_FALSE(E.residentBlocks(0)[0]);
+      continue;
+    }
+    ASSERT_EQ(Prefetches.size(), 1u);
+    EXPECT_EQ(Prefetches[0].Stream, S2); // the launch's own stream: the kernel waits
+    ASSERT_EQ(Prefetches[0].Ranges.size(), 1u);
+    EXPECT_EQ(Prefetches[0].Ranges[0].Address, Base);
+    EXPECT_EQ(Prefetches[0].Ranges[0].Bytes, 2 * kBlock);
+    EXPECT_EQ(S.guard_restores, 1u);
+    EXPECT_EQ(S.guard_restore_bytes, 2 * kBlock);
+    EXPECT_TRUE(E.residentBlocks(0)[0]);
+    EXPECT_TRUE(E.residentBlocks(0)[1]);
+    // The next kernel in the plan names it too: it is its own, resident now,
+    // and the guard brings nothing.
+    B.clearCalls();
+    B.launch(0, S2, 10, {Base});
+    EXPECT_TRUE(B.calls(FakeCallKind::Prefetch).empty());
+    EXPECT_EQ(statsOf(E).guard_restores, 1u);
+  }
+}
+
+} // namespace

@@ -305,7 +305,8 @@ TEST(StatsTest, JsonFieldsArePinnedPerSchemaVersion) {
         "launches.inserted", "launches.positions_missing", "resyncs", "iterations", "prefetch",
         "prefetch.calls", "prefetch.bytes", "evict", "evict.calls", "evict.bytes", "discard",
         "discard.calls", "discard.bytes", "advise", "advise.calls", "advise.bytes",
-        "discards_kept_live_bytes", "budget_eviction_bytes", "backend_errors", "budget_bytes",
+        "discards_kept_live_bytes", "budget_eviction_bytes", "backend_errors", "guard",
+        "guard.restores", "guard.bytes", "guard.waits", "budget_bytes",
         "resident_bytes", "peak_resident_bytes", "memory", "memory.allocations", "memory.frees",
         "memory.bytes_in_use", "memory.peak_bytes_in_use", "memory.bytes_reserved",
         "memory.arena_placements", "memory.placement_misses"}}};

@@ -77,8 +77,11 @@ public:
   void stopLaunchTracking() override;
 
   // --- test controls ---
-  /// Plays one kernel launch (begin then end) into the tracking observer.
-  void launch(int Device, StreamHandle Stream, uint64_t ExecutionId);
+  /// Plays one kernel launch (begin then end) into the tracking observer;
+  /// with `Words`, its arguments' words between the two, as the CUDA backend
+  /// hands them (launchArguments).
+  void launch(int Device, StreamHandle Stream, uint64_t ExecutionId,
+              const std::vector<uint64_t> &Words = {});
   /// Plays a graph launch: several kernels in one begin.
   void launchGraph(int Device, StreamHandle Stream, const std::vector<uint64_t> &Ids);
   /// Completes every recorded event (EventsCompleteAtOnce = false).

@@ -13,6 +13,10 @@
 
 #include <benchmark/benchmark.h>
 
+#ifdef DEEPUM_BENCH_LAUNCH_ARGUMENTS
+#include "deepum/cupti/KernelParams.h"
+#endif
+
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -93,6 +97,16 @@ CompiledPlan benchPlan(uint32_t Positions) {
     if (P % 8 == 4)
       R.Actions.push_back({3, P, P, {{((P * 4 + 300) % 512) * kBlock, kBlock}}, 0});
   }
+  // 128 persistent tensors of 4 blocks, the whole arena: position P's chain
+  // is tensor P % 128 (BM_LaunchHookWithArguments).
+  for (uint32_t T = 0; T < 128; ++T) {
+    RawPlan::Placement Pl;
+    Pl.Sequence = T;
+    Pl.Size = 4 * kBlock;
+    Pl.Offset = uint64_t{T} * 4 * kBlock;
+    Pl.Persistent = true;
+    R.Placements.push_back(Pl);
+  }
   R.HasMetadata = true;
   for (uint64_t Id = 1000; Id < 1600; ++Id) {
     RawPlan::IdEntry E{Id, {}, {}};
@@ -130,6 +144,49 @@ void BM_LaunchHook(benchmark::State &St) {
       static_cast<double>(S.launches_matched) / static_cast<double>(S.launches);
 }
 BENCHMARK(BM_LaunchHook)->Arg(0)->Arg(1)->ArgName("budget");
+
+#ifdef DEEPUM_BENCH_LAUNCH_ARGUMENTS
+/// The hook with the launch-time guard: each launch's arguments read as the
+/// CUDA backend reads them (an 8-parameter layout: three tensor pointers,
+/// five ints) and handed to the guard. The tensors are the arena's 128 live
+/// placements (allocated before the loop); a launch names its position's own
+/// tensor and the two before it, as a kernel names its inputs: the guard's
+/// lookups, and a restore where the plan (or the budget) let one go.
+void BM_LaunchHookWithArguments(benchmark::State &St) {
+  FakeBackend B({.Record = false});
+  Executor E(B, ExecutorConfig{});
+  const uint32_t N = 4000;
+  CompiledPlan CP = benchPlan(N);
+  std::vector<uint64_t> Ids = CP.PositionIds;
+  E.setPlan(0, std::move(CP), St.range(0) ? 400 * kBlock : 0);
+  std::vector<uint64_t> Tensors;
+  for (int T = 0; T < 128; ++T)
+    Tensors.push_back(reinterpret_cast<uint64_t>(E.allocate(4 * kBlock, 0, 1)));
+  const std::vector<deepum::cupti::ParamSlot> Layout = {{0, 8},  {8, 8},  {16, 8}, {24, 4},
+                                                        {28, 4}, {32, 4}, {36, 4}, {40, 4}};
+  uint64_t Ptrs[3] = {};
+  int Ints[5] = {1, 2, 3, 4, 5};
+  void *Args[8] = {&Ptrs[0], &Ptrs[1], &Ptrs[2], &Ints[0], &Ints[1], &Ints[2], &Ints[3], &Ints[4]};
+  std::vector<uint64_t> Words;
+  size_t I = 0;
+  for (auto _ : St) {
+    const size_t K = I++;
+    uint64_t Id = Ids[K % N];
+    for (size_t A = 0; A < 3; ++A)
+      Ptrs[A] = Tensors[(K % N + N - A) % N % Tensors.size()] + 4096;
+    E.launchBegin(0, 1, &Id, 1);
+    Words.clear();
+    deepum::cupti::appendArgumentWords(Layout, Args, Words);
+    E.launchArguments(0, 1, Words);
+    E.launchEnd(0, 1);
+  }
+  deepum_stats_t S{};
+  E.stats(0, S);
+  St.counters["restores/launch"] =
+      static_cast<double>(S.guard_restores) / static_cast<double>(S.launches);
+}
+BENCHMARK(BM_LaunchHookWithArguments)->Arg(0)->Arg(1)->ArgName("budget");
+#endif
 
 /// The hook without a plan (pure allocator mode): what every launch costs then.
 void BM_LaunchHookNoPlan(benchmark::State &St) {

@@ -79,8 +79,9 @@ def main():
         if x["lead"] <= 1:
             losses[x["best"]] = losses.get(x["best"], 0) + 1
     where_we_lose = ("; a baseline is faster in " + ", ".join(
-        f"{n} (" + ", ".join(sorted({x['device'] for x in rows if x['lead'] <= 1 and x['best'] == b}))
-        + f") by {b}" for b, n in sorted(losses.items(), key=lambda kv: -kv[1])) + "."
+        f"{n} rows ({b}, on " + ", ".join(sorted({x['device'] for x in rows
+                                                  if x['lead'] <= 1 and x['best'] == b})) + ")"
+        for b, n in sorted(losses.items(), key=lambda kv: -kv[1])) + "."
         if losses else ".")
     lines = [
         "# Sensitivity: the plan against every baseline as the per-call cost, link rates and fault "

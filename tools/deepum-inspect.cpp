@@ -29,11 +29,18 @@ static cl::opt<bool> DropMigrations(
              "planner and simulator do not read them)"),
     cl::cat(Category));
 
+static cl::opt<bool> AccessSourcesOpt(
+    "access-sources",
+    cl::desc("A profile: print its kernels' access-set bytes by source (named by launch "
+             "arguments, recorded faults, both, indirect) per kernel class, as a table"),
+    cl::cat(Category));
+
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
   cl::HideUnrelatedOptions(Category);
   deepum::tools::parseCommandLine(argc, argv, "summarise a deepum profile or plan\n");
-  deepum::tools::InspectOptions Opts{Input, Json, Perfetto, Dump, Convert, DropMigrations};
+  deepum::tools::InspectOptions Opts{Input,   Json,           Perfetto,        Dump,
+                                     Convert, DropMigrations, AccessSourcesOpt};
   ExitOnError ExitOnErr("deepum-inspect: ");
   ExitOnErr(deepum::tools::runInspect(Opts, outs()));
   return 0;

@@ -1,6 +1,10 @@
 //===- AccessSources.cpp - A kernel's access set from two sources ----------===//
 #include "deepum/format/AccessSources.h"
 
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Demangle/Demangle.h"
+#include "llvm/Support/FormatVariadic.h"
+
 #include <algorithm>
 #include <set>
 #include <unordered_map>
@@ -52,6 +56,7 @@ SourceBytes &SourceBytes::operator+=(const SourceBytes &O) {
   NamedOnly += O.NamedOnly;
   FaultedOnly += O.FaultedOnly;
   Indirect += O.Indirect;
+  Launches += O.Launches;
   return *this;
 }
 
@@ -86,6 +91,7 @@ AccessSourceReport widen(const Profile &P, Profile *Out) {
     for (const TensorAccess &T : K.tensors())
       Recorded[T.allocation_id()].push_back({T.offset(), T.offset() + T.bytes()});
     SourceBytes S;
+    S.Launches = 1;
     auto IsNamed = [&](uint64_t Id) {
       return std::binary_search(K.named_allocations().begin(), K.named_allocations().end(), Id);
     };
@@ -178,6 +184,43 @@ AccessSourceReport widen(const Profile &P, Profile *Out) {
 } // namespace
 
 AccessSourceReport accessSources(const Profile &P) { return widen(P, nullptr); }
+
+std::string kernelClass(const std::string &Name) {
+  std::string D = llvm::demangle(Name);
+  if (llvm::StringRef(D).startswith("void "))
+    D = D.substr(5);
+  for (size_t At; (At = D.find("(anonymous namespace)::")) != std::string::npos;)
+    D.erase(At, sizeof("(anonymous namespace)::") - 1);
+  // Cut at the first '<' or '(' outside nothing: the name before its
+  // template arguments and parameters ("operator<" aside, which kernels are not).
+  const size_t Cut = D.find_first_of("<(");
+  if (Cut != std::string::npos && Cut > 0)
+    D.resize(Cut);
+  return D.empty() ? Name : D;
+}
+
+std::string accessSourceTable(const AccessSourceReport &R) {
+  std::map<std::string, SourceBytes> ByClass;
+  for (const auto &[Name, S] : R.ByKernel)
+    ByClass[kernelClass(Name)] += S;
+  std::vector<std::pair<std::string, SourceBytes>> Rows(ByClass.begin(), ByClass.end());
+  auto Total = [](const SourceBytes &S) {
+    return S.NamedAndFaulted + S.NamedOnly + S.FaultedOnly + S.Indirect;
+  };
+  std::stable_sort(Rows.begin(), Rows.end(),
+                   [&](const auto &A, const auto &B) { return Total(A.second) > Total(B.second); });
+  auto MiB = [](uint64_t N) { return llvm::formatv("{0:f1}", static_cast<double>(N) / (1 << 20)).str(); };
+  auto Row = [&](const std::string &Name, const SourceBytes &S) {
+    return "| " + Name + " | " + std::to_string(S.Launches) + " | " + MiB(S.NamedAndFaulted) +
+           " | " + MiB(S.NamedOnly) + " | " + MiB(S.FaultedOnly) + " | " + MiB(S.Indirect) + " |\n";
+  };
+  std::string Out = "| kernel class | launches | named and faulted (MiB) | named only (MiB) | "
+                    "faulted only (MiB) | indirect (MiB) |\n|---|---:|---:|---:|---:|---:|\n";
+  for (const auto &[Name, S] : Rows)
+    Out += Row("`" + Name + "`", S);
+  Out += Row("**all**", R.Total);
+  return Out;
+}
 
 AccessSourceReport addNamedAccesses(Profile &P) { return widen(P, &P); }
 

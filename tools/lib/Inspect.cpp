@@ -2,6 +2,7 @@
 #include "deepum/tools/Inspect.h"
 
 #include "deepum/base/Error.h"
+#include "deepum/format/AccessSources.h"
 #include "deepum/format/Format.h"
 #include "deepum/format/Perfetto.h"
 #include "deepum/format/Summary.h"
@@ -20,6 +21,8 @@ static Error usageError(const Twine &Msg) {
 Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
   if (!Opts.Dump.empty() && Opts.Dump != "json" && Opts.Dump != "text")
     return usageError("--dump must be 'json' or 'text', not '" + Opts.Dump + "'");
+  if (Opts.AccessSources && (Opts.Json || !Opts.Dump.empty()))
+    return usageError("--access-sources prints a table of its own: not with --json or --dump");
   if (Opts.DropMigrations && Opts.ConvertOut.empty())
     return usageError("--drop-migrations needs --convert OUT");
   // Refused before anything is read or written; the writers check again.
@@ -68,6 +71,14 @@ Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
       OS << (Opts.Dump == "json" ? format::toJson(*P) : format::toText(*P)) << "\n";
       return Error::success();
     }
+    if (Opts.AccessSources) {
+      const format::AccessSourceReport R = format::accessSources(*P);
+      OS << formatv("{0}: {1} kernel launches, arguments read for {2}, without a layout for {3}; "
+                    "bytes summed over launches\n\n",
+                    Opts.Input, R.Kernels, R.KernelsScanned, R.KernelsNoLayout)
+         << format::accessSourceTable(R);
+      return Error::success();
+    }
     format::ProfileSummary S = format::summarize(*P);
     if (Opts.Json)
       OS << formatv("{0:2}", format::toJson(S)) << "\n";
@@ -78,6 +89,8 @@ Error runInspect(const InspectOptions &Opts, raw_ostream &OS) {
 
   if (!Opts.PerfettoOut.empty())
     return usageError(Opts.Input + ": --perfetto needs a profile; this is a plan");
+  if (Opts.AccessSources)
+    return usageError(Opts.Input + ": --access-sources needs a profile; this is a plan");
   auto P = format::parsePlan(*Bytes, Opts.Input, Enc);
   if (!P)
     return P.takeError();

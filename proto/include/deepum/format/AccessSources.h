@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace deepum::format {
 
@@ -41,6 +42,8 @@ struct SourceBytes {
   /// Recorded accesses of kernels whose arguments were read, in allocations
   /// no argument names (reached through pointers in memory).
   uint64_t Indirect = 0;
+  /// Kernel launches counted.
+  uint64_t Launches = 0;
 
   SourceBytes &operator+=(const SourceBytes &O);
 };
@@ -61,6 +64,14 @@ bool hasArguments(const deepum::v1::Profile &P);
 
 /// Each source's bytes in `P`'s kernels. `P` must be valid (validateProfile).
 AccessSourceReport accessSources(const deepum::v1::Profile &P);
+
+/// A kernel name's class for a table: demangled, without its template
+/// arguments and parameters ("matmul", "at::native::vectorized_elementwise_kernel").
+std::string kernelClass(const std::string &Name);
+
+/// The report as a Markdown table: one row per kernel class (most bytes
+/// first), then the total. Bytes in MiB.
+std::string accessSourceTable(const AccessSourceReport &R);
 
 /// Adds to each kernel of `P` the bytes of its named allocations that no
 /// access of it covers (TensorAccess, unknown direction; unless the kernel

@@ -24,6 +24,10 @@ struct InspectOptions {
   /// records (what shrinks a GPU profile most; the planner and simulator read
   /// kernels, allocations and faults, not these).
   bool DropMigrations = false;
+  /// A profile: print its kernels' access-set bytes by source (launch
+  /// arguments, recorded faults) per kernel class, as a Markdown table,
+  /// instead of the summary (deepum/format/AccessSources.h).
+  bool AccessSources = false;
 };
 
 llvm::Error runInspect(const InspectOptions &Opts, llvm::raw_ostream &OS);

@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,40 @@ std::vector<NamedProfile> profiles() {
   O.CutShort = true;
   O.Iterations = 3;
   Ps.push_back({"missing-faults-cut-short", test::syntheticTraining(O)});
+  // Launch arguments (deepum-profile's named allocations): each kernel names
+  // the allocations of its tensor accesses, half of those accesses dropped
+  // (what faults miss), an unrelated allocation named too; every third kernel
+  // reached one allocation without a name, every fifth had no layout.
+  NamedProfile Args{"arguments", test::syntheticTraining(small())};
+  for (int K = 0; K < Args.P.kernels_size(); ++K) {
+    v1::Kernel &Kn = *Args.P.mutable_kernels(K);
+    if (K % 5 == 4) {
+      Kn.set_arguments(v1::KERNEL_ARGUMENTS_NO_LAYOUT);
+      continue;
+    }
+    Kn.set_arguments(v1::KERNEL_ARGUMENTS_SCANNED);
+    std::set<uint64_t> Named;
+    for (const v1::TensorAccess &T : Kn.tensors())
+      Named.insert(T.allocation_id());
+    uint64_t Indirect = 0;
+    if (K % 3 == 0 && !Named.empty()) {
+      Indirect = *Named.begin();
+      Named.erase(Named.begin());
+    }
+    Named.insert(Args.P.allocations(K % Args.P.allocations_size()).id());
+    if (Indirect)
+      Named.erase(Indirect);
+    for (uint64_t Id : Named)
+      Kn.add_named_allocations(Id);
+    if (Indirect)
+      Kn.add_indirect_allocations(Indirect);
+    google::protobuf::RepeatedPtrField<v1::TensorAccess> Kept;
+    for (int T = 0; T < Kn.tensors_size(); ++T)
+      if (T % 2 == 0)
+        *Kept.Add() = Kn.tensors(T);
+    Kn.mutable_tensors()->Swap(&Kept);
+  }
+  Ps.push_back(std::move(Args));
   return Ps;
 }
 
@@ -171,6 +206,23 @@ std::vector<NamedProfile> hostileProfiles(const v1::Profile &Base) {
   });
   Edit("duplicate-allocation-id", [](v1::Profile &P) {
     *P.add_allocations() = P.allocations(0);
+  });
+  Edit("named-without-arguments", [](v1::Profile &P) {
+    P.mutable_kernels(0)->add_named_allocations(P.allocations(0).id());
+  });
+  Edit("named-unknown-allocation", [](v1::Profile &P) {
+    P.mutable_kernels(0)->set_arguments(v1::KERNEL_ARGUMENTS_SCANNED);
+    P.mutable_kernels(0)->add_named_allocations(1u << 30);
+  });
+  Edit("named-descending", [](v1::Profile &P) {
+    P.mutable_kernels(0)->set_arguments(v1::KERNEL_ARGUMENTS_SCANNED);
+    P.mutable_kernels(0)->add_named_allocations(P.allocations(1).id());
+    P.mutable_kernels(0)->add_named_allocations(P.allocations(0).id());
+  });
+  Edit("named-and-indirect", [](v1::Profile &P) {
+    P.mutable_kernels(0)->set_arguments(v1::KERNEL_ARGUMENTS_SCANNED);
+    P.mutable_kernels(0)->add_named_allocations(P.allocations(0).id());
+    P.mutable_kernels(0)->add_indirect_allocations(P.allocations(0).id());
   });
   Edit("nan-roofline", [](v1::Profile &P) {
     P.mutable_kernels(0)->set_flops(std::numeric_limits<double>::quiet_NaN());

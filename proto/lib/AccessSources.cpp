@@ -19,16 +19,6 @@ namespace {
 
 constexpr unsigned kPagesPerBlock = 32;
 
-AccessMode merged(AccessMode A, AccessMode B) {
-  if (A == B)
-    return A;
-  if (A == ACCESS_MODE_READ_WRITE || B == ACCESS_MODE_READ_WRITE)
-    return ACCESS_MODE_READ_WRITE;
-  if (A == ACCESS_MODE_UNSPECIFIED || B == ACCESS_MODE_UNSPECIFIED)
-    return ACCESS_MODE_UNSPECIFIED;
-  return ACCESS_MODE_READ_WRITE;
-}
-
 /// [Begin, End) ranges, sorted and merged.
 std::vector<std::pair<uint64_t, uint64_t>> unite(std::vector<std::pair<uint64_t, uint64_t>> R) {
   std::sort(R.begin(), R.end());
@@ -76,7 +66,7 @@ AccessSourceReport widen(const Profile &P, Profile *Out) {
   for (const Allocation &A : P.allocations())
     ById.emplace(A.id(), &A);
   const uint64_t BlockBytes = P.um_block_bytes() ? P.um_block_bytes() : 2ull << 20;
-  const uint64_t PageBytes = BlockBytes / kPagesPerBlock;
+  const uint64_t PageBytes = BlockBytes / kPagesPerBlock; // blocks-only kernels' recorded bytes
   std::set<uint64_t> Indirect;
 
   for (int KI = 0; KI < P.kernels_size(); ++KI) {
@@ -113,7 +103,6 @@ AccessSourceReport widen(const Profile &P, Profile *Out) {
       (Scanned ? S.Indirect : S.FaultedOnly) += N;
     }
     // The named bytes no recorded access covers.
-    std::vector<std::pair<uint64_t, uint64_t>> Gaps; // virtual addresses
     std::vector<TensorAccess> Added;
     if (Scanned)
       for (uint64_t Id : K.named_allocations()) {
@@ -126,7 +115,6 @@ AccessSourceReport widen(const Profile &P, Profile *Out) {
           if (E <= B)
             return;
           S.NamedOnly += E - B;
-          Gaps.push_back({A->second->address() + B, A->second->address() + E});
           TensorAccess T;
           T.set_allocation_id(Id);
           T.set_offset(B);
@@ -147,35 +135,14 @@ AccessSourceReport widen(const Profile &P, Profile *Out) {
       continue;
     // Every read of K is above: Out may be P itself.
     Kernel &W = *Out->mutable_kernels(KI);
-    // Tensor accesses, unless the kernel has blocks only (the planner reads
-    // tensors when a kernel has any, so blocks-only stays blocks-only).
+    // Tensor accesses (the planner reads a kernel's tensors when it has any).
+    // A kernel with blocks only keeps them: widened, its blocks would be
+    // ignored for the new tensors. Blocks are not widened: a named 1 TiB
+    // allocation would be half a million of them per launch, and no reader
+    // of a widened profile takes blocks where tensors are.
     if (K.tensors_size() > 0 || K.blocks_size() == 0)
       for (TensorAccess &T : Added)
         *W.add_tensors() = std::move(T);
-    // Blocks: the pages of every gap, merged with the recorded ones.
-    std::map<uint64_t, std::pair<uint32_t, AccessMode>> Blocks;
-    for (const BlockAccess &B : K.blocks())
-      Blocks[B.block()] = {B.page_mask(), B.mode()};
-    std::map<uint64_t, uint32_t> New;
-    for (const auto &[B, E] : Gaps)
-      for (uint64_t Page = B / PageBytes; Page <= (E - 1) / PageBytes; ++Page)
-        New[Page / kPagesPerBlock] |= uint32_t{1} << (Page % kPagesPerBlock);
-    for (const auto &[Block, Mask] : New) {
-      auto [It, Inserted] = Blocks.try_emplace(Block, Mask, ACCESS_MODE_UNSPECIFIED);
-      if (Inserted)
-        continue;
-      // A mask of 0 already means the whole block.
-      if (It->second.first != 0)
-        It->second.first |= Mask;
-      It->second.second = merged(It->second.second, ACCESS_MODE_UNSPECIFIED);
-    }
-    W.clear_blocks();
-    for (const auto &[Block, MaskMode] : Blocks) {
-      BlockAccess *B = W.add_blocks();
-      B->set_block(Block);
-      B->set_page_mask(MaskMode.first);
-      B->set_mode(MaskMode.second);
-    }
   }
   R.IndirectAllocations = Indirect.size();
   return R;

@@ -74,8 +74,9 @@ std::string kernelClass(const std::string &Name);
 std::string accessSourceTable(const AccessSourceReport &R);
 
 /// Adds to each kernel of `P` the bytes of its named allocations that no
-/// access of it covers (TensorAccess, unknown direction; unless the kernel
-/// records blocks only) and their pages (BlockAccess). Returns the report of
+/// access of it covers (TensorAccess, unknown direction), unless the kernel
+/// records blocks only (the planner reads a kernel's tensors when it has any,
+/// its blocks otherwise). Blocks are left as recorded. Returns the report of
 /// `P` as it was. `P` must be valid.
 AccessSourceReport addNamedAccesses(deepum::v1::Profile &P);
 

@@ -151,9 +151,10 @@ BENCHMARK(BM_LaunchHook)->Arg(0)->Arg(1)->ArgName("budget");
 /// five ints) and handed to the guard. The tensors are the arena's 128 live
 /// placements (allocated before the loop); a launch names its position's own
 /// tensor and the two before it, as a kernel names its inputs: the guard's
-/// lookups, and a restore where the plan (or the budget) let one go. Live
-/// placements make the plan's own releases dearer too (a discard checks the
-/// arena for live data), hence the run without the words beside it.
+/// lookups, and a restore where the plan (or the budget) let one go. The
+/// synthetic plan's discards fall on these live placements, which libdeepum
+/// defers and checks again at every release (a real plan discards dead
+/// ranges only): hence the run without the words beside it.
 void BM_LaunchHookWithArguments(benchmark::State &St) {
   FakeBackend B({.Record = false});
   Executor E(B, ExecutorConfig{});

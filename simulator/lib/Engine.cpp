@@ -482,6 +482,20 @@ void Engine::populatePages(uint32_t B, uint32_t Mask) {
     fetch(B, Empty, IssueNs, RoomNs, Cause::Copy); // nothing to copy
 }
 
+uint64_t Engine::explicitCopy(bool ToDevice, uint64_t Bytes, uint64_t NotBeforeNs,
+                              bool FromManaged) {
+  std::vector<uint64_t> &Lane = copyLane(ToDevice);
+  auto It = std::min_element(Lane.begin(), Lane.end());
+  const double Rate = ToDevice      ? Device.copyHostToDeviceBytesPerSecond()
+                      : FromManaged ? Device.copyManagedToHostBytesPerSecond()
+                                    : Device.copyDeviceToHostBytesPerSecond();
+  // Several engines per direction share the link: each runs at its share.
+  const double NsPerB = 1e9 * std::max(1u, Device.CopyEnginesPerDirection) / std::max(Rate, 1.0);
+  const uint64_t Start = std::max({*It, NotBeforeNs, IssueNs});
+  *It = Start + static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerB));
+  return *It;
+}
+
 void Engine::copyOutPages(uint32_t B, uint32_t Mask) {
   evict(B, Mask, userNs(), /*ByUser=*/true, /*Copy=*/true);
 }

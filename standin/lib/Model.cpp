@@ -46,12 +46,6 @@ deepum::sim::Access accessOf(int A) {
   }
 }
 
-struct Range {
-  uint64_t Address, Bytes;
-  deepum::sim::Access Mode;
-  MemoryKind Kind;
-};
-
 /// Behind deepum_standin_launch::internal while a twin runs.
 struct LaunchState {
   Model *M = nullptr;
@@ -256,6 +250,24 @@ void Model::prefetchBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, boo
 void Model::discardBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, CUstream_st &S) {
   Eng->discardBatch(Ranges, S.LastNs);
   S.LastNs = std::max(S.LastNs, hostNs());
+  // Discarded memory has undefined contents. Its bytes here are the only
+  // copy (kernels run on the host), so those the engine dropped (the 64 KiB
+  // pages wholly inside a range) are overwritten with a poison pattern, not
+  // left as they were (a stray read would see the old data and pass) nor
+  // zeroed (zeros often pass too): 0xFF bytes read as NaN floats and
+  // doubles, -1 integers. Only managed memory the model knows.
+  for (const deepum::sim::Engine::Range &R : Ranges) {
+    const Allocation *A = find(reinterpret_cast<const void *>(R.Address));
+    if (!A || A->Kind != MemoryKind::Managed || R.Bytes == 0)
+      continue;
+    const uint64_t Lo = (R.Address + kPageBytes - 1) / kPageBytes * kPageBytes;
+    const uint64_t Hi = std::min((R.Address + R.Bytes) / kPageBytes * kPageBytes,
+                                 A->Base + A->Mapped);
+    if (Hi > Lo) {
+      std::memset(reinterpret_cast<void *>(Lo), kDiscardPoison, Hi - Lo);
+      Count.PoisonedBytes += Hi - Lo;
+    }
+  }
 }
 
 void Model::discard(uint64_t Address, uint64_t Bytes, CUstream_st &S) {
@@ -288,6 +300,80 @@ void Model::runOversubscribed(llvm::ArrayRef<deepum::sim::Engine::AddressUse> Us
   }
   if (Ran > 1)
     Count.ExtraPieces += Ran - 1; // the engine counts each piece as a kernel
+}
+
+/// GPU work over `Ranges` taking `DurationNs` on the device (a kernel, a
+/// memset, a device-to-device copy): its managed pages by 2 MiB block go to
+/// the engine, which faults in what is not resident; after the explicit
+/// copies its stream issued before it. Returns when it became ready to run.
+uint64_t Model::runOnDevice(llvm::ArrayRef<Range> Ranges, uint64_t DurationNs, CUstream_st *S) {
+  std::map<uint64_t, deepum::sim::Engine::AddressUse> Uses;
+  for (const Range &R : Ranges) {
+    if (R.Kind != MemoryKind::Managed || R.Bytes == 0)
+      continue;
+    const uint64_t End = R.Address + R.Bytes;
+    for (uint64_t B = R.Address / kBlockBytes; B <= (End - 1) / kBlockBytes; ++B) {
+      const uint64_t Lo = std::max(R.Address, B * kBlockBytes) - B * kBlockBytes;
+      const uint64_t Hi = std::min(End, (B + 1) * kBlockBytes) - 1 - B * kBlockBytes;
+      uint32_t Mask = 0;
+      for (uint64_t Pg = Lo / kPageBytes; Pg <= Hi / kPageBytes; ++Pg)
+        Mask |= uint32_t{1} << Pg;
+      auto [It, New] = Uses.try_emplace(B, deepum::sim::Engine::AddressUse{B, Mask, R.Mode});
+      if (!New) {
+        It->second.PageMask |= Mask;
+        if (It->second.Mode != R.Mode)
+          It->second.Mode = deepum::sim::Access::ReadWrite;
+      }
+    }
+  }
+  std::vector<deepum::sim::Engine::AddressUse> UseList;
+  UseList.reserve(Uses.size());
+  for (auto &KV : Uses)
+    UseList.push_back(KV.second);
+  // Stream order: after the explicit copies its stream issued before it.
+  if (S)
+    Eng->computeNotBefore(S->CopyEndNs);
+  // A kernel runs from when the GPU takes it; its demand faults stall it, so
+  // they lie inside [start, end], as on a GPU (CUPTI kernel records include
+  // the stall).
+  const uint64_t ReadyNs = std::max(Eng->computeEndNs(), Eng->issueNs());
+  afterLastStamp(ReadyNs);
+  uint64_t Pages = 0;
+  for (const deepum::sim::Engine::AddressUse &U : UseList)
+    Pages += static_cast<uint64_t>(__builtin_popcount(U.PageMask));
+  if (Pages * kPageBytes <= Eng->capacityBytes()) {
+    if (llvm::Error E = Eng->launchByAddress(UseList, DurationNs)) {
+      // The kernel's blocks hold more pages than it touches and they do not
+      // fit together: run it as an oversubscribed one.
+      llvm::consumeError(std::move(E));
+      runOversubscribed(UseList, Pages, DurationNs);
+    }
+  } else {
+    runOversubscribed(UseList, Pages, DurationNs);
+  }
+  if (S)
+    S->LastNs = std::max(S->LastNs, Eng->computeEndNs());
+  return ReadyNs;
+}
+
+uint64_t Model::memoryWork(llvm::ArrayRef<Range> Ranges, uint64_t Bytes, CUstream_st &S) {
+  double Ns = Dev.KernelMinUs * 1e3;
+  if (Dev.DramBytesPerSecond > 0)
+    Ns = std::max(Ns, static_cast<double>(Bytes) /
+                          (Dev.DramBytesPerSecond * std::max(Dev.MemoryEfficiency, 0.01)) * 1e9);
+  const uint64_t KernelsBefore = Eng->stats().Kernels;
+  runOnDevice(Ranges, std::max<uint64_t>(1, static_cast<uint64_t>(Ns)), &S);
+  // Not a kernel: the engine's count of them is the program's kernels.
+  Count.MemoryWork += Eng->stats().Kernels - KernelsBefore;
+  return Eng->computeEndNs();
+}
+
+void Model::copy(bool ToDevice, uint64_t Bytes, bool FromManaged, CUstream_st &S) {
+  afterLastStamp(nowNs());
+  const uint64_t End = Eng->explicitCopy(ToDevice, Bytes, S.LastNs, FromManaged);
+  S.LastNs = std::max({S.LastNs, hostNs(), End});
+  S.CopyEndNs = std::max(S.CopyEndNs, End);
+  Count.MemcpyTimedBytes += Bytes;
 }
 
 cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,
@@ -328,32 +414,9 @@ cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size
   if (St.Error != cudaSuccess && Sticky == cudaSuccess)
     Sticky = St.Error;
 
-  // The model: managed pages by 2 MiB block, and the kernel's cost.
-  std::map<uint64_t, deepum::sim::Engine::AddressUse> Uses;
   uint64_t Bytes = 0;
-  for (const Range &R : St.Ranges) {
+  for (const Range &R : St.Ranges)
     Bytes += R.Bytes;
-    if (R.Kind != MemoryKind::Managed || R.Bytes == 0)
-      continue;
-    const uint64_t End = R.Address + R.Bytes;
-    for (uint64_t B = R.Address / kBlockBytes; B <= (End - 1) / kBlockBytes; ++B) {
-      const uint64_t Lo = std::max(R.Address, B * kBlockBytes) - B * kBlockBytes;
-      const uint64_t Hi = std::min(End, (B + 1) * kBlockBytes) - 1 - B * kBlockBytes;
-      uint32_t Mask = 0;
-      for (uint64_t Pg = Lo / kPageBytes; Pg <= Hi / kPageBytes; ++Pg)
-        Mask |= uint32_t{1} << Pg;
-      auto [It, New] = Uses.try_emplace(B, deepum::sim::Engine::AddressUse{B, Mask, R.Mode});
-      if (!New) {
-        It->second.PageMask |= Mask;
-        if (It->second.Mode != R.Mode)
-          It->second.Mode = deepum::sim::Access::ReadWrite;
-      }
-    }
-  }
-  std::vector<deepum::sim::Engine::AddressUse> UseList;
-  UseList.reserve(Uses.size());
-  for (auto &KV : Uses)
-    UseList.push_back(KV.second);
   double Ns = Dev.KernelMinUs * 1e3;
   if (Dev.DramBytesPerSecond > 0)
     Ns = std::max(Ns, static_cast<double>(Bytes) /
@@ -362,24 +425,7 @@ cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size
     Ns = std::max(Ns, St.Flops / Dev.VectorFlopsPerSecond * 1e9);
   const uint64_t DurationNs = std::max<uint64_t>(1, static_cast<uint64_t>(Ns));
   const uint64_t FaultsBefore = Eng->stats().Faults;
-  // A kernel runs from when the GPU takes it; its demand faults stall it, so
-  // they lie inside [start, end], as on a GPU (CUPTI kernel records include
-  // the stall).
-  const uint64_t ReadyNs = std::max(Eng->computeEndNs(), Eng->issueNs());
-  afterLastStamp(ReadyNs);
-  uint64_t Pages = 0;
-  for (const deepum::sim::Engine::AddressUse &U : UseList)
-    Pages += static_cast<uint64_t>(__builtin_popcount(U.PageMask));
-  if (Pages * kPageBytes <= Eng->capacityBytes()) {
-    if (llvm::Error E = Eng->launchByAddress(UseList, DurationNs)) {
-      // The kernel's blocks hold more pages than it touches and they do not
-      // fit together: run it as an oversubscribed one.
-      llvm::consumeError(std::move(E));
-      runOversubscribed(UseList, Pages, DurationNs);
-    }
-  } else {
-    runOversubscribed(UseList, Pages, DurationNs);
-  }
+  const uint64_t ReadyNs = runOnDevice(St.Ranges, DurationNs, S);
   const uint64_t EndNs = Eng->computeEndNs();
   if (S)
     S->LastNs = std::max(S->LastNs, EndNs);
@@ -469,7 +515,7 @@ int deepum_standin_get_stats(deepum_standin_stats *Out, size_t OutSize) {
   const deepum::sim::EngineStats &S = M.Eng->stats();
   const deepum::sim::EngineStats &B = M.Base;
   deepum_standin_stats R{};
-  R.kernels = S.Kernels - B.Kernels - M.Count.ExtraPieces;
+  R.kernels = S.Kernels - B.Kernels - M.Count.ExtraPieces - M.Count.MemoryWork;
   R.faults = S.Faults - B.Faults;
   R.fault_batches = S.FaultBatches - B.FaultBatches;
   R.bytes_htod = S.BytesHtoD - B.BytesHtoD;
@@ -485,6 +531,8 @@ int deepum_standin_get_stats(deepum_standin_stats *Out, size_t OutSize) {
   R.model_refused_launches = M.Count.ModelRefused;
   R.oversubscribed_launches = M.Count.Oversubscribed;
   R.memcpy_bytes = M.Count.MemcpyBytes;
+  R.bytes_copied = M.Count.MemcpyTimedBytes;
+  R.bytes_poisoned = M.Count.PoisonedBytes;
   R.resident_bytes = M.Eng->residentBytes();
   R.capacity_bytes = M.CapacityBytes;
   R.device_allocated_bytes = M.DeviceBytes;
@@ -514,7 +562,10 @@ void deepum_standin_reset_stats(void) {
   M.Count.ModelRefused = 0;
   M.Count.Oversubscribed = 0;
   M.Count.ExtraPieces = 0;
+  M.Count.MemoryWork = 0;
   M.Count.MemcpyBytes = 0;
+  M.Count.MemcpyTimedBytes = 0;
+  M.Count.PoisonedBytes = 0;
   M.Records.clear();
 }
 

@@ -47,6 +47,7 @@ struct CUstream_st {
   unsigned Flags = 0;
   int Priority = 0;
   uint64_t LastNs = 0; // model time of the stream's last work
+  uint64_t CopyEndNs = 0; // when its last explicit copy ends: its next kernel starts after it
   PollCount Polls;
   CUgraph_st *Capture = nullptr;
   cudaStreamCaptureMode CaptureMode = cudaStreamCaptureModeGlobal;
@@ -80,6 +81,16 @@ struct CUgraphExec_st {
 namespace deepum::standin {
 
 enum class MemoryKind { Managed, Device, PinnedHost };
+
+/// What a discarded byte of managed memory reads as (Model::discardBatch).
+inline constexpr unsigned char kDiscardPoison = 0xFF;
+
+/// Memory a piece of GPU work touches, and how.
+struct Range {
+  uint64_t Address, Bytes;
+  deepum::sim::Access Mode;
+  MemoryKind Kind;
+};
 
 struct Allocation {
   uint64_t Base = 0;
@@ -142,6 +153,15 @@ public:
   // Work.
   cudaError_t launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,
                      cudaStream_t S, uint64_t GraphExec = 0);
+  /// GPU work over `Ranges` lasting `DurationNs` on stream S (a kernel, a
+  /// memset, a device-to-device copy); returns when it was ready to run.
+  uint64_t runOnDevice(llvm::ArrayRef<Range> Ranges, uint64_t DurationNs, CUstream_st *S);
+  /// A memset or device-to-device copy moving `Bytes` of device memory over
+  /// `Ranges`, at the device's memory rate; returns when it ends.
+  uint64_t memoryWork(llvm::ArrayRef<Range> Ranges, uint64_t Bytes, CUstream_st &S);
+  /// An explicit copy over the link on stream S, on a copy engine at the
+  /// device model's rate (Engine::explicitCopy).
+  void copy(bool ToDevice, uint64_t Bytes, bool FromManaged, CUstream_st &S);
   /// A kernel whose pages exceed the capacity, run in pieces that fit.
   void runOversubscribed(llvm::ArrayRef<deepum::sim::Engine::AddressUse> Uses, uint64_t Pages,
                          uint64_t DurationNs);
@@ -169,6 +189,9 @@ public:
   // Counters.
   struct Counters {
     uint64_t ModelRefused = 0, MemcpyBytes = 0, FreeDiscardBytes = 0;
+    uint64_t PoisonedBytes = 0; // discarded bytes overwritten with kDiscardPoison
+    uint64_t MemoryWork = 0;      // memsets and device copies the engine ran as kernels
+    uint64_t MemcpyTimedBytes = 0; // copies over the link, timed on a copy engine
     uint64_t Oversubscribed = 0; // launches whose pages exceeded the capacity
     uint64_t ExtraPieces = 0;    // engine kernels beyond one per such launch
   } Count;

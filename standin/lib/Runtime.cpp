@@ -372,6 +372,32 @@ cudaError_t tracedLaunch(uint32_t RtCbid, const char *RtName, const void *RtPara
   return Rt.done(E);
 }
 
+/// Times a copy of `Bytes` from Src to Dst on stream S (the bytes have
+/// moved already). GPU memory is cudaMalloc's, and managed memory whose page
+/// at the pointer is resident; the rest is the host's (pinned, pageable,
+/// host-resident managed). Host to GPU and GPU to host: over the link on a
+/// copy engine at the device model's explicit-copy rates (GPU-resident
+/// managed memory read in place at its managed-to-host rate); GPU to GPU: on
+/// the device at its memory's rate (read and write); host to host: the CPU's,
+/// no GPU time.
+void timeCopy(Model &M, void *Dst, const void *Src, uint64_t Bytes, CUstream_st &S) {
+  using deepum::standin::MemoryKind;
+  auto OnGpu = [&](const void *P, const deepum::standin::Allocation *A) {
+    return A && (A->Kind == MemoryKind::Device ||
+                 (A->Kind == MemoryKind::Managed &&
+                  M.Eng->residentAt(reinterpret_cast<uint64_t>(P))));
+  };
+  const deepum::standin::Allocation *DA = M.find(Dst), *SA = M.find(Src);
+  const bool DstGpu = OnGpu(Dst, DA), SrcGpu = OnGpu(Src, SA);
+  if (DstGpu && SrcGpu) {
+    M.memoryWork({{reinterpret_cast<uint64_t>(Src), Bytes, deepum::sim::Access::Read, SA->Kind},
+                  {reinterpret_cast<uint64_t>(Dst), Bytes, deepum::sim::Access::Write, DA->Kind}},
+                 2 * Bytes, S);
+  } else if (DstGpu || SrcGpu) {
+    M.copy(/*ToDevice=*/DstGpu, Bytes, SrcGpu && SA->Kind == MemoryKind::Managed, S);
+  }
+}
+
 CUkern_st *kernelOf(const void *Func) {
   Model &M = Model::get();
   std::lock_guard<std::recursive_mutex> Lock(M.Mu);
@@ -751,6 +777,7 @@ cudaError_t cudaMemcpyAsync(void *Dst, const void *Src, size_t Bytes, cudaMemcpy
   }
   std::memmove(Dst, Src, Bytes);
   M.Count.MemcpyBytes += Bytes;
+  timeCopy(M, Dst, Src, Bytes, *S);
   return cudaSuccess;
 }
 
@@ -760,7 +787,14 @@ cudaError_t cudaMemcpy(void *Dst, const void *Src, size_t Bytes, cudaMemcpyKind 
     if (unsafeDuringCapture(M))
       return ret(cudaErrorStreamCaptureUnsupported);
   }
-  return cudaMemcpyAsync(Dst, Src, Bytes, Kind, nullptr);
+  const cudaError_t E = cudaMemcpyAsync(Dst, Src, Bytes, Kind, nullptr);
+  if (E == cudaSuccess) {
+    // Synchronous for the host: it waits for the copy (and the stream's work before it).
+    Model &M = Model::get();
+    std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+    M.hostWaitUntil(M.Legacy.LastNs);
+  }
+  return E;
 }
 
 cudaError_t cudaMemsetAsync(void *Ptr, int Value, size_t Bytes, cudaStream_t Stream) {
@@ -778,6 +812,11 @@ cudaError_t cudaMemsetAsync(void *Ptr, int Value, size_t Bytes, cudaStream_t Str
     return cudaSuccess;
   }
   std::memset(Ptr, Value, Bytes);
+  // On the GPU: it writes device memory at the memory's rate, and faults
+  // host-resident managed pages in as a kernel writing them would.
+  const deepum::standin::Allocation *A = M.find(Ptr);
+  M.memoryWork({{reinterpret_cast<uint64_t>(Ptr), Bytes, deepum::sim::Access::Write, A->Kind}},
+               Bytes, *S);
   return cudaSuccess;
 }
 

@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -381,6 +382,30 @@ TEST_F(Batch, DiscardNeedsNoAlignmentAndDropsOnlyWholePages) {
   EXPECT_EQ(stats().bytes_discarded, 15u * 64 * 1024);
 }
 
+TEST_F(Batch, DiscardedPagesReadAsPoisonAndTheRestIsKept) {
+  // "the contents of the memory are undefined after the discard": the pages
+  // the model drops read as 0xFF bytes (NaN as floats), so that a program
+  // that reads memory it discarded computes something else; the partial
+  // pages at the range's ends are kept, as the model keeps them resident.
+  auto *Bytes = static_cast<unsigned char *>(Ptrs[0]);
+  std::memset(Bytes, 0x11, 4 * MiB);
+  void *Mid[] = {Bytes + 1000};
+  size_t MidSize[] = {MiB};
+  const deepum_standin_stats Before = stats();
+  ASSERT_EQ(cudaMemDiscardBatchAsync(Mid, MidSize, 1, 0, S), cudaSuccess);
+  const size_t Page = 64 * 1024;
+  EXPECT_EQ(stats().bytes_poisoned - Before.bytes_poisoned, 15 * Page);
+  EXPECT_EQ(Bytes[999], 0x11);
+  EXPECT_EQ(Bytes[1000], 0x11);      // page 0: partial, kept
+  EXPECT_EQ(Bytes[Page - 1], 0x11);
+  EXPECT_EQ(Bytes[Page], 0xFF);       // pages 1..15: dropped
+  EXPECT_EQ(Bytes[16 * Page - 1], 0xFF);
+  EXPECT_EQ(Bytes[16 * Page], 0x11);  // page 16: partial, kept
+  float F;
+  std::memcpy(&F, Bytes + 2 * Page, sizeof(F));
+  EXPECT_TRUE(std::isnan(F));
+}
+
 TEST_F(Batch, DiscardAndPrefetchLeavesRangesResidentWithoutCopies) {
   // "semantically equivalent to calling cudaMemDiscardBatchAsync followed by
   // cudaMemPrefetchBatchAsync".
@@ -655,6 +680,55 @@ TEST_F(StandIn, ElapsedTimeNeedsTimedRecordedEvents) {
   EXPECT_EQ(cudaEventDestroy(B), cudaSuccess);
   EXPECT_EQ(cudaEventDestroy(NoTiming), cudaSuccess);
   EXPECT_EQ(cudaFree(P), cudaSuccess);
+}
+
+TEST_F(Batch, CopiesTakeTheModelsCopyTimeOnTheirStream) {
+  // cudaMemcpyAsync between pinned host memory and device memory runs on a
+  // copy engine at the device model's explicit-copy rates (h100-pcie, the
+  // default: 55.03 GB/s host to device, 55.12 GB/s back); the kernel after
+  // it on the same stream starts once it has ended.
+  const size_t Bytes = 64 * MiB;
+  void *Host = nullptr, *Dev = nullptr;
+  float *Managed = nullptr;
+  ASSERT_EQ(cudaMallocHost(&Host, Bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&Dev, Bytes), cudaSuccess);
+  ASSERT_EQ(cudaMallocManaged(&Managed, MiB, cudaMemAttachGlobal), cudaSuccess);
+  std::memset(Host, 0x5a, Bytes);
+  cudaEvent_t A = nullptr, B = nullptr, C = nullptr;
+  for (cudaEvent_t *E : {&A, &B, &C})
+    ASSERT_EQ(cudaEventCreate(E), cudaSuccess);
+  const deepum_standin_stats Before = stats();
+  ASSERT_EQ(cudaEventRecord(A, S), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(Dev, Host, Bytes, cudaMemcpyHostToDevice, S), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(B, S), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(Host, Dev, Bytes, cudaMemcpyDeviceToHost, S), cudaSuccess);
+  ASSERT_EQ(launchAddOne(Managed, 16, S), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(C, S), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(C), cudaSuccess);
+  float In = 0, All = 0;
+  ASSERT_EQ(cudaEventElapsedTime(&In, A, B), cudaSuccess);
+  ASSERT_EQ(cudaEventElapsedTime(&All, A, C), cudaSuccess);
+  const double WantIn = static_cast<double>(Bytes) / 55.03e9 * 1e3;
+  const double WantOut = static_cast<double>(Bytes) / 55.12e9 * 1e3;
+  EXPECT_NEAR(In, WantIn, WantIn * 0.01);
+  EXPECT_GT(All, WantIn + WantOut); // the kernel after both copies
+  EXPECT_EQ(stats().bytes_copied - Before.bytes_copied, 2 * Bytes);
+  EXPECT_EQ(static_cast<unsigned char *>(Host)[Bytes - 1], 0x5a);
+  // A memset of host-resident managed memory runs on the GPU: its pages
+  // come over as a kernel writing them would fault them in.
+  float *Fresh = nullptr;
+  ASSERT_EQ(cudaMallocManaged(&Fresh, 4 * MiB, cudaMemAttachGlobal), cudaSuccess);
+  const deepum_standin_stats BeforeSet = stats();
+  ASSERT_EQ(cudaMemsetAsync(Fresh, 0, 4 * MiB, S), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(S), cudaSuccess);
+  EXPECT_EQ(stats().resident_bytes - BeforeSet.resident_bytes, 4 * MiB);
+  EXPECT_EQ(stats().kernels, BeforeSet.kernels); // not a kernel of the program's
+  for (cudaEvent_t E : {A, B, C})
+    EXPECT_EQ(cudaEventDestroy(E), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(Host), cudaSuccess);
+  EXPECT_EQ(cudaFree(Dev), cudaSuccess);
+  EXPECT_EQ(cudaFree(Managed), cudaSuccess);
+  EXPECT_EQ(cudaFree(Fresh), cudaSuccess);
 }
 
 TEST_F(Batch, EventsOrderMigrationsAcrossStreams) {

@@ -251,6 +251,12 @@ public:
   uint64_t residentBytes() const { return ResidentPages * PageBytes; }
   uint64_t capacityBytes() const { return CapacityPages * PageBytes; }
   bool isResident(uint32_t Block, uint32_t Mask) const { return (Resident[Block] & Mask) == Mask; }
+  /// Whether the 64 KiB page holding `Address` is on the GPU.
+  bool residentAt(uint64_t Address) const {
+    auto It = Ids.find(Address / (PageBytes * PagesPerBlock));
+    return It != Ids.end() &&
+           ((Resident[It->second] >> ((Address / PageBytes) % PagesPerBlock)) & 1);
+  }
   uint32_t residentMask(uint32_t Block) const { return Resident[Block]; }
   /// Counts the pages of Mask in Block with no valid copy anywhere as lost
   /// contents: the caller knows the launch about to run reads what they held.
@@ -259,6 +265,17 @@ public:
   uint64_t issueNs() const { return IssueNs; }
   /// End of the last kernel, ns.
   uint64_t computeEndNs() const { return ComputeEndNs; }
+  /// The next kernel starts no earlier than `Ns` (the end of an explicit
+  /// copy its stream issued before it: the CUDA stand-in's stream order).
+  void computeNotBefore(uint64_t Ns) { ComputeEndNs = std::max(ComputeEndNs, Ns); }
+  /// An explicit copy (cudaMemcpy over the link): `Bytes` in one direction,
+  /// on the copy engine of that direction that frees first (those of Unified
+  /// Memory's migrations where the device model says copies share them), from
+  /// `NotBeforeNs` and the host's issue time, at the device model's
+  /// explicit-copy rate (`FromManaged`: GPU-resident managed memory read in
+  /// place, its managed-to-host rate). Returns when it ends.
+  uint64_t explicitCopy(bool ToDevice, uint64_t Bytes, uint64_t NotBeforeNs,
+                        bool FromManaged = false);
   /// When the last transfer queued in that direction ends, ns (explicit
   /// copies on engines of their own included).
   uint64_t copyEndNs(bool ToDevice) const {

@@ -101,6 +101,8 @@ struct deepum_standin_stats {
   uint64_t host_call_ns;    /* host time the model charged for them */
   uint64_t oversubscribed_launches; /* a kernel's pages alone exceeded capacity: it ran
                                        in pieces, faulting and evicting */
+  uint64_t bytes_copied;   /* cudaMemcpy* over the link, timed on a copy engine */
+  uint64_t bytes_poisoned; /* discarded managed bytes overwritten with 0xFF */
 };
 typedef int (*deepum_standin_stats_fn)(struct deepum_standin_stats *out, size_t out_size);
 /** Fills `out` (`out_size` = sizeof(*out), for compatibility). Returns 0. */

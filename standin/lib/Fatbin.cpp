@@ -30,6 +30,7 @@ constexpr uint8_t kFormatSval = 4;
 constexpr uint8_t kAttrKparamInfo = 0x17;
 // Entries are bounded by the header's size; this caps a corrupt one.
 constexpr uint64_t kMaxFatbinBytes = uint64_t{1} << 34;
+constexpr uint64_t kMaxGlobalBytes = uint64_t{1} << 30; // one variable's initial value
 
 template <typename T> T load(const uint8_t *P) {
   T V;
@@ -102,18 +103,21 @@ void readCubin(const uint8_t *P, uint64_t Size,
 
 } // namespace
 
-std::unordered_map<std::string, ParamLayout> readParamLayouts(const void *FatbinWrapper) {
-  std::unordered_map<std::string, ParamLayout> Out;
+namespace {
+
+/// Calls F(bytes, size) for each uncompressed cubin of the fat binary behind
+/// nvcc's wrapper.
+template <typename Fn> void forEachCubin(const void *FatbinWrapper, Fn F) {
   const auto *W = static_cast<const __fatBinC_Wrapper_t *>(FatbinWrapper);
   if (!W || static_cast<uint32_t>(W->magic) != FATBINC_MAGIC || !W->data)
-    return Out;
+    return;
   const auto *D = reinterpret_cast<const uint8_t *>(W->data);
   if (load<uint32_t>(D) != kFatbinMagic)
-    return Out;
+    return;
   const uint16_t HeaderSize = load<uint16_t>(D + 6);
   const uint64_t Total = load<uint64_t>(D + 8);
   if (HeaderSize < 16 || Total > kMaxFatbinBytes)
-    return Out;
+    return;
   const uint8_t *E = D + HeaderSize;
   const uint8_t *End = E + Total;
   while (E + 0x40 <= End) {
@@ -125,9 +129,77 @@ std::unordered_map<std::string, ParamLayout> readParamLayouts(const void *Fatbin
         Payload > static_cast<uint64_t>(End - E) - EntryHeader)
       break;
     if (Kind == kKindCubin && !(Flags & kFlagCompressed))
-      readCubin(E + EntryHeader, Payload, Out);
+      F(E + EntryHeader, Payload);
     E += EntryHeader + Payload;
   }
+}
+
+/// The initial values of a cubin's global variables: each symbol of the
+/// symbol table defined in an initialised data section (.nv.global.init...),
+/// its bytes; a variable in a section without data (.nv.global) is zeros.
+void readGlobalsOfCubin(const uint8_t *P, uint64_t Size,
+                        std::unordered_map<std::string, std::vector<uint8_t>> &Out) {
+  if (Size < sizeof(Elf64_Ehdr) || std::memcmp(P, ELFMAG, SELFMAG) != 0 ||
+      P[EI_CLASS] != ELFCLASS64)
+    return;
+  const auto H = load<Elf64_Ehdr>(P);
+  if (H.e_shentsize != sizeof(Elf64_Shdr) || H.e_shoff > Size ||
+      uint64_t{H.e_shnum} * sizeof(Elf64_Shdr) > Size - H.e_shoff || H.e_shstrndx >= H.e_shnum)
+    return;
+  auto section = [&](unsigned I) { return load<Elf64_Shdr>(P + H.e_shoff + I * sizeof(Elf64_Shdr)); };
+  auto inside = [&](const Elf64_Shdr &S) {
+    return S.sh_type == SHT_NOBITS || (S.sh_offset <= Size && S.sh_size <= Size - S.sh_offset);
+  };
+  const Elf64_Shdr Names = section(H.e_shstrndx);
+  if (!inside(Names))
+    return;
+  auto nameOf = [&](const Elf64_Shdr &Strings, uint32_t At) -> std::string {
+    if (At >= Strings.sh_size)
+      return {};
+    const char *C = reinterpret_cast<const char *>(P + Strings.sh_offset + At);
+    return std::string(C, strnlen(C, Strings.sh_size - At));
+  };
+  for (unsigned I = 0; I < H.e_shnum; ++I) {
+    const Elf64_Shdr Sym = section(I);
+    if (Sym.sh_type != SHT_SYMTAB || !inside(Sym) || Sym.sh_link >= H.e_shnum ||
+        Sym.sh_entsize != sizeof(Elf64_Sym))
+      continue;
+    const Elf64_Shdr Strings = section(Sym.sh_link);
+    if (!inside(Strings))
+      continue;
+    for (uint64_t K = 0; K < Sym.sh_size / sizeof(Elf64_Sym); ++K) {
+      const auto Y = load<Elf64_Sym>(P + Sym.sh_offset + K * sizeof(Elf64_Sym));
+      if (ELF64_ST_TYPE(Y.st_info) != STT_OBJECT || Y.st_shndx == SHN_UNDEF ||
+          Y.st_shndx >= H.e_shnum || Y.st_size == 0 || Y.st_size > kMaxGlobalBytes)
+        continue;
+      const Elf64_Shdr Home = section(Y.st_shndx);
+      const std::string Section = nameOf(Names, Home.sh_name);
+      if (Section.rfind(".nv.global", 0) != 0 || !inside(Home) || Y.st_value > Home.sh_size ||
+          Y.st_size > Home.sh_size - Y.st_value)
+        continue;
+      std::string Name = nameOf(Strings, Y.st_name);
+      if (Name.empty() || Out.count(Name))
+        continue; // another architecture's cubin said the same
+      std::vector<uint8_t> Bytes(Y.st_size, 0);
+      if (Home.sh_type != SHT_NOBITS)
+        std::memcpy(Bytes.data(), P + Home.sh_offset + Y.st_value, Y.st_size);
+      Out.emplace(std::move(Name), std::move(Bytes));
+    }
+  }
+}
+
+} // namespace
+
+std::unordered_map<std::string, ParamLayout> readParamLayouts(const void *FatbinWrapper) {
+  std::unordered_map<std::string, ParamLayout> Out;
+  forEachCubin(FatbinWrapper, [&](const uint8_t *P, uint64_t Size) { readCubin(P, Size, Out); });
+  return Out;
+}
+
+std::unordered_map<std::string, std::vector<uint8_t>> readGlobalInits(const void *FatbinWrapper) {
+  std::unordered_map<std::string, std::vector<uint8_t>> Out;
+  forEachCubin(FatbinWrapper,
+               [&](const uint8_t *P, uint64_t Size) { readGlobalsOfCubin(P, Size, Out); });
   return Out;
 }
 

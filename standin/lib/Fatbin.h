@@ -30,6 +30,11 @@ struct ParamLayout {
 /// False past the last parameter.
 bool paramInfo(const ParamLayout &L, size_t Index, size_t *Offset, size_t *Size);
 
+/// The initial values of the global variables (`__device__`, `__managed__`)
+/// of the uncompressed cubins behind nvcc's wrapper, by name: the bytes the
+/// cubin's initialised data holds, zeros for one without data.
+std::unordered_map<std::string, std::vector<uint8_t>> readGlobalInits(const void *FatbinWrapper);
+
 /// Layouts of the kernels in the fat binary behind nvcc's wrapper
 /// (__fatBinC_Wrapper_t), by device name. Malformed input yields what could
 /// be read; nothing is read outside the sizes the headers state.

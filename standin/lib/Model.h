@@ -135,6 +135,8 @@ public:
   std::unordered_map<const void *, std::unique_ptr<CUkern_st>> Kernels; // by host function
   std::unordered_map<void **, std::vector<const void *>> Modules;       // handle -> host functions
   std::unordered_map<void **, std::unordered_map<std::string, ParamLayout>> ModuleLayouts;
+  /// Initial values of each module's global variables (__managed__ ones).
+  std::unordered_map<void **, std::unordered_map<std::string, std::vector<uint8_t>>> ModuleGlobals;
   std::unordered_map<const void *, Twin> TwinsByHost;
   std::unordered_map<std::string, Twin> TwinsByName;
   const Twin *twinOf(const CUkern_st &K) const;

@@ -1272,6 +1272,7 @@ void **__cudaRegisterFatBinary(void *FatCubin) {
   auto **Handle = new void *(FatCubin);
   M.Modules[Handle];
   M.ModuleLayouts[Handle] = deepum::standin::readParamLayouts(FatCubin);
+  M.ModuleGlobals[Handle] = deepum::standin::readGlobalInits(FatCubin);
   return Handle;
 }
 
@@ -1287,6 +1288,7 @@ void __cudaUnregisterFatBinary(void **Handle) {
   // (their host functions may be unloaded; the names are ours).
   M.Modules.erase(It);
   M.ModuleLayouts.erase(Handle);
+  M.ModuleGlobals.erase(Handle);
   delete Handle;
 }
 
@@ -1312,7 +1314,28 @@ void __cudaRegisterFunction(void **Handle, const char *HostFun, char *, const ch
 }
 
 void __cudaRegisterVar(void **, char *, char *, const char *, int, size_t, int, int) {}
-void __cudaRegisterManagedVar(void **, void **, char *, const char *, int, size_t, int, int) {}
+// A __managed__ variable: nvcc's host code reaches it through a pointer
+// (`HostVarPtr`, null until registered) that the runtime points at managed
+// memory holding the variable's initial value from the cubin. Managed
+// memory like any other: kernels fault it in, the host reads it in place.
+void __cudaRegisterManagedVar(void **Handle, void **HostVarPtr, char *, const char *DeviceName,
+                              int, size_t Size, int, int) {
+  Model &M = Model::get();
+  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  if (!HostVarPtr || Size == 0)
+    return;
+  void *P = nullptr;
+  if (allocate(M, &P, Size, MemoryKind::Managed) != cudaSuccess) {
+    std::fprintf(stderr, "cuda stand-in: cannot allocate __managed__ variable %s (%zu bytes)\n",
+                 DeviceName ? DeviceName : "?", Size);
+    return;
+  }
+  std::memset(P, 0, Size);
+  if (auto Mod = M.ModuleGlobals.find(Handle); Mod != M.ModuleGlobals.end() && DeviceName)
+    if (auto V = Mod->second.find(DeviceName); V != Mod->second.end())
+      std::memcpy(P, V->second.data(), std::min(Size, V->second.size()));
+  *HostVarPtr = P;
+}
 
 char __cudaInitModule(void **) { return 1; }
 

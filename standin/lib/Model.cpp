@@ -393,8 +393,16 @@ cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size
   L.stream = Stream;
   L.internal = &St;
 
-  if (const Twin *T = twinOf(K)) {
+  const Twin *T = twinOf(K);
+  if (T) {
     T->Fn(&L, Args, T->User);
+  } else if (!K.HaveLayout && !K.SaidNoLayout) {
+    // Nothing to model it by: said once per kernel, never a silent no-op.
+    K.SaidNoLayout = true;
+    std::fprintf(stderr,
+                 "cuda stand-in: kernel %s has no parameter layout (a compressed or PTX-only "
+                 "fat binary) and no twin: its launches touch nothing in the model\n",
+                 K.Name.c_str());
   }
   if (!St.Declared && K.HaveLayout && Args) {
     // No declaration: every argument of pointer size that points into live

@@ -36,6 +36,7 @@ struct CUkern_st {
   const void *HostFun = nullptr;
   std::string Name;
   bool HaveLayout = false;
+  bool SaidNoLayout = false; // the model has said it cannot model the kernel
   deepum::standin::ParamLayout Layout;
 };
 /// Polls of work not yet done, at one model time (Model::poll).

@@ -17,6 +17,7 @@
 #include <fatbinary_section.h>
 
 #include <cstring>
+#include <optional>
 #include <elf.h>
 
 namespace deepum::standin {
@@ -68,16 +69,30 @@ void readNvInfo(const uint8_t *P, uint64_t Size, ParamLayout &Out) {
   }
 }
 
-void readCubin(const uint8_t *P, uint64_t Size,
-               std::unordered_map<std::string, ParamLayout> &Out) {
+/// A 64-bit ELF image's header, when its section table lies inside it.
+std::optional<Elf64_Ehdr> elfHeader(const uint8_t *P, uint64_t Size) {
   if (Size < sizeof(Elf64_Ehdr) || std::memcmp(P, ELFMAG, SELFMAG) != 0 ||
       P[EI_CLASS] != ELFCLASS64)
-    return;
+    return std::nullopt;
   const auto H = load<Elf64_Ehdr>(P);
   if (H.e_shentsize != sizeof(Elf64_Shdr) || H.e_shoff > Size ||
       uint64_t{H.e_shnum} * sizeof(Elf64_Shdr) > Size - H.e_shoff || H.e_shstrndx >= H.e_shnum)
+    return std::nullopt;
+  return H;
+}
+
+/// Section I of an image whose header elfHeader accepted.
+Elf64_Shdr elfSection(const uint8_t *P, const Elf64_Ehdr &H, unsigned I) {
+  return load<Elf64_Shdr>(P + H.e_shoff + I * sizeof(Elf64_Shdr));
+}
+
+void readCubin(const uint8_t *P, uint64_t Size,
+               std::unordered_map<std::string, ParamLayout> &Out) {
+  const std::optional<Elf64_Ehdr> Header = elfHeader(P, Size);
+  if (!Header)
     return;
-  auto section = [&](unsigned I) { return load<Elf64_Shdr>(P + H.e_shoff + I * sizeof(Elf64_Shdr)); };
+  const Elf64_Ehdr &H = *Header;
+  auto section = [&](unsigned I) { return elfSection(P, H, I); };
   const Elf64_Shdr Names = section(H.e_shstrndx);
   if (Names.sh_offset > Size || Names.sh_size > Size - Names.sh_offset)
     return;
@@ -139,14 +154,11 @@ template <typename Fn> void forEachCubin(const void *FatbinWrapper, Fn F) {
 /// its bytes; a variable in a section without data (.nv.global) is zeros.
 void readGlobalsOfCubin(const uint8_t *P, uint64_t Size,
                         std::unordered_map<std::string, std::vector<uint8_t>> &Out) {
-  if (Size < sizeof(Elf64_Ehdr) || std::memcmp(P, ELFMAG, SELFMAG) != 0 ||
-      P[EI_CLASS] != ELFCLASS64)
+  const std::optional<Elf64_Ehdr> Header = elfHeader(P, Size);
+  if (!Header)
     return;
-  const auto H = load<Elf64_Ehdr>(P);
-  if (H.e_shentsize != sizeof(Elf64_Shdr) || H.e_shoff > Size ||
-      uint64_t{H.e_shnum} * sizeof(Elf64_Shdr) > Size - H.e_shoff || H.e_shstrndx >= H.e_shnum)
-    return;
-  auto section = [&](unsigned I) { return load<Elf64_Shdr>(P + H.e_shoff + I * sizeof(Elf64_Shdr)); };
+  const Elf64_Ehdr &H = *Header;
+  auto section = [&](unsigned I) { return elfSection(P, H, I); };
   auto inside = [&](const Elf64_Shdr &S) {
     return S.sh_type == SHT_NOBITS || (S.sh_offset <= Size && S.sh_size <= Size - S.sh_offset);
   };

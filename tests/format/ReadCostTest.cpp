@@ -11,6 +11,7 @@
 #include "deepum/format/PlanWire.h"
 
 #include "TestSupport.h"
+#include "Wire.h"
 
 #include "google/protobuf/descriptor.h"
 
@@ -64,15 +65,7 @@ namespace deepum::format {
 namespace {
 namespace pb = google::protobuf;
 
-std::string varint(uint64_t V) {
-  std::string Out;
-  while (V >= 0x80) {
-    Out += static_cast<char>((V & 0x7f) | 0x80);
-    V >>= 7;
-  }
-  Out += static_cast<char>(V);
-  return Out;
-}
+using deepum::test::varint;
 
 /// Random wire bytes shaped like a message of `D`: mostly its own fields
 /// (many small sub-messages, packed runs, strings), some with another wire

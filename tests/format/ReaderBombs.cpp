@@ -17,6 +17,8 @@
 //===----------------------------------------------------------------------===//
 #include <zlib.h>
 
+#include "Wire.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -25,15 +27,7 @@
 
 namespace {
 
-std::string varint(uint64_t V) {
-  std::string Out;
-  while (V >= 0x80) {
-    Out += static_cast<char>((V & 0x7f) | 0x80);
-    V >>= 7;
-  }
-  Out += static_cast<char>(V);
-  return Out;
-}
+using deepum::test::varint;
 
 /// Raw deflate of `In` ending in a full flush (or the final block).
 bool deflatePart(z_stream &Z, const std::string &In, int Flush, std::string &Out) {

@@ -43,6 +43,29 @@ grep -q '^| first touch, host-resident: 2 MiB stride, 16 MiB | 8 touches | ' "$o
 grep -q '^| device->host rate (plateau) | [0-9.e+]* B/s | device_to_host_bytes_per_second |' "$out/report.md"
 grep -q '^| write-back of dirty pages | [0-9.e+]* B/s | report only |' "$out/report.md"
 
+# The copy path, per 2 MiB block (report only): out is a copy of GPU-written
+# managed memory to a pinned slot at the model's managed-to-host rate plus a
+# discard; in, a populate (the model's populate_block_us) plus a copy at its
+# host-to-device rate; the data
+# came back (deepum-calibrate fails otherwise). Each within 10% of 2 MiB at
+# the model's rate.
+"$python" - "$out/report.md" "$models" "$device" <<'PY'
+import json, re, sys
+report, models, name = sys.argv[1:]
+line = [l for l in open(report) if l.startswith("| the copy path, per 2 MiB block |")]
+assert len(line) == 1, f"no copy-path line in {report}"
+out, back = (float(x) for x in re.search(
+    r"out \(copy to a pinned slot \+ discard\) ([0-9.]+) us, in \(populate \+ copy back\) "
+    r"([0-9.]+) us", line[0]).groups())
+model = next(m for m in json.load(open(models))["models"] if m["name"] == name)
+want_out = 2 * 2**20 / model["copy_managed_to_host_bytes_per_second"] * 1e6
+want_in = (2 * 2**20 / model["copy_host_to_device_bytes_per_second"] * 1e6
+           + model.get("populate_block_us", 0))
+for what, got, want in (("out", out, want_out), ("in", back, want_in)):
+    assert abs(got - want) <= 0.10 * want, f"copy path {what}: {got} us, the model's {want:.2f} us"
+print(f"copy path per block: out {out} us (model {want_out:.2f}), in {back} us (model {want_in:.2f})")
+PY
+
 # The model charges no time for advice.
 grep -q '^| cudaMemAdvise (one call per range), stream clock | 1 range | 0.000 | ' "$out/report.md"
 

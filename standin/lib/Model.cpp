@@ -139,6 +139,9 @@ Model::Model() {
   P.maxBlocksPerMultiProcessor = 32;
   P.reservedSharedMemPerBlock = 1 << 10;
   P.hostRegisterSupported = 1;
+  // Registered and allocated pinned memory alike: the device pointer is the
+  // host pointer (HostMemory.cpp).
+  P.canUseHostPointerForRegisteredMem = 1;
   P.memoryPoolsSupported = 1;
   P.gpuDirectRDMASupported = 0;
   P.unifiedFunctionPointers = 1;

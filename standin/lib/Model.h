@@ -96,8 +96,11 @@ struct Range {
 struct Allocation {
   uint64_t Base = 0;
   uint64_t Bytes = 0;  // as requested
-  uint64_t Mapped = 0; // mmap length
+  uint64_t Mapped = 0; // mmap length; 0: not a mapping of its own (registered, a pool's piece)
   MemoryKind Kind = MemoryKind::Managed;
+  unsigned HostFlags = 0;             // PinnedHost: the flags it was allocated or registered with
+  bool Registered = false;            // PinnedHost: the program's own memory (cudaHostRegister)
+  CUmemPoolHandle_st *Pool = nullptr; // Device: a piece of this pool's memory (cudaMallocAsync)
 };
 
 struct Twin {

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ApiHook.h"
+#include "Entry.h"
 #include "Model.h"
 
 #include <cupti.h> // with the parameter structs of generated_cuda_*meta.h
@@ -23,10 +24,15 @@
 #include <cstring>
 #include <vector>
 
+using deepum::standin::addNode;
 using deepum::standin::Allocation;
 using deepum::standin::CallConfig;
+using deepum::standin::initializeInjection;
+using deepum::standin::mapBytes;
 using deepum::standin::MemoryKind;
 using deepum::standin::Model;
+using deepum::standin::refuseInCapture;
+using deepum::standin::ret;
 
 namespace {
 
@@ -47,18 +53,22 @@ thread_local cudaError_t LastError = cudaSuccess;
 thread_local std::vector<CallConfig> Configs;
 thread_local int CurrentDevice = 0;
 
-cudaError_t ret(cudaError_t E) {
-  if (E != cudaSuccess)
-    LastError = E;
-  return E;
-}
-
 /// CUDA_INJECTION64_PATH: as NVIDIA's driver does during cuInit, the library
 /// it names is loaded and its InitializeInjection() called, once, at the
 /// first call that initialises CUDA. Calls the injection makes meanwhile (on
 /// any thread) go ahead without waiting for it.
 std::atomic<int> InjectionState{0}; // 0 not yet, 1 under way, 2 done
 void resourceEvent(uint32_t Cbid, const void *Descriptor);
+
+} // namespace
+
+namespace deepum::standin {
+
+cudaError_t ret(cudaError_t E) {
+  if (E != cudaSuccess)
+    LastError = E;
+  return E;
+}
 
 void initializeInjection() {
   if (InjectionState.load(std::memory_order_acquire) != 0)
@@ -84,24 +94,15 @@ void initializeInjection() {
   resourceEvent(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, nullptr);
 }
 
-/// Entry of every call that does work: the model's lock, and a sticky error
-/// or a configuration error returned before anything else.
-#define ENTER()                                                                                    \
-  initializeInjection();                                                                           \
-  Model &M = Model::get();                                                                         \
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);                                                \
-  if (M.Sticky != cudaSuccess)                                                                     \
-    return ret(M.Sticky);                                                                          \
-  if (!M.ConfigError.empty())                                                                      \
-  return ret(cudaErrorInitializationError)
-
-/// A capture sequence on `S` meets an operation it cannot capture: the
-/// operation fails and the capture is invalidated (cudaStreamEndCapture then
-/// returns cudaErrorStreamCaptureInvalidated).
+// cudaStreamEndCapture then returns cudaErrorStreamCaptureInvalidated.
 cudaError_t refuseInCapture(CUstream_st &S) {
   S.CaptureInvalidated = true;
   return cudaErrorStreamCaptureUnsupported;
 }
+
+} // namespace deepum::standin
+
+namespace {
 
 /// Any stream capturing in global or thread-local mode forbids "unsafe"
 /// calls (synchronisation, cudaMalloc) elsewhere (cudaStreamBeginCapture).
@@ -159,7 +160,9 @@ void resourceEvent(uint32_t Cbid, const void *Descriptor) {
   }
 }
 
-void *mapBytes(uint64_t Bytes, uint64_t &Mapped) {
+} // namespace
+
+void *deepum::standin::mapBytes(uint64_t Bytes, uint64_t &Mapped) {
   // 2 MiB-aligned so no two allocations share a UM block of the model.
   Mapped = (std::max<uint64_t>(Bytes, 1) + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
   const uint64_t Reserve = Mapped + kBlockBytes;
@@ -176,6 +179,8 @@ void *mapBytes(uint64_t Bytes, uint64_t &Mapped) {
     munmap(reinterpret_cast<void *>(Aligned + Mapped), Tail);
   return reinterpret_cast<void *>(Aligned);
 }
+
+namespace {
 
 cudaError_t allocate(Model &M, void **Ptr, size_t Bytes, MemoryKind Kind) {
   uint64_t Mapped = 0;
@@ -198,7 +203,9 @@ cudaError_t allocate(Model &M, void **Ptr, size_t Bytes, MemoryKind Kind) {
 
 cudaError_t release(Model &M, void *Ptr, bool Host) {
   auto It = M.Allocs.find(reinterpret_cast<uint64_t>(Ptr));
-  if (It == M.Allocs.end() || (It->second.Kind == MemoryKind::PinnedHost) != Host)
+  // A registered range is the program's memory: cudaHostUnregister's.
+  if (It == M.Allocs.end() || (It->second.Kind == MemoryKind::PinnedHost) != Host ||
+      It->second.Registered)
     return cudaErrorInvalidValue;
   const Allocation A = It->second;
   if (A.Kind == MemoryKind::Managed) {
@@ -291,13 +298,17 @@ bool validDims(const dim3 &G, const dim3 &B, const cudaDeviceProp &P) {
          G.z <= static_cast<unsigned>(P.maxGridSize[2]);
 }
 
-CUgraphNode_st &addNode(CUgraph_st &G, cudaGraphNodeType T) {
+} // namespace
+
+CUgraphNode_st &deepum::standin::addNode(CUgraph_st &G, cudaGraphNodeType T) {
   G.Nodes.push_back(std::make_unique<CUgraphNode_st>());
   CUgraphNode_st &N = *G.Nodes.back();
   N.Graph = &G;
   N.Type = T;
   return N;
 }
+
+namespace {
 
 void fixArgPtrs(CUgraphNode_st &N) {
   N.ArgPtrs.clear();
@@ -541,6 +552,10 @@ cudaError_t cudaDeviceGetAttribute(int *Value, cudaDeviceAttr Attr, int Device) 
   case cudaDevAttrPciBusId: *Value = P.pciBusID; break;
   case cudaDevAttrIntegrated: *Value = P.integrated; break;
   case cudaDevAttrCanMapHostMemory: *Value = P.canMapHostMemory; break;
+  case cudaDevAttrHostRegisterSupported: *Value = P.hostRegisterSupported; break;
+  case cudaDevAttrCanUseHostPointerForRegisteredMem:
+    *Value = P.canUseHostPointerForRegisteredMem;
+    break;
   default:
     if (Attr <= 0 || Attr >= cudaDevAttrMax)
       return ret(cudaErrorInvalidValue);
@@ -694,17 +709,7 @@ cudaError_t cudaMalloc(void **Ptr, size_t Bytes) {
   return ret(allocate(M, Ptr, Bytes, MemoryKind::Device));
 }
 
-cudaError_t cudaMallocHost(void **Ptr, size_t Bytes) {
-  ENTER();
-  if (!Ptr)
-    return ret(cudaErrorInvalidValue);
-  return ret(allocate(M, Ptr, Bytes, MemoryKind::PinnedHost));
-}
-
-cudaError_t cudaHostAlloc(void **Ptr, size_t Bytes, unsigned int) {
-  return cudaMallocHost(Ptr, Bytes);
-}
-
+// cudaMallocHost and cudaHostAlloc: HostMemory.cpp.
 
 cudaError_t cudaFreeHost(void *Ptr) {
   ENTER();

@@ -78,6 +78,30 @@ struct CUgraph_st {
 struct CUgraphExec_st {
   CUgraph_st *Graph = nullptr; // a private copy
 };
+/// A stream-ordered memory pool (MemPool.cpp): device memory reserved in
+/// chunks of whole 2 MiB blocks and carved into allocations; a freed piece
+/// stays reserved, reusable in stream order, until a synchronisation or a
+/// trim gives a wholly free chunk back.
+struct CUmemPoolHandle_st {
+  // cudaMemPoolSetAttribute's settings (the reuse policies are booleans).
+  uint64_t ReleaseThreshold = 0;
+  int ReuseFollowEventDependencies = 1;
+  int ReuseAllowOpportunistic = 1;
+  int ReuseAllowInternalDependencies = 1;
+  // What cudaMemPoolGetAttribute reports.
+  uint64_t ReservedBytes = 0, ReservedHigh = 0, UsedBytes = 0, UsedHigh = 0;
+  std::map<uint64_t, uint64_t> Chunks; // base -> bytes, each its own mapping
+  /// Reserved bytes no allocation holds. `Fresh`: never allocated, free for
+  /// any stream; otherwise free since `FreedNs` (model time) on `FreedOn`
+  /// (null: no one stream, as after cudaFree or pieces of two streams merged).
+  struct FreePiece {
+    uint64_t Bytes = 0;
+    uint64_t FreedNs = 0;
+    CUstream_st *FreedOn = nullptr;
+    bool Fresh = false;
+  };
+  std::map<uint64_t, FreePiece> Free; // by address; adjacent pieces of a chunk merged
+};
 
 namespace deepum::standin {
 
@@ -130,7 +154,7 @@ public:
 
   // Memory.
   std::map<uint64_t, Allocation> Allocs; // by base
-  uint64_t DeviceBytes = 0, ManagedBytes = 0;
+  uint64_t DeviceBytes = 0, ManagedBytes = 0; // device: cudaMalloc + pools' reserved bytes
   const Allocation *find(const void *P) const;
   /// The allocation holding all of [P, P+Bytes), or null.
   const Allocation *findRange(const void *P, uint64_t Bytes) const;
@@ -155,6 +179,22 @@ public:
   /// The stream behind a handle (legacy and per-thread included), or null.
   CUstream_st *stream(cudaStream_t S);
   static bool isLegacy(cudaStream_t S) { return S == nullptr || S == cudaStreamLegacy; }
+
+  // Stream-ordered allocation (MemPool.cpp): the device's one pool.
+  CUmemPoolHandle_st DefaultPool;
+  CUmemPoolHandle_st *CurrentPool = &DefaultPool; // cudaDeviceSetMemPool
+  bool isPool(cudaMemPool_t P) const { return P == &DefaultPool; }
+  /// `Bytes` (> 0) from `Pool` in `S`'s order.
+  cudaError_t poolAllocate(CUmemPoolHandle_st &Pool, uint64_t Bytes, CUstream_st &S, void **Ptr);
+  /// The pool allocation at `Address` goes back to its pool, free from
+  /// `FreedNs` on `FreedOn` (null: for every stream).
+  void poolFree(uint64_t Address, uint64_t FreedNs, CUstream_st *FreedOn);
+  /// Wholly free chunks whose frees the host has seen complete go back to
+  /// the system while the pool keeps at least `Keep` bytes (cudaMemPoolTrimTo).
+  void poolTrim(CUmemPoolHandle_st &Pool, uint64_t Keep);
+  /// At a stream, event or device synchronisation: each pool holding more
+  /// than its release threshold gives back such chunks until it holds no more.
+  void poolsAtSynchronize();
 
   // Work.
   cudaError_t launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,

@@ -208,6 +208,12 @@ cudaError_t release(Model &M, void *Ptr, bool Host) {
       It->second.Registered)
     return cudaErrorInvalidValue;
   const Allocation A = It->second;
+  if (A.Pool) {
+    // "Callers must ensure that all accesses to these pointer have completed
+    // before invoking cudaFree": the piece is free for every stream from now.
+    M.poolFree(A.Base, M.hostNs(), nullptr);
+    return cudaSuccess;
+  }
   if (A.Kind == MemoryKind::Managed) {
     // Freed pages leave the GPU without a copy (not a user discard).
     const uint64_t Before = M.Eng->stats().BytesDiscarded;
@@ -596,6 +602,7 @@ cudaError_t cudaDeviceSynchronize(void) {
   for (const CUstream_st *S : M.Streams)
     Ns = std::max(Ns, S->LastNs);
   M.hostWaitUntil(Ns);
+  M.poolsAtSynchronize();
   return cudaSuccess;
 }
 
@@ -964,6 +971,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t Stream) {
   if (S->Capture)
     return ret(refuseInCapture(*S));
   M.hostWaitUntil(S->LastNs);
+  M.poolsAtSynchronize();
   return cudaSuccess;
 }
 
@@ -1051,6 +1059,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t Event) {
     return ret(cudaErrorInvalidResourceHandle);
   if (Event->Recorded)
     M.hostWaitUntil(Event->Ns);
+  M.poolsAtSynchronize();
   return cudaSuccess;
 }
 

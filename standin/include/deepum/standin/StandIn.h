@@ -94,7 +94,7 @@ struct deepum_standin_stats {
   uint64_t memcpy_bytes;
   uint64_t resident_bytes;
   uint64_t capacity_bytes;
-  uint64_t device_allocated_bytes; /* cudaMalloc */
+  uint64_t device_allocated_bytes; /* cudaMalloc, and the memory pool's reserved bytes */
   uint64_t managed_allocated_bytes;
   uint64_t model_time_ns;   /* end of the last kernel */
   uint64_t host_calls;      /* prefetch / discard calls (a batch call is one) */

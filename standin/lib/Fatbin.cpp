@@ -1,4 +1,4 @@
-//===- Fatbin.cpp - Kernel parameter layouts from an nvcc fat binary -------===//
+//===- Fatbin.cpp - What an nvcc fat binary says of its kernels ------------===//
 //
 // Layouts as nvcc 13 writes them (read from `cuobjdump`-able binaries here):
 //  - wrapper {magic 0x466243b1, version, data, ...} (fatbinary_section.h);
@@ -9,16 +9,27 @@
 //  - cubin: ELF64; `.nv.info.<kernel>` holds records {u8 format, u8 attribute,
 //    value}: format 4 carries a u16 size and that many bytes, formats 1-3 fit
 //    in the 4-byte record. Attribute 0x17 (KPARAM_INFO) is {u32 index,
-//    u16 ordinal, u16 offset, u32 bits (size in bytes at bit 18)}.
+//    u16 ordinal, u16 offset, u32 bits (size in bytes at bit 18)};
+//  - resources: the module-wide `.nv.info` holds, per kernel symbol (the
+//    symbol index is the sh_info of the kernel's `.text.<kernel>`), 0x2f
+//    (REGCOUNT) {u32 symbol, u32 registers} and 0x11 (FRAME_SIZE) {u32 symbol,
+//    u32 bytes}; `.nv.info.<kernel>` may hold 0x05 (MAX_THREADS) {u32 x, y, z}.
+//    Static shared memory is the size of `.nv.shared.<kernel>` (NOBITS); a
+//    cubin with a `.nv.shared.reserved.0` section (sm_90 and later) counts the
+//    1 KiB the system reserves per block at the start of each of those. The
+//    SASS architecture is in e_flags: bits 8-15 from ELF ABI version 8 on
+//    (nvcc 12.8+), bits 0-7 before.
 //
 //===----------------------------------------------------------------------===//
 #include "Fatbin.h"
 
 #include <fatbinary_section.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <elf.h>
+#include <string_view>
 
 namespace deepum::standin {
 
@@ -29,6 +40,10 @@ constexpr uint16_t kKindCubin = 2;
 constexpr uint64_t kFlagCompressed = 0x2000;
 constexpr uint8_t kFormatSval = 4;
 constexpr uint8_t kAttrKparamInfo = 0x17;
+constexpr uint8_t kAttrMaxThreads = 0x05;
+constexpr uint8_t kAttrFrameSize = 0x11;
+constexpr uint8_t kAttrRegCount = 0x2f;
+constexpr uint32_t kReservedSharedPrefix = 1024;
 // Entries are bounded by the header's size; this caps a corrupt one.
 constexpr uint64_t kMaxFatbinBytes = uint64_t{1} << 34;
 constexpr uint64_t kMaxGlobalBytes = uint64_t{1} << 30; // one variable's initial value
@@ -200,6 +215,105 @@ void readGlobalsOfCubin(const uint8_t *P, uint64_t Size,
   }
 }
 
+/// Each `.nv.info` record carrying a value (format 4): its attribute and
+/// bytes. The other formats fit in their 4-byte record and are skipped.
+template <typename Fn> void forEachNvInfo(const uint8_t *P, uint64_t Size, Fn F) {
+  uint64_t I = 0;
+  while (I + 4 <= Size) {
+    const uint8_t Format = P[I];
+    const uint8_t Attr = P[I + 1];
+    if (Format != kFormatSval) {
+      I += 4;
+      continue;
+    }
+    const uint16_t Len = load<uint16_t>(P + I + 2);
+    if (I + 4 + Len > Size)
+      return;
+    F(Attr, P + I + 4, Len);
+    I += 4 + Len;
+  }
+}
+
+/// The rest of `Name` after `Prefix`, or empty when it does not start so.
+std::string_view after(std::string_view Name, std::string_view Prefix) {
+  return Name.size() > Prefix.size() && Name.substr(0, Prefix.size()) == Prefix
+             ? Name.substr(Prefix.size())
+             : std::string_view();
+}
+
+/// What a cubin's kernels need of an SM (Fatbin.h, KernelResources); a
+/// kernel already in `Out` is replaced only by the cubin built for
+/// `PreferArch`.
+void readResourcesOfCubin(const uint8_t *P, uint64_t Size, int PreferArch,
+                          std::unordered_map<std::string, KernelResources> &Out) {
+  const std::optional<Elf64_Ehdr> Header = elfHeader(P, Size);
+  if (!Header)
+    return;
+  const Elf64_Ehdr &H = *Header;
+  auto section = [&](unsigned I) { return elfSection(P, H, I); };
+  auto inFile = [&](const Elf64_Shdr &S) {
+    return S.sh_offset <= Size && S.sh_size <= Size - S.sh_offset;
+  };
+  const Elf64_Shdr Names = section(H.e_shstrndx);
+  if (!inFile(Names))
+    return;
+  std::unordered_map<std::string, KernelResources> Here;
+  std::unordered_map<uint32_t, std::string> BySymbol; // kernel symbol -> name
+  std::unordered_map<std::string, uint32_t> SharedSection;
+  bool ReservedPrefix = false;
+  std::optional<Elf64_Shdr> Info;
+  for (unsigned I = 0; I < H.e_shnum; ++I) {
+    const Elf64_Shdr S = section(I);
+    if (S.sh_name >= Names.sh_size)
+      continue;
+    const char *C = reinterpret_cast<const char *>(P + Names.sh_offset + S.sh_name);
+    const std::string_view Name(C, strnlen(C, Names.sh_size - S.sh_name));
+    const std::string_view Text = after(Name, ".text.");
+    const std::string_view Shared = after(Name, ".nv.shared.");
+    const std::string_view NvInfo = after(Name, ".nv.info.");
+    if (Name == ".nv.shared.reserved.0") {
+      ReservedPrefix = true;
+    } else if (!Text.empty()) {
+      BySymbol[static_cast<uint32_t>(S.sh_info & 0xffffff)] = std::string(Text);
+      Here[std::string(Text)];
+    } else if (!Shared.empty()) { // NOBITS: its size is not in the file
+      SharedSection[std::string(Shared)] =
+          static_cast<uint32_t>(std::min<uint64_t>(S.sh_size, ~0u));
+    } else if (!NvInfo.empty() && inFile(S)) {
+      KernelResources &R = Here[std::string(NvInfo)];
+      forEachNvInfo(P + S.sh_offset, S.sh_size, [&](uint8_t Attr, const uint8_t *V, uint16_t Len) {
+        if (Attr == kAttrMaxThreads && Len >= 12)
+          R.MaxThreads = static_cast<uint32_t>(std::min<uint64_t>(
+              uint64_t{load<uint32_t>(V)} * load<uint32_t>(V + 4) * load<uint32_t>(V + 8), ~0u));
+      });
+    } else if (Name == ".nv.info" && inFile(S)) {
+      Info = S;
+    }
+  }
+  if (Info)
+    forEachNvInfo(P + Info->sh_offset, Info->sh_size,
+                  [&](uint8_t Attr, const uint8_t *V, uint16_t Len) {
+                    if ((Attr != kAttrRegCount && Attr != kAttrFrameSize) || Len < 8)
+                      return;
+                    auto K = BySymbol.find(load<uint32_t>(V));
+                    if (K == BySymbol.end())
+                      return;
+                    KernelResources &R = Here[K->second];
+                    (Attr == kAttrRegCount ? R.Registers : R.LocalBytes) = load<uint32_t>(V + 4);
+                  });
+  const int Arch = H.e_ident[EI_ABIVERSION] >= 8 ? static_cast<int>((H.e_flags >> 8) & 0xff)
+                                                 : static_cast<int>(H.e_flags & 0xff);
+  for (auto &[Name, R] : Here) {
+    R.Arch = Arch;
+    if (auto Sh = SharedSection.find(Name); Sh != SharedSection.end())
+      R.SharedBytes =
+          ReservedPrefix ? Sh->second - std::min(Sh->second, kReservedSharedPrefix) : Sh->second;
+    auto [It, New] = Out.emplace(Name, R);
+    if (!New && It->second.Arch != PreferArch && Arch == PreferArch)
+      It->second = R;
+  }
+}
+
 } // namespace
 
 std::unordered_map<std::string, ParamLayout> readParamLayouts(const void *FatbinWrapper) {
@@ -212,6 +326,15 @@ std::unordered_map<std::string, std::vector<uint8_t>> readGlobalInits(const void
   std::unordered_map<std::string, std::vector<uint8_t>> Out;
   forEachCubin(FatbinWrapper,
                [&](const uint8_t *P, uint64_t Size) { readGlobalsOfCubin(P, Size, Out); });
+  return Out;
+}
+
+std::unordered_map<std::string, KernelResources> readKernelResources(const void *FatbinWrapper,
+                                                                     int PreferArch) {
+  std::unordered_map<std::string, KernelResources> Out;
+  forEachCubin(FatbinWrapper, [&](const uint8_t *P, uint64_t Size) {
+    readResourcesOfCubin(P, Size, PreferArch, Out);
+  });
   return Out;
 }
 

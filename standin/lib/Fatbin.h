@@ -1,11 +1,13 @@
-//===- Fatbin.h - Kernel parameter layouts from an nvcc fat binary ---------===//
+//===- Fatbin.h - What an nvcc fat binary says of its kernels --------------===//
 //
 // nvcc's host stub passes a launch its argument pointers but not how many
 // there are or how big each is. The cubins in the fat binary say: every
 // kernel's `.nv.info.<name>` section lists its parameters (EIATTR_KPARAM_INFO:
 // ordinal, offset, size). Only uncompressed cubins are read; a kernel found
 // in none (PTX only, or compressed) has no layout, and a launch of it without
-// a twin touches nothing.
+// a twin touches nothing. The same cubins give what a kernel needs of an SM
+// (registers, shared and local memory, launch bounds), for the occupancy
+// calculator.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DEEPUM_STANDIN_FATBIN_H
@@ -39,6 +41,22 @@ std::unordered_map<std::string, std::vector<uint8_t>> readGlobalInits(const void
 /// (__fatBinC_Wrapper_t), by device name. Malformed input yields what could
 /// be read; nothing is read outside the sizes the headers state.
 std::unordered_map<std::string, ParamLayout> readParamLayouts(const void *FatbinWrapper);
+
+/// What a kernel's cubin says it needs of an SM (cudaFuncGetAttributes, the
+/// occupancy calculator).
+struct KernelResources {
+  int Arch = 0;             // the cubin's SASS architecture, major * 10 + minor
+  uint32_t Registers = 0;   // per thread (EIATTR_REGCOUNT)
+  uint32_t SharedBytes = 0; // static shared memory per block
+  uint32_t LocalBytes = 0;  // local memory per thread (EIATTR_FRAME_SIZE)
+  uint32_t MaxThreads = 0;  // __launch_bounds__ / .maxntid (EIATTR_MAX_THREADS); 0: none
+};
+
+/// Resources of the kernels in the fat binary, by device name: from the
+/// cubin built for `PreferArch` when there is one, else from the first
+/// cubin naming the kernel. Same reading rules as readParamLayouts.
+std::unordered_map<std::string, KernelResources> readKernelResources(const void *FatbinWrapper,
+                                                                     int PreferArch);
 
 } // namespace deepum::standin
 

@@ -38,6 +38,11 @@ struct CUkern_st {
   bool HaveLayout = false;
   bool SaidNoLayout = false; // the model has said it cannot model the kernel
   deepum::standin::ParamLayout Layout;
+  // From the cubin (all 0 without one), and cudaFuncSetAttribute's settings
+  // (-1: not set). Occupancy.cpp.
+  deepum::standin::KernelResources Resources;
+  int MaxDynamicSharedBytes = -1;
+  int PreferredCarveout = -1;
 };
 /// Polls of work not yet done, at one model time (Model::poll).
 struct PollCount {
@@ -165,6 +170,7 @@ public:
   std::unordered_map<void **, std::unordered_map<std::string, ParamLayout>> ModuleLayouts;
   /// Initial values of each module's global variables (__managed__ ones).
   std::unordered_map<void **, std::unordered_map<std::string, std::vector<uint8_t>>> ModuleGlobals;
+  std::unordered_map<void **, std::unordered_map<std::string, KernelResources>> ModuleResources;
   std::unordered_map<const void *, Twin> TwinsByHost;
   std::unordered_map<std::string, Twin> TwinsByName;
   const Twin *twinOf(const CUkern_st &K) const;

@@ -1287,6 +1287,8 @@ void **__cudaRegisterFatBinary(void *FatCubin) {
   M.Modules[Handle];
   M.ModuleLayouts[Handle] = deepum::standin::readParamLayouts(FatCubin);
   M.ModuleGlobals[Handle] = deepum::standin::readGlobalInits(FatCubin);
+  M.ModuleResources[Handle] =
+      deepum::standin::readKernelResources(FatCubin, M.Prop.major * 10 + M.Prop.minor);
   return Handle;
 }
 
@@ -1303,6 +1305,7 @@ void __cudaUnregisterFatBinary(void **Handle) {
   M.Modules.erase(It);
   M.ModuleLayouts.erase(Handle);
   M.ModuleGlobals.erase(Handle);
+  M.ModuleResources.erase(Handle);
   delete Handle;
 }
 
@@ -1318,6 +1321,9 @@ void __cudaRegisterFunction(void **Handle, const char *HostFun, char *, const ch
       K->Layout = P->second;
       K->HaveLayout = true;
     }
+  if (auto R = M.ModuleResources.find(Handle); R != M.ModuleResources.end())
+    if (auto P = R->second.find(K->Name); P != R->second.end())
+      K->Resources = P->second;
   if (!K->HaveLayout)
     if (auto T = M.TwinsByHost.find(HostFun); T != M.TwinsByHost.end() && T->second.HaveSizes) {
       K->Layout.Sizes = T->second.ParamSizes;

@@ -20,19 +20,25 @@ constexpr uint64_t kPageBytes = deepum::sim::Engine::PageBytes;
 constexpr size_t kMaxRecords = size_t{1} << 20;
 
 /// What NVIDIA's device query reports for the GPUs the device models name
-/// (datasheets; deviceQuery output): marketing name, compute capability, SMs.
+/// (datasheets; deviceQuery output): marketing name, compute capability, SMs,
+/// L2 cache, memory bus width, shared memory per SM / per block with opt-in /
+/// reserved per block (the architecture's, in KiB), boost clock, and the
+/// ratio of single- to double-precision throughput.
 struct Identity {
   const char *Model;
   const char *Name;
   int Major, Minor, Sms;
+  int L2MiB, BusBits;
+  int SharedPerSmKiB, SharedOptinKiB, SharedReservedKiB;
+  int ClockMHz, SingleToDouble;
 };
 constexpr Identity kIdentities[] = {
-    {"v100-pcie-16gb", "Tesla V100-PCIE-16GB", 7, 0, 80},
-    {"v100-pcie-32gb", "Tesla V100-PCIE-32GB", 7, 0, 80},
-    {"a100-40gb", "NVIDIA A100-PCIE-40GB", 8, 0, 108},
-    {"h100-pcie", "NVIDIA H100 PCIe", 9, 0, 114},
-    {"h100-sxm", "NVIDIA H100 80GB HBM3", 9, 0, 132},
-    {"h200", "NVIDIA H200", 9, 0, 132},
+    {"v100-pcie-16gb", "Tesla V100-PCIE-16GB", 7, 0, 80, 6, 4096, 96, 96, 0, 1380, 2},
+    {"v100-pcie-32gb", "Tesla V100-PCIE-32GB", 7, 0, 80, 6, 4096, 96, 96, 0, 1380, 2},
+    {"a100-40gb", "NVIDIA A100-PCIE-40GB", 8, 0, 108, 40, 5120, 164, 163, 1, 1410, 2},
+    {"h100-pcie", "NVIDIA H100 PCIe", 9, 0, 114, 50, 5120, 228, 227, 1, 1755, 2},
+    {"h100-sxm", "NVIDIA H100 80GB HBM3", 9, 0, 132, 50, 5120, 228, 227, 1, 1980, 2},
+    {"h200", "NVIDIA H200", 9, 0, 132, 50, 6144, 228, 227, 1, 1980, 2},
 };
 
 deepum::sim::Access accessOf(int A) {
@@ -121,23 +127,22 @@ Model::Model() {
   P.pciBusID = 1;
   P.asyncEngineCount = static_cast<int>(Dev.CopyEnginesPerDirection) * 2;
   P.unifiedAddressing = 1;
-  P.memoryBusWidth = 5120;
-  P.l2CacheSize = 50 << 20;
+  P.memoryBusWidth = Id ? Id->BusBits : 5120;
+  P.l2CacheSize = (Id ? Id->L2MiB : 50) << 20;
   P.maxThreadsPerMultiProcessor = 2048;
   P.streamPrioritiesSupported = 1;
   P.globalL1CacheSupported = 1;
   P.localL1CacheSupported = 1;
-  P.sharedMemPerMultiprocessor = 228 << 10;
+  P.sharedMemPerMultiprocessor = static_cast<size_t>(Id ? Id->SharedPerSmKiB : 228) << 10;
   P.regsPerMultiprocessor = 65536;
   P.managedMemory = 1;
   P.isMultiGpuBoard = 0;
   P.pageableMemoryAccess = 0;
   P.concurrentManagedAccess = ConcurrentManagedAccess ? 1 : 0;
   P.computePreemptionSupported = 1;
-  P.cooperativeLaunch = 1;
-  P.sharedMemPerBlockOptin = 227 << 10;
+  P.sharedMemPerBlockOptin = static_cast<size_t>(Id ? Id->SharedOptinKiB : 227) << 10;
   P.maxBlocksPerMultiProcessor = 32;
-  P.reservedSharedMemPerBlock = 1 << 10;
+  P.reservedSharedMemPerBlock = static_cast<size_t>(Id ? Id->SharedReservedKiB : 1) << 10;
   P.hostRegisterSupported = 1;
   // Registered and allocated pinned memory alike: the device pointer is the
   // host pointer (HostMemory.cpp).
@@ -145,6 +150,22 @@ Model::Model() {
   P.memoryPoolsSupported = 1;
   P.gpuDirectRDMASupported = 0;
   P.unifiedFunctionPointers = 1;
+  // Plain facts of these GPUs, whatever the model does with them.
+  P.surfaceAlignment = 512;
+  P.ECCEnabled = 1;
+  // Features the stand-in does not model read 0 (a program that asks skips
+  // them instead of calling entry points that answer "not supported"):
+  // cooperative and cluster launches, L2 persistence (persistingL2CacheMaxSize,
+  // accessPolicyMaxWindowSize), CUDA arrays, textures and surfaces (every
+  // maxTexture* / maxSurface* limit), read-only registration, external
+  // semaphores, IPC, GPUDirect RDMA, MPS, NUMA.
+  P.cooperativeLaunch = 0;
+  P.deviceNumaId = -1; // no NUMA node holds the GPU's memory
+  P.hostNumaId = -1;   // "-1 when system does not support NUMA"
+  // No property field holds these two (cudaDevAttrClockRate,
+  // cudaDevAttrSingleToDoublePrecisionPerfRatio).
+  ClockRateKhz = Id ? Id->ClockMHz * 1000 : 0;
+  SingleToDoubleRatio = Id ? Id->SingleToDouble : 0;
 }
 
 const Allocation *Model::find(const void *P) const {

@@ -153,6 +153,8 @@ public:
   std::unique_ptr<deepum::sim::Engine> Eng;
   deepum::sim::DeviceModel Dev;
   std::string ConfigError; // non-empty: cudaErrorInitializationError
+  int ClockRateKhz = 0;       // the GPU's boost clock (0: a device model of no known GPU)
+  int SingleToDoubleRatio = 0;
 
   // Errors: the first sticky error, returned by every later call.
   cudaError_t Sticky = cudaSuccess;

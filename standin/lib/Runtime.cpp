@@ -517,13 +517,18 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *Prop, int Device) {
   return cudaSuccess;
 }
 
+// Every attribute with a field in cudaDeviceProp reads that field, so the
+// two queries agree; the few without one are answered below.
 cudaError_t cudaDeviceGetAttribute(int *Value, cudaDeviceAttr Attr, int Device) {
   if (!Value)
     return ret(cudaErrorInvalidValue);
   ENTER();
   if (Device != 0)
     return ret(cudaErrorInvalidDevice);
+  if (Attr <= 0 || Attr >= cudaDevAttrMax)
+    return ret(cudaErrorInvalidValue);
   const cudaDeviceProp &P = M.Prop;
+  auto I = [](auto V) { return static_cast<int>(V); };
   switch (Attr) {
   case cudaDevAttrMaxThreadsPerBlock: *Value = P.maxThreadsPerBlock; break;
   case cudaDevAttrMaxBlockDimX: *Value = P.maxThreadsDim[0]; break;
@@ -532,40 +537,138 @@ cudaError_t cudaDeviceGetAttribute(int *Value, cudaDeviceAttr Attr, int Device) 
   case cudaDevAttrMaxGridDimX: *Value = P.maxGridSize[0]; break;
   case cudaDevAttrMaxGridDimY: *Value = P.maxGridSize[1]; break;
   case cudaDevAttrMaxGridDimZ: *Value = P.maxGridSize[2]; break;
-  case cudaDevAttrMaxSharedMemoryPerBlock: *Value = static_cast<int>(P.sharedMemPerBlock); break;
-  case cudaDevAttrTotalConstantMemory: *Value = static_cast<int>(P.totalConstMem); break;
+  case cudaDevAttrMaxSharedMemoryPerBlock: *Value = I(P.sharedMemPerBlock); break;
+  case cudaDevAttrTotalConstantMemory: *Value = I(P.totalConstMem); break;
   case cudaDevAttrWarpSize: *Value = P.warpSize; break;
+  case cudaDevAttrMaxPitch: *Value = I(P.memPitch); break;
   case cudaDevAttrMaxRegistersPerBlock: *Value = P.regsPerBlock; break;
+  case cudaDevAttrTextureAlignment: *Value = I(P.textureAlignment); break;
   case cudaDevAttrMultiProcessorCount: *Value = P.multiProcessorCount; break;
-  case cudaDevAttrComputeCapabilityMajor: *Value = P.major; break;
-  case cudaDevAttrComputeCapabilityMinor: *Value = P.minor; break;
-  case cudaDevAttrL2CacheSize: *Value = P.l2CacheSize; break;
-  case cudaDevAttrMaxThreadsPerMultiProcessor: *Value = P.maxThreadsPerMultiProcessor; break;
-  case cudaDevAttrUnifiedAddressing: *Value = P.unifiedAddressing; break;
-  case cudaDevAttrManagedMemory: *Value = P.managedMemory; break;
-  case cudaDevAttrConcurrentManagedAccess: *Value = P.concurrentManagedAccess; break;
-  case cudaDevAttrPageableMemoryAccess: *Value = P.pageableMemoryAccess; break;
-  case cudaDevAttrConcurrentKernels: *Value = P.concurrentKernels; break;
-  case cudaDevAttrAsyncEngineCount: *Value = P.asyncEngineCount; break;
-  case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
-    *Value = static_cast<int>(P.sharedMemPerMultiprocessor);
-    break;
-  case cudaDevAttrMaxSharedMemoryPerBlockOptin: *Value = static_cast<int>(P.sharedMemPerBlockOptin); break;
-  case cudaDevAttrMaxBlocksPerMultiprocessor: *Value = P.maxBlocksPerMultiProcessor; break;
-  case cudaDevAttrCooperativeLaunch: *Value = P.cooperativeLaunch; break;
-  case cudaDevAttrMemoryPoolsSupported: *Value = P.memoryPoolsSupported; break;
-  case cudaDevAttrGlobalMemoryBusWidth: *Value = P.memoryBusWidth; break;
-  case cudaDevAttrPciBusId: *Value = P.pciBusID; break;
   case cudaDevAttrIntegrated: *Value = P.integrated; break;
   case cudaDevAttrCanMapHostMemory: *Value = P.canMapHostMemory; break;
-  case cudaDevAttrHostRegisterSupported: *Value = P.hostRegisterSupported; break;
+  case cudaDevAttrMaxTexture1DWidth: *Value = P.maxTexture1D; break;
+  case cudaDevAttrMaxTexture2DWidth: *Value = P.maxTexture2D[0]; break;
+  case cudaDevAttrMaxTexture2DHeight: *Value = P.maxTexture2D[1]; break;
+  case cudaDevAttrMaxTexture3DWidth: *Value = P.maxTexture3D[0]; break;
+  case cudaDevAttrMaxTexture3DHeight: *Value = P.maxTexture3D[1]; break;
+  case cudaDevAttrMaxTexture3DDepth: *Value = P.maxTexture3D[2]; break;
+  case cudaDevAttrMaxTexture2DLayeredWidth: *Value = P.maxTexture2DLayered[0]; break;
+  case cudaDevAttrMaxTexture2DLayeredHeight: *Value = P.maxTexture2DLayered[1]; break;
+  case cudaDevAttrMaxTexture2DLayeredLayers: *Value = P.maxTexture2DLayered[2]; break;
+  case cudaDevAttrSurfaceAlignment: *Value = I(P.surfaceAlignment); break;
+  case cudaDevAttrConcurrentKernels: *Value = P.concurrentKernels; break;
+  case cudaDevAttrEccEnabled: *Value = P.ECCEnabled; break;
+  case cudaDevAttrPciBusId: *Value = P.pciBusID; break;
+  case cudaDevAttrPciDeviceId: *Value = P.pciDeviceID; break;
+  case cudaDevAttrTccDriver: *Value = P.tccDriver; break;
+  case cudaDevAttrGlobalMemoryBusWidth: *Value = P.memoryBusWidth; break;
+  case cudaDevAttrL2CacheSize: *Value = P.l2CacheSize; break;
+  case cudaDevAttrMaxThreadsPerMultiProcessor: *Value = P.maxThreadsPerMultiProcessor; break;
+  case cudaDevAttrAsyncEngineCount: *Value = P.asyncEngineCount; break;
+  case cudaDevAttrUnifiedAddressing: *Value = P.unifiedAddressing; break;
+  case cudaDevAttrMaxTexture1DLayeredWidth: *Value = P.maxTexture1DLayered[0]; break;
+  case cudaDevAttrMaxTexture1DLayeredLayers: *Value = P.maxTexture1DLayered[1]; break;
+  case cudaDevAttrMaxTexture2DGatherWidth: *Value = P.maxTexture2DGather[0]; break;
+  case cudaDevAttrMaxTexture2DGatherHeight: *Value = P.maxTexture2DGather[1]; break;
+  case cudaDevAttrMaxTexture3DWidthAlt: *Value = P.maxTexture3DAlt[0]; break;
+  case cudaDevAttrMaxTexture3DHeightAlt: *Value = P.maxTexture3DAlt[1]; break;
+  case cudaDevAttrMaxTexture3DDepthAlt: *Value = P.maxTexture3DAlt[2]; break;
+  case cudaDevAttrPciDomainId: *Value = P.pciDomainID; break;
+  case cudaDevAttrTexturePitchAlignment: *Value = I(P.texturePitchAlignment); break;
+  case cudaDevAttrMaxTextureCubemapWidth: *Value = P.maxTextureCubemap; break;
+  case cudaDevAttrMaxTextureCubemapLayeredWidth: *Value = P.maxTextureCubemapLayered[0]; break;
+  case cudaDevAttrMaxTextureCubemapLayeredLayers: *Value = P.maxTextureCubemapLayered[1]; break;
+  case cudaDevAttrMaxSurface1DWidth: *Value = P.maxSurface1D; break;
+  case cudaDevAttrMaxSurface2DWidth: *Value = P.maxSurface2D[0]; break;
+  case cudaDevAttrMaxSurface2DHeight: *Value = P.maxSurface2D[1]; break;
+  case cudaDevAttrMaxSurface3DWidth: *Value = P.maxSurface3D[0]; break;
+  case cudaDevAttrMaxSurface3DHeight: *Value = P.maxSurface3D[1]; break;
+  case cudaDevAttrMaxSurface3DDepth: *Value = P.maxSurface3D[2]; break;
+  case cudaDevAttrMaxSurface1DLayeredWidth: *Value = P.maxSurface1DLayered[0]; break;
+  case cudaDevAttrMaxSurface1DLayeredLayers: *Value = P.maxSurface1DLayered[1]; break;
+  case cudaDevAttrMaxSurface2DLayeredWidth: *Value = P.maxSurface2DLayered[0]; break;
+  case cudaDevAttrMaxSurface2DLayeredHeight: *Value = P.maxSurface2DLayered[1]; break;
+  case cudaDevAttrMaxSurface2DLayeredLayers: *Value = P.maxSurface2DLayered[2]; break;
+  case cudaDevAttrMaxSurfaceCubemapWidth: *Value = P.maxSurfaceCubemap; break;
+  case cudaDevAttrMaxSurfaceCubemapLayeredWidth: *Value = P.maxSurfaceCubemapLayered[0]; break;
+  case cudaDevAttrMaxSurfaceCubemapLayeredLayers: *Value = P.maxSurfaceCubemapLayered[1]; break;
+  case cudaDevAttrMaxTexture2DLinearWidth: *Value = P.maxTexture2DLinear[0]; break;
+  case cudaDevAttrMaxTexture2DLinearHeight: *Value = P.maxTexture2DLinear[1]; break;
+  case cudaDevAttrMaxTexture2DLinearPitch: *Value = P.maxTexture2DLinear[2]; break;
+  case cudaDevAttrMaxTexture2DMipmappedWidth: *Value = P.maxTexture2DMipmap[0]; break;
+  case cudaDevAttrMaxTexture2DMipmappedHeight: *Value = P.maxTexture2DMipmap[1]; break;
+  case cudaDevAttrComputeCapabilityMajor: *Value = P.major; break;
+  case cudaDevAttrComputeCapabilityMinor: *Value = P.minor; break;
+  case cudaDevAttrMaxTexture1DMipmappedWidth: *Value = P.maxTexture1DMipmap; break;
+  case cudaDevAttrStreamPrioritiesSupported: *Value = P.streamPrioritiesSupported; break;
+  case cudaDevAttrGlobalL1CacheSupported: *Value = P.globalL1CacheSupported; break;
+  case cudaDevAttrLocalL1CacheSupported: *Value = P.localL1CacheSupported; break;
+  case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *Value = I(P.sharedMemPerMultiprocessor); break;
+  case cudaDevAttrMaxRegistersPerMultiprocessor: *Value = P.regsPerMultiprocessor; break;
+  case cudaDevAttrManagedMemory: *Value = P.managedMemory; break;
+  case cudaDevAttrIsMultiGpuBoard: *Value = P.isMultiGpuBoard; break;
+  case cudaDevAttrMultiGpuBoardGroupID: *Value = P.multiGpuBoardGroupID; break;
+  case cudaDevAttrHostNativeAtomicSupported: *Value = P.hostNativeAtomicSupported; break;
+  case cudaDevAttrPageableMemoryAccess: *Value = P.pageableMemoryAccess; break;
+  case cudaDevAttrConcurrentManagedAccess: *Value = P.concurrentManagedAccess; break;
+  case cudaDevAttrComputePreemptionSupported: *Value = P.computePreemptionSupported; break;
   case cudaDevAttrCanUseHostPointerForRegisteredMem:
     *Value = P.canUseHostPointerForRegisteredMem;
     break;
+  case cudaDevAttrCooperativeLaunch: *Value = P.cooperativeLaunch; break;
+  case cudaDevAttrMaxSharedMemoryPerBlockOptin: *Value = I(P.sharedMemPerBlockOptin); break;
+  case cudaDevAttrHostRegisterSupported: *Value = P.hostRegisterSupported; break;
+  case cudaDevAttrPageableMemoryAccessUsesHostPageTables:
+    *Value = P.pageableMemoryAccessUsesHostPageTables;
+    break;
+  case cudaDevAttrDirectManagedMemAccessFromHost: *Value = P.directManagedMemAccessFromHost; break;
+  case cudaDevAttrMaxBlocksPerMultiprocessor: *Value = P.maxBlocksPerMultiProcessor; break;
+  case cudaDevAttrMaxPersistingL2CacheSize: *Value = P.persistingL2CacheMaxSize; break;
+  case cudaDevAttrMaxAccessPolicyWindowSize: *Value = P.accessPolicyMaxWindowSize; break;
+  case cudaDevAttrReservedSharedMemoryPerBlock: *Value = I(P.reservedSharedMemPerBlock); break;
+  case cudaDevAttrSparseCudaArraySupported: *Value = P.sparseCudaArraySupported; break;
+  case cudaDevAttrHostRegisterReadOnlySupported: *Value = P.hostRegisterReadOnlySupported; break;
+  case cudaDevAttrTimelineSemaphoreInteropSupported:
+    *Value = P.timelineSemaphoreInteropSupported;
+    break;
+  case cudaDevAttrMemoryPoolsSupported: *Value = P.memoryPoolsSupported; break;
+  case cudaDevAttrGPUDirectRDMASupported: *Value = P.gpuDirectRDMASupported; break;
+  case cudaDevAttrGPUDirectRDMAFlushWritesOptions:
+    *Value = I(P.gpuDirectRDMAFlushWritesOptions);
+    break;
+  case cudaDevAttrGPUDirectRDMAWritesOrdering: *Value = P.gpuDirectRDMAWritesOrdering; break;
+  case cudaDevAttrMemoryPoolSupportedHandleTypes:
+    *Value = I(P.memoryPoolSupportedHandleTypes);
+    break;
+  case cudaDevAttrClusterLaunch: *Value = P.clusterLaunch; break;
+  case cudaDevAttrDeferredMappingCudaArraySupported:
+    *Value = P.deferredMappingCudaArraySupported;
+    break;
+  case cudaDevAttrIpcEventSupport: *Value = P.ipcEventSupported; break;
+  case cudaDevAttrNumaConfig: *Value = P.deviceNumaConfig; break;
+  case cudaDevAttrNumaId: *Value = P.deviceNumaId; break;
+  case cudaDevAttrMpsEnabled: *Value = P.mpsEnabled; break;
+  case cudaDevAttrHostNumaId: *Value = P.hostNumaId; break;
+  case cudaDevAttrGpuPciDeviceId: *Value = I(P.gpuPciDeviceID); break;
+  case cudaDevAttrGpuPciSubsystemId: *Value = I(P.gpuPciSubsystemID); break;
+  case cudaDevAttrHostNumaMultinodeIpcSupported: *Value = P.hostNumaMultinodeIpcSupported; break;
+  // Without a field.
+  case cudaDevAttrClockRate: *Value = M.ClockRateKhz; break;
+  case cudaDevAttrMemoryClockRate:
+    // What gives the model's DRAM bandwidth over the bus, two transfers a
+    // clock: a program computing peak bandwidth gets the model's.
+    *Value = P.memoryBusWidth > 0
+                 ? I(M.Dev.DramBytesPerSecond / (P.memoryBusWidth / 8.0) / 2.0 / 1000.0)
+                 : 0;
+    break;
+  case cudaDevAttrGpuOverlap: *Value = P.asyncEngineCount > 0; break;
+  case cudaDevAttrComputeMode: *Value = cudaComputeModeDefault; break;
+  case cudaDevAttrSingleToDoublePrecisionPerfRatio: *Value = M.SingleToDoubleRatio; break;
+  case cudaDevAttrMemSyncDomainCount: *Value = 1; break; // the default domain alone
   default:
-    if (Attr <= 0 || Attr >= cudaDevAttrMax)
-      return ret(cudaErrorInvalidValue);
-    *Value = 0; // not modelled
+    // No run-time limit, no D3D12/Vulkan CIG, no host memory pools, no
+    // remote-write flush, textures bound to linear memory, reserved numbers.
+    *Value = 0;
   }
   return cudaSuccess;
 }

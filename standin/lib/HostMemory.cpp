@@ -69,6 +69,15 @@ const Allocation *overlapping(const Model &M, uint64_t Lo, uint64_t Hi) {
   return nullptr;
 }
 
+/// Whether [Lo, Hi) shares an address with the memory pool's chunks: device
+/// memory, though no allocation may hold the part asked about.
+bool inPool(const Model &M, uint64_t Lo, uint64_t Hi) {
+  for (const auto &[Base, Bytes] : M.DefaultPool.Chunks)
+    if (Base < Hi && Lo < Base + Bytes)
+      return true;
+  return false;
+}
+
 /// The pinned range holding `P` (allocated or registered), or null.
 const Allocation *pinned(const Model &M, const void *P) {
   const Allocation *A = M.find(P);
@@ -122,6 +131,8 @@ cudaError_t cudaHostRegister(void *Ptr, size_t Bytes, unsigned int Flags) {
     // memory are not the host's to register.
     return ret(A->Kind == MemoryKind::PinnedHost ? cudaErrorHostMemoryAlreadyRegistered
                                                  : cudaErrorInvalidValue);
+  if (inPool(M, Lo, Lo + Bytes))
+    return ret(cudaErrorInvalidValue);
   // The driver pins the pages, which fails on addresses nothing maps.
   if (!hostMapped(Ptr, Bytes))
     return ret(cudaErrorInvalidValue);

@@ -308,6 +308,9 @@ int main() {
   EXPECT_ERROR(cudaFreeAsync(Counter, S1), cudaErrorInvalidValue); // managed memory
   X = mallocAsync(4096, S1);
   EXPECT_ERROR(cudaFreeAsync(X + 256, S1), cudaErrorInvalidValue); // not the allocation
+  // Device memory, allocated or not, is not the host's to register.
+  EXPECT_ERROR(cudaHostRegister(X, 4096, 0), cudaErrorInvalidValue);
+  EXPECT_ERROR(cudaHostRegister(X + 8192, 4096, 0), cudaErrorInvalidValue);
   CHECK(cudaFreeAsync(X, S1));
   EXPECT_ERROR(cudaFreeAsync(X, S1), cudaErrorInvalidValue); // freed already
   EXPECT_ERROR(cudaMallocFromPoolAsync(&Big, 16, reinterpret_cast<cudaMemPool_t>(&One), S1),

@@ -48,8 +48,7 @@ cudaError_t launchHostFunc(cudaStream_t Stream, cudaHostFn_t Fn, void *User) {
   return cudaSuccess;
 }
 
-cudaError_t addCallback(cudaStream_t Stream, cudaStreamCallback_t Fn, void *User,
-                        unsigned Flags) {
+cudaError_t addCallback(cudaStream_t Stream, cudaStreamCallback_t Fn, void *User, unsigned Flags) {
   {
     ENTER();
     CUstream_st *S = M.stream(Stream);

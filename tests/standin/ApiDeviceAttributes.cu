@@ -15,7 +15,8 @@ struct Field {
   long long Value;
 };
 
-#define F(attr, field) {attr, #attr, static_cast<long long>(P.field)}
+#define F(attr, field)                                                                             \
+  { attr, #attr, static_cast<long long>(P.field) }
 
 static int attribute(cudaDeviceAttr A) {
   int V = -12345;
@@ -147,7 +148,8 @@ int main() {
     }
     ++Compared;
   }
-  EXPECT_EQ(Compared, 110); // every attribute with a field (the others: below, and reserved numbers)
+  EXPECT_EQ(Compared,
+            110); // every attribute with a field (the others: below, and reserved numbers)
 
   // The attributes no field holds, as documented: the GPU's boost clock, and
   // the memory clock that gives the model's DRAM bandwidth over the bus.
@@ -156,8 +158,8 @@ int main() {
     int ClockKhz, MemoryClockKhz;
   };
   const Gpu Gpus[] = {
-      {"NVIDIA H100 PCIe", 1755000, 1562500},        // 2.0e12 B/s over 5120 bits
-      {"Tesla V100-PCIE-16GB", 1380000, 878906},     // 0.9e12 B/s over 4096 bits
+      {"NVIDIA H100 PCIe", 1755000, 1562500},    // 2.0e12 B/s over 5120 bits
+      {"Tesla V100-PCIE-16GB", 1380000, 878906}, // 0.9e12 B/s over 4096 bits
   };
   const Gpu *This = nullptr;
   for (const Gpu &G : Gpus)

@@ -33,8 +33,7 @@ static const bool Twins = su::registerTwin(scale, scaleTwin);
 static void expectHost(const void *P, const char *What) {
   cudaPointerAttributes A{};
   CHECK(cudaPointerGetAttributes(&A, P));
-  if (A.type != cudaMemoryTypeHost || A.device != 0 || A.hostPointer != P ||
-      A.devicePointer != P) {
+  if (A.type != cudaMemoryTypeHost || A.device != 0 || A.hostPointer != P || A.devicePointer != P) {
     std::printf("FAIL %s: type %d device %d host %p device %p\n", What, A.type, A.device,
                 A.hostPointer, A.devicePointer);
     ++apitest::Failures;

@@ -88,16 +88,15 @@ int main() {
   CHECK(cudaDeviceSetMemPool(0, Pool));
   EXPECT_ERROR(cudaDeviceGetDefaultMemPool(&Current, 1), cudaErrorInvalidDevice);
   EXPECT_ERROR(cudaDeviceGetDefaultMemPool(nullptr, 0), cudaErrorInvalidValue);
-  EXPECT_ERROR(cudaDeviceSetMemPool(0, reinterpret_cast<cudaMemPool_t>(&V)),
-               cudaErrorInvalidValue);
+  EXPECT_ERROR(cudaDeviceSetMemPool(0, reinterpret_cast<cudaMemPool_t>(&V)), cudaErrorInvalidValue);
 
   // The documented defaults.
   EXPECT_EQ(attr(cudaMemPoolAttrReleaseThreshold), 0);
   EXPECT_EQ(reserved(), 0);
   EXPECT_EQ(used(), 0);
-  for (cudaMemPoolAttr A : {cudaMemPoolReuseFollowEventDependencies,
-                            cudaMemPoolReuseAllowOpportunistic,
-                            cudaMemPoolReuseAllowInternalDependencies}) {
+  for (cudaMemPoolAttr A :
+       {cudaMemPoolReuseFollowEventDependencies, cudaMemPoolReuseAllowOpportunistic,
+        cudaMemPoolReuseAllowInternalDependencies}) {
     int Flag = 0;
     CHECK(cudaMemPoolGetAttribute(Pool, A, &Flag));
     EXPECT_EQ(Flag, 1);
@@ -277,8 +276,7 @@ int main() {
                cudaErrorInvalidValue);
   EXPECT_ERROR(cudaMemPoolGetAttribute(Pool, cudaMemPoolAttrUsedMemCurrent, nullptr),
                cudaErrorInvalidValue);
-  EXPECT_ERROR(cudaMemPoolTrimTo(reinterpret_cast<cudaMemPool_t>(&One), 0),
-               cudaErrorInvalidValue);
+  EXPECT_ERROR(cudaMemPoolTrimTo(reinterpret_cast<cudaMemPool_t>(&One), 0), cudaErrorInvalidValue);
   CHECK(cudaMemPoolTrimTo(Pool, 0));
 
   // The pool's memory is the device's: what it holds, cudaMalloc cannot

@@ -136,14 +136,14 @@ int main() {
   EXPECT_EQ(attributes(Handle).numRegs, attributes(Small).numRegs);
 
   // Occupancy: fixed points of the model...
-  EXPECT_EQ(occupancy(Small, 1024), 2);  // threads per SM
-  EXPECT_EQ(occupancy(Small, 64), 32);   // blocks per SM
-  EXPECT_EQ(occupancy(Small, 96), 21);   // whole warps
-  EXPECT_EQ(occupancy(Small, 33), 32);   // 2 warps a block
-  EXPECT_EQ(occupancy(Shared40k, 256), 5);  // 228 KiB / (40 + 1 KiB)
-  EXPECT_EQ(occupancy(Bounded, 512), 0);    // beyond its launch bounds
+  EXPECT_EQ(occupancy(Small, 1024), 2);    // threads per SM
+  EXPECT_EQ(occupancy(Small, 64), 32);     // blocks per SM
+  EXPECT_EQ(occupancy(Small, 96), 21);     // whole warps
+  EXPECT_EQ(occupancy(Small, 33), 32);     // 2 warps a block
+  EXPECT_EQ(occupancy(Shared40k, 256), 5); // 228 KiB / (40 + 1 KiB)
+  EXPECT_EQ(occupancy(Bounded, 512), 0);   // beyond its launch bounds
   EXPECT_EQ(occupancy(Bounded, 256), 8);
-  EXPECT_EQ(occupancy(Heavy, 1024), 0);     // one block's registers exceed the SM's
+  EXPECT_EQ(occupancy(Heavy, 1024), 0); // one block's registers exceed the SM's
   EXPECT_EQ(occupancy(Heavy, HeavyThreads), 1);
   EXPECT_EQ(occupancy(Dynamic, 128, 50 << 10), 0); // beyond 48 KiB without opting in
   // ... and every block size and dynamic size against it.
@@ -162,8 +162,7 @@ int main() {
                                     static_cast<int>(Prop.sharedMemPerBlockOptin) + 1),
                cudaErrorInvalidValue);
   EXPECT_ERROR(cudaFuncSetAttribute(Shared40k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(Prop.sharedMemPerBlockOptin) - (40 << 10) +
-                                        1),
+                                    static_cast<int>(Prop.sharedMemPerBlockOptin) - (40 << 10) + 1),
                cudaErrorInvalidValue);
   CHECK(cudaFuncSetAttribute(Shared40k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(Prop.sharedMemPerBlockOptin) - (40 << 10)));
@@ -183,8 +182,8 @@ int main() {
   // for that many blocks, within the kernel's maximum.
   size_t Avail = 0;
   CHECK(cudaOccupancyAvailableDynamicSMemPerBlock(&Avail, Dynamic, 4, 128));
-  EXPECT_EQ(Avail, (Prop.sharedMemPerMultiprocessor / 4 / 128 * 128) -
-                       Prop.reservedSharedMemPerBlock);
+  EXPECT_EQ(Avail,
+            (Prop.sharedMemPerMultiprocessor / 4 / 128 * 128) - Prop.reservedSharedMemPerBlock);
   EXPECT(occupancy(Dynamic, 128, Avail) >= 4);
   EXPECT(occupancy(Dynamic, 128, Avail + 128) < 4);
   CHECK(cudaOccupancyAvailableDynamicSMemPerBlock(&Avail, Dynamic, 1, 128));

@@ -33,7 +33,7 @@ inline int finish(const char *Name) {
   do {                                                                                             \
     cudaError_t E_ = (call);                                                                       \
     if (E_ != cudaSuccess) {                                                                       \
-      std::printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(E_));       \
+      std::printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(E_));        \
       std::exit(1);                                                                                \
     }                                                                                              \
   } while (0)

@@ -2,7 +2,7 @@
 // "What is modelled"): cudaLaunchHostFunc and cudaStreamAddCallback run
 // after the stream's earlier work (they see its kernels' results), before its
 // later work (which sees what they wrote), at the model time its earlier work
-// ends, taking none; a captured host function runs at each launch of the
+// (kernels, copies) ends, taking none; a captured host function runs at each launch of the
 // graph. Exits 1 on any mismatch.
 #include "ApiTest.h"
 #include "deepum/standin/Twin.h"
@@ -146,6 +146,24 @@ int main() {
   const float Kernel = elapsed(Start, AfterKernel);
   EXPECT(Kernel > 0.0f);
   EXPECT(elapsed(AfterKernel, AfterHost) == 0.0f);
+
+  // After a copy as after a kernel: copies take the model's time on their
+  // stream too.
+  const size_t CopyBytes = size_t{64} << 20;
+  void *Pinned = nullptr, *Dev = nullptr;
+  CHECK(cudaMallocHost(&Pinned, CopyBytes));
+  CHECK(cudaMalloc(&Dev, CopyBytes));
+  reset(B);
+  CHECK(cudaEventRecord(Start, S));
+  CHECK(cudaMemcpyAsync(Dev, Pinned, CopyBytes, cudaMemcpyHostToDevice, S));
+  CHECK(cudaEventRecord(AfterKernel, S));
+  CHECK(cudaLaunchHostFunc(S, never, nullptr));
+  CHECK(cudaEventRecord(AfterHost, S));
+  EXPECT(elapsed(Start, AfterKernel) > 0.0f);
+  EXPECT(elapsed(AfterKernel, AfterHost) == 0.0f);
+  EXPECT(logIs({"never"}));
+  CHECK(cudaFree(Dev));
+  CHECK(cudaFreeHost(Pinned));
 
   // cudaStreamAddCallback: the same, with the stream and a success status.
   reset(B);

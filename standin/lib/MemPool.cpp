@@ -241,6 +241,12 @@ void Model::poolsAtSynchronize() {
   }
 }
 
+void Model::poolForgetStream(const CUstream_st *S) {
+  for (auto &[At, F] : DefaultPool.Free)
+    if (F.FreedOn == S)
+      F.FreedOn = nullptr;
+}
+
 } // namespace deepum::standin
 
 extern "C" {

@@ -203,6 +203,9 @@ public:
   /// At a stream, event or device synchronisation: each pool holding more
   /// than its release threshold gives back such chunks until it holds no more.
   void poolsAtSynchronize();
+  /// A stream is destroyed: what it freed stays free from when it did, for
+  /// no one stream (a new stream may come to have its address).
+  void poolForgetStream(const CUstream_st *S);
 
   // Work.
   cudaError_t launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,

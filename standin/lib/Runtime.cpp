@@ -1061,6 +1061,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t Stream) {
   ENTER();
   if (Model::isLegacy(Stream) || Stream == cudaStreamPerThread || !M.Streams.count(Stream))
     return ret(cudaErrorInvalidResourceHandle);
+  M.poolForgetStream(Stream);
   M.Streams.erase(Stream);
   delete Stream;
   return cudaSuccess;

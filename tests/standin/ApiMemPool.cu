@@ -232,6 +232,24 @@ int main() {
   EXPECT(Z == X);
   freeAllAndTrim({Y, W, Z});
   setFlag(cudaMemPoolReuseFollowEventDependencies, 1);
+  //  - a stream destroyed with its free still ahead of the host: a stream
+  //    created afterwards (it may have the same address) is not the one
+  //    that freed it.
+  setFlag(cudaMemPoolReuseAllowOpportunistic, 0);
+  cudaStream_t Gone, New;
+  CHECK(cudaStreamCreateWithFlags(&Gone, cudaStreamNonBlocking));
+  X = mallocAsync(2 * MiB, Gone);
+  busy<<<1, 1, 0, Gone>>>(Counter);
+  CHECK(cudaFreeAsync(X, Gone));
+  CHECK(cudaStreamDestroy(Gone));
+  CHECK(cudaStreamCreateWithFlags(&New, cudaStreamNonBlocking));
+  Y = mallocAsync(2 * MiB, New);
+  EXPECT(Y != X);
+  CHECK(cudaFreeAsync(Y, New));
+  CHECK(cudaStreamDestroy(New));
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaMemPoolTrimTo(Pool, 0));
+  setFlag(cudaMemPoolReuseAllowOpportunistic, 1);
   setFlag(cudaMemPoolReuseAllowInternalDependencies, 1);
 
   // cudaMemPoolTrimTo: wholly free chunks the host has seen freed go back

@@ -54,7 +54,9 @@ template <typename T> T load(const uint8_t *P) {
   return V;
 }
 
-void readNvInfo(const uint8_t *P, uint64_t Size, ParamLayout &Out) {
+/// Each `.nv.info` record carrying a value (format 4): its attribute and
+/// bytes. The other formats fit in their 4-byte record and are skipped.
+template <typename Fn> void forEachNvInfo(const uint8_t *P, uint64_t Size, Fn F) {
   uint64_t I = 0;
   while (I + 4 <= Size) {
     const uint8_t Format = P[I];
@@ -66,22 +68,28 @@ void readNvInfo(const uint8_t *P, uint64_t Size, ParamLayout &Out) {
     const uint16_t Len = load<uint16_t>(P + I + 2);
     if (I + 4 + Len > Size)
       return;
-    if (Attr == kAttrKparamInfo && Len >= 12) {
-      const uint16_t Ordinal = load<uint16_t>(P + I + 4 + 4);
-      const uint16_t Offset = load<uint16_t>(P + I + 4 + 6);
-      const uint32_t Bits = load<uint32_t>(P + I + 4 + 8);
-      const uint32_t Bytes = (Bits >> 18) & 0x3fff;
-      if (Ordinal < 4096) {
-        if (Out.Sizes.size() <= Ordinal) {
-          Out.Sizes.resize(Ordinal + 1, 0);
-          Out.Offsets.resize(Ordinal + 1, 0);
-        }
-        Out.Sizes[Ordinal] = Bytes;
-        Out.Offsets[Ordinal] = Offset;
-      }
-    }
+    F(Attr, P + I + 4, Len);
     I += 4 + Len;
   }
+}
+
+void readNvInfo(const uint8_t *P, uint64_t Size, ParamLayout &Out) {
+  forEachNvInfo(P, Size, [&](uint8_t Attr, const uint8_t *V, uint16_t Len) {
+    if (Attr != kAttrKparamInfo || Len < 12)
+      return;
+    const uint16_t Ordinal = load<uint16_t>(V + 4);
+    const uint16_t Offset = load<uint16_t>(V + 6);
+    const uint32_t Bits = load<uint32_t>(V + 8);
+    const uint32_t Bytes = (Bits >> 18) & 0x3fff;
+    if (Ordinal < 4096) {
+      if (Out.Sizes.size() <= Ordinal) {
+        Out.Sizes.resize(Ordinal + 1, 0);
+        Out.Offsets.resize(Ordinal + 1, 0);
+      }
+      Out.Sizes[Ordinal] = Bytes;
+      Out.Offsets[Ordinal] = Offset;
+    }
+  });
 }
 
 /// A 64-bit ELF image's header, when its section table lies inside it.
@@ -212,25 +220,6 @@ void readGlobalsOfCubin(const uint8_t *P, uint64_t Size,
         std::memcpy(Bytes.data(), P + Home.sh_offset + Y.st_value, Y.st_size);
       Out.emplace(std::move(Name), std::move(Bytes));
     }
-  }
-}
-
-/// Each `.nv.info` record carrying a value (format 4): its attribute and
-/// bytes. The other formats fit in their 4-byte record and are skipped.
-template <typename Fn> void forEachNvInfo(const uint8_t *P, uint64_t Size, Fn F) {
-  uint64_t I = 0;
-  while (I + 4 <= Size) {
-    const uint8_t Format = P[I];
-    const uint8_t Attr = P[I + 1];
-    if (Format != kFormatSval) {
-      I += 4;
-      continue;
-    }
-    const uint16_t Len = load<uint16_t>(P + I + 2);
-    if (I + 4 + Len > Size)
-      return;
-    F(Attr, P + I + 4, Len);
-    I += 4 + Len;
   }
 }
 

@@ -505,7 +505,10 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
                   Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
       Fn = P->f;
       Args = P->kernelParams;
-      Extra = P->extra;
+      // The cooperative params struct ends before `extra`: only cuLaunchKernel's has it.
+      if (Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
+          Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz)
+        Extra = P->extra;
       C = {P->gridDimX,  P->gridDimY,  P->gridDimZ,      P->blockDimX,
            P->blockDimY, P->blockDimZ, P->sharedMemBytes};
       Stream = reinterpret_cast<StreamHandle>(P->hStream);

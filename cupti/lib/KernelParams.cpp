@@ -2,6 +2,7 @@
 #include "deepum/cupti/KernelParams.h"
 
 #include <cuda.h>
+#include <cupti.h> // the callbacks' parameter structs
 
 #include <algorithm>
 #include <cstring>
@@ -44,6 +45,67 @@ void appendArgumentWords(const std::vector<ParamSlot> &Layout, void *const *Para
     if (Params[I])
       appendWords(static_cast<const unsigned char *>(Params[I]), Layout[I].Offset, Layout[I].Size,
                   Out);
+}
+
+std::optional<LaunchArgumentsOf> launchArgumentsOf(int Domain, uint32_t Cbid,
+                                                   const void *FunctionParams) {
+  if (!FunctionParams)
+    return std::nullopt;
+  LaunchArgumentsOf L;
+  if (Domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    L.HostStub = true;
+    switch (Cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
+      // The cooperative struct has the same layout.
+      const auto *A = static_cast<const cudaLaunchKernel_v7000_params *>(FunctionParams);
+      L.Function = A->func;
+      L.Params = A->args;
+      return L;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+      const auto *A = static_cast<const cudaLaunchKernelExC_v11060_params *>(FunctionParams);
+      L.Function = A->func;
+      L.Params = A->args;
+      return L;
+    }
+    default:
+      return std::nullopt;
+    }
+  }
+  if (Domain != CUPTI_CB_DOMAIN_DRIVER_API)
+    return std::nullopt;
+  switch (Cbid) {
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+    const auto *A = static_cast<const cuLaunchKernel_params *>(FunctionParams);
+    L.Function = A->f;
+    L.Params = A->kernelParams;
+    L.Extra = A->extra;
+    return L;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+    // Ends at kernelParams: no `extra`.
+    const auto *A = static_cast<const cuLaunchCooperativeKernel_params *>(FunctionParams);
+    L.Function = A->f;
+    L.Params = A->kernelParams;
+    return L;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+    const auto *A = static_cast<const cuLaunchKernelEx_params *>(FunctionParams);
+    L.Function = A->f;
+    L.Params = A->kernelParams;
+    L.Extra = A->extra;
+    return L;
+  }
+  default:
+    return std::nullopt;
+  }
 }
 
 bool appendExtraBufferWords(void *const *Extra, std::vector<uint64_t> &Out) {

@@ -496,31 +496,12 @@ void Profiler::onLaunchArguments(void *Self, CUpti_CallbackDomain Domain, CUpti_
       return; // __cudaLaunchKernel wrapping cudaLaunchKernel: the outermost call's id
     ArgumentsCorrelation = CB->correlationId;
     ArgumentsTaken = false;
-    const void *Func = nullptr;
-    void **Args = nullptr;
-    if (CB->functionParams)
-      switch (Cbid) {
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
-        const auto *A = static_cast<const cudaLaunchKernel_v7000_params *>(CB->functionParams);
-        Func = A->func;
-        Args = A->args;
-        break;
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
-        const auto *A = static_cast<const cudaLaunchKernelExC_v11060_params *>(CB->functionParams);
-        Func = A->func;
-        Args = A->args;
-        break;
-      }
-      default:
-        break;
-      }
+    const auto L = deepum::cupti::launchArgumentsOf(Domain, Cbid, CB->functionParams);
+    const void *Func = L ? L->Function : nullptr;
     if (!Func)
       return; // the driver call inside may show them
     if (const auto *Layout = P->Layouts.ofHostStub(Func)) {
-      P->recordArguments(CB->correlationId, Layout, Args, nullptr, Func, CB->symbolName);
+      P->recordArguments(CB->correlationId, Layout, L->Params, nullptr, Func, CB->symbolName);
       ArgumentsTaken = true;
     }
     return;
@@ -528,31 +509,11 @@ void Profiler::onLaunchArguments(void *Self, CUpti_CallbackDomain Domain, CUpti_
   if (CB->callbackSite != CUPTI_API_ENTER || (ArgumentsDepth > 0 && ArgumentsTaken))
     return;
   const uint64_t Correlation = ArgumentsDepth > 0 ? ArgumentsCorrelation : CB->correlationId;
-  const void *Function = nullptr;
-  void **Params = nullptr, **Extra = nullptr;
-  if (CB->functionParams)
-    switch (Cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-      const auto *A = static_cast<const cuLaunchKernel_params *>(CB->functionParams);
-      Function = A->f;
-      Params = A->kernelParams;
-      Extra = A->extra;
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-      const auto *A = static_cast<const cuLaunchKernelEx_params *>(CB->functionParams);
-      Function = A->f;
-      Params = A->kernelParams;
-      Extra = A->extra;
-      break;
-    }
-    default: // a graph launch: its kernels' arguments were set at capture
-      break;
-    }
-  P->recordArguments(Correlation, Function ? P->Layouts.ofFunction(Function) : nullptr, Params,
-                     Extra, Function, CB->symbolName);
+  // A graph launch has no arguments to read: its kernels' were set at capture.
+  const auto L = deepum::cupti::launchArgumentsOf(Domain, Cbid, CB->functionParams);
+  const void *Function = L ? L->Function : nullptr;
+  P->recordArguments(Correlation, Function ? P->Layouts.ofFunction(Function) : nullptr,
+                     L ? L->Params : nullptr, L ? L->Extra : nullptr, Function, CB->symbolName);
   if (ArgumentsDepth > 0)
     ArgumentsTaken = true;
 }

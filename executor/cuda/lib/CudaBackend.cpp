@@ -376,13 +376,20 @@ void begin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) {
 }
 
 /// The words of a launch's arguments to the observer (its launch-time guard):
-/// read by the kernel's parameter layout from `Args` (one pointer per
-/// parameter), or from the `extra` buffer. `HostStub`: `Fn` is a runtime host
-/// stub, else a CUfunction. Nothing when neither can be read.
-void sendArguments(const void *Fn, bool HostStub, void *const *Args, void *const *Extra) {
+/// read by the kernel's parameter layout from its parameter pointers, or from
+/// the `extra` buffer (deepum::cupti::launchArgumentsOf). Nothing when
+/// neither can be read.
+void sendArguments(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid,
+                   const CUpti_CallbackData *Cb) {
   LaunchObserver *O = tracker().Observer.load(std::memory_order_acquire);
-  if (!O || !Fn)
+  if (!O)
     return;
+  const auto L = deepum::cupti::launchArgumentsOf(Domain, Cbid, Cb->functionParams);
+  if (!L || !L->Function)
+    return;
+  const void *Fn = L->Function;
+  void *const *Args = L->Params;
+  const bool HostStub = L->HostStub;
   thread_local std::vector<uint64_t> Words;
   Words.clear();
   const std::vector<deepum::cupti::ParamSlot> *Layout = nullptr;
@@ -396,7 +403,7 @@ void sendArguments(const void *Fn, bool HostStub, void *const *Args, void *const
   }
   if (Layout && Args)
     deepum::cupti::appendArgumentWords(*Layout, Args, Words);
-  else if (!deepum::cupti::appendExtraBufferWords(Extra, Words))
+  else if (!deepum::cupti::appendExtraBufferWords(L->Extra, Words))
     return;
   O->launchArguments(TL.Device, TL.Stream, Words);
 }
@@ -442,7 +449,6 @@ Decoded decodeGraph(CUpti_CallbackDomain Domain, const void *Exec, StreamHandle 
 Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_CallbackData *Cb) {
   format::LaunchConfig C;
   const void *Fn = nullptr;
-  void **Args = nullptr, **Extra = nullptr;
   StreamHandle Stream = 0;
   bool PerThread = false;
   if (Domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
@@ -456,7 +462,6 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
                   Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000;
       const auto *P = static_cast<const cudaLaunchKernel_v7000_params *>(Cb->functionParams);
       Fn = P->func;
-      Args = P->args;
       C = {P->gridDim.x,
            P->gridDim.y,
            P->gridDim.z,
@@ -474,7 +479,6 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
         return Decoded::No;
       PerThread = Cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
       Fn = P->func;
-      Args = P->args;
       C = {P->config->gridDim.x,
            P->config->gridDim.y,
            P->config->gridDim.z,
@@ -504,11 +508,6 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
       PerThread = Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
                   Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
       Fn = P->f;
-      Args = P->kernelParams;
-      // The cooperative params struct ends before `extra`: only cuLaunchKernel's has it.
-      if (Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
-          Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz)
-        Extra = P->extra;
       C = {P->gridDimX,  P->gridDimY,  P->gridDimZ,      P->blockDimX,
            P->blockDimY, P->blockDimZ, P->sharedMemBytes};
       Stream = reinterpret_cast<StreamHandle>(P->hStream);
@@ -521,8 +520,6 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
         return Decoded::No;
       PerThread = Cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
       Fn = P->f;
-      Args = P->kernelParams;
-      Extra = P->extra;
       C = {P->config->gridDimX,      P->config->gridDimY,  P->config->gridDimZ,
            P->config->blockDimX,     P->config->blockDimY, P->config->blockDimZ,
            P->config->sharedMemBytes};
@@ -548,7 +545,7 @@ Decoded decode(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const CUpti_C
     Name = nullptr;
   uint64_t Id = finishId(nameHash(Fn, Name), C);
   begin(deviceOf(Cb->context), Stream, &Id, 1);
-  sendArguments(Fn, Domain == CUPTI_CB_DOMAIN_RUNTIME_API, Args, Extra);
+  sendArguments(Domain, Cbid, Cb);
   return Decoded::Reported;
 }
 

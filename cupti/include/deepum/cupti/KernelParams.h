@@ -54,6 +54,26 @@ void appendArgumentWords(const std::vector<ParamSlot> &Layout, void *const *Para
 /// names no buffer (or one over kMaxParamBufferBytes), so the words are unknown.
 bool appendExtraBufferWords(void *const *Extra, std::vector<uint64_t> &Out);
 
+/// Where a launch callback's parameter struct keeps its kernel and arguments.
+struct LaunchArgumentsOf {
+  /// A runtime host stub (HostStub) or a CUfunction.
+  const void *Function = nullptr;
+  bool HostStub = false;
+  /// One pointer per parameter (kernelParams / args); null when not given.
+  void *const *Params = nullptr;
+  /// The driver's `extra` array (cuLaunchKernel, cuLaunchKernelEx); null otherwise.
+  void *const *Extra = nullptr;
+};
+
+/// The kernel and arguments of one launch callback's parameter struct
+/// (`Domain` a CUpti_CallbackDomain, `Cbid` its callback id): for
+/// cudaLaunchKernel, cudaLaunchKernelExC, cudaLaunchCooperativeKernel,
+/// cuLaunchKernel, cuLaunchCooperativeKernel (which has no `extra`) and
+/// cuLaunchKernelEx, each with its _ptsz form. Nothing for other callbacks,
+/// or without a parameter struct (CUDA 13's __cudaLaunchKernel has none).
+std::optional<LaunchArgumentsOf> launchArgumentsOf(int Domain, uint32_t Cbid,
+                                                   const void *FunctionParams);
+
 /// Parameter layouts, asked of the driver once per function.
 class ParamLayouts {
 public:

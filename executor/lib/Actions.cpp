@@ -521,6 +521,12 @@ void detail::issueReleases(Backend &Back, DeviceState &D, const std::vector<Plan
 
 void detail::guardLaunch(Backend &Back, Executor::DeviceState &D, StreamHandle Launch,
                          std::span<const uint64_t> Words) {
+  // ArenaBase and ArenaBytes are set before the plan is on: no lock for a
+  // launch that names nothing in the arena (the pool's memory, host values).
+  if (std::none_of(Words.begin(), Words.end(), [&](uint64_t W) {
+        return W >= D.ArenaBase && W - D.ArenaBase < D.ArenaBytes;
+      }))
+    return;
   const uint64_t BB = D.blockBytes();
   std::vector<uint32_t> &Need = D.Blocks; // scratch, as issueBefore's: refilled below
   Need.clear();

@@ -457,10 +457,8 @@ cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size
     Ns = std::max(Ns, St.Flops / Dev.VectorFlopsPerSecond * 1e9);
   const uint64_t DurationNs = std::max<uint64_t>(1, static_cast<uint64_t>(Ns));
   const uint64_t FaultsBefore = Eng->stats().Faults;
-  const uint64_t ReadyNs = runOnDevice(St.Ranges, DurationNs, S);
+  const uint64_t ReadyNs = runOnDevice(St.Ranges, DurationNs, S); // S's clock moved there
   const uint64_t EndNs = Eng->computeEndNs();
-  if (S)
-    S->LastNs = std::max(S->LastNs, EndNs);
   if (Records.size() < kMaxRecords) {
     deepum_standin_kernel_record R{};
     R.name = K.Name.c_str();

@@ -46,6 +46,15 @@ public:
     return Inner->discardBatch(D, R, S);
   }
   BackendStatus advise(int D, MemRange R, MemAdvice A) override { return Inner->advise(D, R, A); }
+  BackendStatus allocatePinned(int D, uint64_t Bytes, void **Out) override {
+    return Inner->allocatePinned(D, Bytes, Out);
+  }
+  BackendStatus freePinned(int D, void *P) override { return Inner->freePinned(D, P); }
+  BackendStatus copyAsync(int D, void *Dst, const void *Src, uint64_t Bytes,
+                          StreamHandle S) override {
+    return Inner->copyAsync(D, Dst, Src, Bytes, S);
+  }
+  bool reportsLaunchArguments() const override { return Inner->reportsLaunchArguments(); }
   bool startLaunchTracking(LaunchObserver *O, std::string &Why) override {
     return Inner->startLaunchTracking(O, Why);
   }

@@ -94,6 +94,8 @@ void detail::orderAfterCompute(Backend &Back, Executor::DeviceState &D) {
     if (S.ok()) {
       noteError(D, Back.streamWaitEvent(D.Device, D.ReleaseStream, C.Event));
       noteError(D, Back.streamWaitEvent(D.Device, D.DiscardStream, C.Event));
+      if (D.CopyPath)
+        noteError(D, Back.streamWaitEvent(D.Device, D.CopyOutStream, C.Event));
     }
     C.Dirty = false;
   }
@@ -130,8 +132,10 @@ void dropDoneMarks(Backend &Back, Executor::DeviceState &D) {
       popMark(Back, D, *Q, None);
 }
 
+} // namespace
+
 /// Mark `Seq` while it is on the ledger, else null (each queue is in Seq order).
-const Mark *findPendingMark(const Executor::DeviceState &D, uint64_t Seq) {
+const Mark *detail::findPendingMark(const Executor::DeviceState &D, uint64_t Seq) {
   for (const std::deque<Mark> *Q : {&D.DiscardsPending, &D.EvictionsPending}) {
     auto It = std::lower_bound(Q->begin(), Q->end(), Seq,
                                [](const Mark &M, uint64_t S) { return M.Seq < S; });
@@ -141,6 +145,7 @@ const Mark *findPendingMark(const Executor::DeviceState &D, uint64_t Seq) {
   return nullptr;
 }
 
+namespace {
 /// The budget in blocks, less the pool's live bytes (as enforceBudget counts them).
 uint64_t roomBlocks(const Executor::DeviceState &D) {
   const uint64_t Fallback = D.Pool.stats().BytesInUse;
@@ -234,6 +239,7 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
     }
   }
   issueReleases(Back, D, P.ReleaseBefore[Pos]);
+  dropFreedSlots(D);
   D.CurrentPosition = Pos;
   ++D.Stamp;
   D.Blocks.clear();
@@ -250,17 +256,53 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   // before); their blocks are counted first too (the room each range needs).
   const bool Wait = Launch && D.KernelsWaitForTheirPrefetches;
   uint64_t Incoming = 0;
+  // The copy path: pooled blocks come back by copy, not by prefetch (a
+  // prefetch would only map them empty): those the launch needs now on its
+  // own stream, the others ahead on the copy-in stream.
+  const bool Pooled = D.CopyPath && D.PooledBlocks.load(std::memory_order_relaxed);
+  std::vector<uint32_t> &CopyNow = D.CopyIns;
+  std::vector<uint32_t> CopyAhead;
+  CopyNow.clear();
+  auto AddRange = [&](const MemRange &R, bool DueNow) {
+    const uint64_t Before = Incoming;
+    stampBlocks(D, R.Address, R.Bytes, Incoming);
+    if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
+      Ranges.push_back({Pages, R, Incoming - Before, DueNow});
+  };
   for (int Pass = Wait ? 0 : 1; Pass < 2; ++Pass)
     for (const PlanAction &A : Actions)
-      if (A.Kind == PlanActionKind::Prefetch && (!Wait || (A.DuePosition == Pos) == (Pass == 0)))
+      if ((A.Kind == PlanActionKind::Prefetch || A.Kind == PlanActionKind::CopyIn) &&
+          (!Wait || (A.DuePosition == Pos) == (Pass == 0)))
         for (const MemRange &R : A.Ranges) {
-          const uint64_t Before = Incoming;
-          stampBlocks(D, R.Address, R.Bytes, Incoming);
-          if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
-            Ranges.push_back({Pages, R, Incoming - Before, A.DuePosition == Pos});
+          if (!Pooled) {
+            AddRange(R, A.DuePosition == Pos);
+            continue;
+          }
+          // Runs of blocks not in the pool are prefetched as the plan says.
+          uint64_t Run = R.Address;
+          const uint64_t End = R.Address + R.Bytes;
+          for (uint64_t Off = R.Address / BB * BB; Off < End; Off += BB) {
+            const uint64_t B = Off / BB;
+            if (B >= D.SlotOf.size() || !D.SlotOf[B])
+              continue;
+            if (Off > Run)
+              AddRange({Run, Off - Run}, A.DuePosition == Pos);
+            Run = std::min(End, Off + BB);
+            stampBlocks(D, Off, BB, Incoming);
+            (Launch && A.DuePosition == Pos ? CopyNow : CopyAhead)
+                .push_back(static_cast<uint32_t>(B));
+          }
+          if (Run < End)
+            AddRange({Run, End - Run}, A.DuePosition == Pos);
         }
-  for (uint32_t B : P.PositionBlocks[Pos])
+  for (uint32_t B : P.PositionBlocks[Pos]) {
     stampBlocks(D, uint64_t{B} * BB, BB, Incoming);
+    // The plan's own access set: a pooled block it did not bring back comes
+    // back now, whatever the plan said.
+    if (Pooled && D.SlotOf[B] &&
+        std::find(CopyAhead.begin(), CopyAhead.end(), B) == CopyAhead.end())
+      (Launch ? CopyNow : CopyAhead).push_back(B);
+  }
   if (Incoming)
     enforceBudget(Back, D, Incoming);
   // The kernel's own blocks become resident whether prefetched or faulted in.
@@ -269,6 +311,16 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   const uint64_t Now = D.ResidentBlocks.fetch_add(D.Blocks.size()) + D.Blocks.size();
   if (Now > D.PeakResidentBlocks.load(std::memory_order_relaxed))
     D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
+  if (Pooled) {
+    if (!CopyAhead.empty())
+      copyIn(Back, D, CopyAhead, D.CopyInStream);
+    if (!CopyNow.empty())
+      copyIn(Back, D, CopyNow, *Launch);
+  }
+  // The kernel waits for the copy-ins of its blocks issued ahead of it: a
+  // dependency, not a hint (their pages are mapped before the copy lands).
+  if (Launch && D.CopyPath && !D.CopyInsPending.empty())
+    waitForCopyIns(Back, D, P.PositionBlocks[Pos], *Launch);
   if (Ranges.empty())
     return;
   // Room first, as far as each range needs it: the ranges go in calls that
@@ -370,10 +422,9 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   }
 }
 
-namespace {
 /// The resident blocks `R` (arena offsets) wholly covers leave the ledger,
 /// with the call being built (D.Leaving: that call's mark).
-void markGone(Executor::DeviceState &D, const MemRange &R) {
+void detail::markGone(Executor::DeviceState &D, const MemRange &R) {
   const uint64_t BB = D.blockBytes();
   const uint64_t First = (R.Address + BB - 1) / BB, Last = (R.Address + R.Bytes) / BB;
   for (uint64_t B = First; B < Last && B < D.Resident.size(); ++B)
@@ -383,7 +434,6 @@ void markGone(Executor::DeviceState &D, const MemRange &R) {
       D.Leaving.push_back(static_cast<uint32_t>(B));
     }
 }
-} // namespace
 
 void detail::flushEvictions(Backend &Back, DeviceState &D, bool Budget) {
   if (D.Ranges.empty()) {
@@ -438,8 +488,10 @@ constexpr uint64_t kDiscardDeferralLaunches = 64;
 /// discarded (kManagedPageBytes): never a byte of a neighbour. Called with
 /// LaunchMu held.
 void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Evict,
-                         const std::vector<MemRange> &DiscardIn) {
+                         const std::vector<MemRange> &DiscardIn,
+                         const std::vector<CopyOutRange> &CopyOut) {
   const uint64_t Now = D.C.Launches.load(std::memory_order_relaxed);
+  dropFreedSlots(D); // before AllocMu: it takes it
   std::vector<MemRange> Discard;      // free parts, arena offsets
   std::vector<MemRange> DiscardPages; // their whole pages, addresses
   // Finding a range free, discarding it and recording the event its next
@@ -479,21 +531,46 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
   for (const MemRange &R : Discard)
     if (MemRange Pages = pagesInside(D, R); Pages.Bytes)
       DiscardPages.push_back(Pages);
-  if (DiscardPages.empty())
+  // Dead data in the pool: its slot goes too.
+  if (D.CopyPath && D.PooledBlocks.load(std::memory_order_relaxed)) {
+    const uint64_t BB = D.blockBytes();
+    for (const MemRange &R : Discard)
+      for (uint64_t B = (R.Address + BB - 1) / BB; B < (R.Address + R.Bytes) / BB; ++B)
+        dropSlot(D, static_cast<uint32_t>(B));
+  }
+  const std::vector<CopyOutRange> Chosen =
+      CopyOut.empty() ? std::vector<CopyOutRange>{} : chooseCopyOuts(D, CopyOut, Evict);
+  if (DiscardPages.empty() && Chosen.empty())
     AllocLock.unlock(); // evictions keep the data: no allocation waits for them
-  if (Evict.empty() && DiscardPages.empty())
+  if (Evict.empty() && DiscardPages.empty() && Chosen.empty())
     return;
   orderAfterCompute(Back, D);
+  // Copies first: a failed one is evicted with the rest.
+  const std::vector<MemRange> Copied = issueCopyOuts(Back, D, Chosen, Evict);
   D.Ranges.clear();
   D.Leaving.clear();
   for (const MemRange &R : Evict)
     evictInCalls(Back, D, R, /*Budget=*/false);
   flushEvictions(Back, D, /*Budget=*/false);
-  if (DiscardPages.empty())
+  if (DiscardPages.empty() && Copied.empty())
     return;
   D.Leaving.clear();
   for (const MemRange &R : Discard)
     markGone(D, R);
+  if (!Copied.empty()) {
+    // The copied blocks are discarded after their copies, with the rest.
+    const uint64_t BB = D.blockBytes();
+    for (const CopyOutRange &R : Chosen)
+      if (D.SlotOf[R.Arena.Address / BB])
+        markGone(D, R.Arena);
+    DiscardPages.insert(DiscardPages.end(), Copied.begin(), Copied.end());
+    if (ensureEvent(Back, D, D.CopyOutEvent)) {
+      BackendStatus S = Back.recordEvent(D.Device, D.CopyOutEvent, D.CopyOutStream);
+      noteError(D, S);
+      if (S.ok())
+        noteError(D, Back.streamWaitEvent(D.Device, D.DiscardStream, D.CopyOutEvent));
+    }
+  }
   BackendStatus S = Back.discardBatch(D.Device, DiscardPages, D.DiscardStream);
   markRelease(Back, D, D.DiscardStream);
   noteError(D, S);
@@ -512,10 +589,18 @@ void detail::issueReleases(Backend &Back, DeviceState &D, const std::vector<Plan
   if (Actions.empty())
     return;
   std::vector<MemRange> Evict, Discard;
-  for (const PlanAction &A : Actions)
-    for (const MemRange &R : A.Ranges)
-      (A.Kind == PlanActionKind::Evict ? Evict : Discard).push_back(R);
-  issueRanges(Back, D, std::move(Evict), Discard);
+  std::vector<CopyOutRange> CopyOut;
+  for (const PlanAction &A : Actions) {
+    uint64_t Slot = A.PoolOffset; // the ranges' slots lie one after another
+    for (const MemRange &R : A.Ranges) {
+      if (A.Kind == PlanActionKind::CopyOut)
+        CopyOut.push_back({R, Slot});
+      else
+        (A.Kind == PlanActionKind::Evict ? Evict : Discard).push_back(R);
+      Slot += R.Bytes;
+    }
+  }
+  issueRanges(Back, D, std::move(Evict), Discard, CopyOut);
 }
 
 
@@ -528,8 +613,13 @@ void detail::guardLaunch(Backend &Back, Executor::DeviceState &D, StreamHandle L
       }))
     return;
   const uint64_t BB = D.blockBytes();
+  dropFreedSlots(D);
   std::vector<uint32_t> &Need = D.Blocks; // scratch, as issueBefore's: refilled below
   Need.clear();
+  std::vector<uint32_t> &Copy = D.CopyIns; // named blocks whose contents are in the pool
+  Copy.clear();
+  std::vector<uint32_t> Named; // to wait for their copy-ins in flight
+  const bool CopyPath = D.CopyPath;
   uint64_t Incoming = 0;
   {
     std::lock_guard<std::mutex> Lock(D.AllocMu);
@@ -547,6 +637,16 @@ void detail::guardLaunch(Backend &Back, Executor::DeviceState &D, StreamHandle L
       // anywhere in a tensor it is handed.
       for (uint64_t B = It->first / BB; B < (It->second.End + BB - 1) / BB && B < D.Resident.size();
            ++B) {
+        if (CopyPath) {
+          Named.push_back(static_cast<uint32_t>(B));
+          if (D.SlotOf[B]) { // only in the pool: never run the kernel before it is back
+            if (std::find(Copy.begin(), Copy.end(), B) == Copy.end()) {
+              Copy.push_back(static_cast<uint32_t>(B));
+              Incoming += !D.Resident[B];
+            }
+            continue;
+          }
+        }
         if (D.NeededStamp[B] == D.Stamp)
           continue; // the position's own (issueBefore stamped it), or seen already
         D.NeededStamp[B] = D.Stamp;
@@ -557,9 +657,18 @@ void detail::guardLaunch(Backend &Back, Executor::DeviceState &D, StreamHandle L
       }
     }
   }
+  if (Incoming)
+    enforceBudget(Back, D, Incoming);
+  if (!Copy.empty()) {
+    const uint64_t Bytes = Copy.size() * BB;
+    copyIn(Back, D, Copy, Launch);
+    bump(D.C.GuardCopyInBytes, Bytes);
+    bump(D.C.GuardRestores);
+  }
+  if (CopyPath && !D.CopyInsPending.empty())
+    waitForCopyIns(Back, D, Named, Launch);
   if (Need.empty())
     return;
-  enforceBudget(Back, D, Incoming);
   // A release of these blocks still in flight on another stream is not
   // ordered with a prefetch on this one: the launch's stream waits for it.
   std::vector<EventHandle> Waits;

@@ -195,6 +195,14 @@ static bool tryPlace(Backend &Back, Executor::DeviceState &D, uint64_t Off, uint
     else
       (void)Back.streamWaitEvent(D.Device, Stream, D.DiscardEvent);
   }
+  // So may a copy-in (a pooled block brought back for a kernel that, with
+  // this free, will not come).
+  if (D.CopyInsInFlight.load(std::memory_order_acquire) != 0 && D.CopyInEvent) {
+    if (Back.queryEvent(D.Device, D.CopyInEvent) == EventState::Complete)
+      D.CopyInsInFlight.store(0, std::memory_order_release);
+    else
+      (void)Back.streamWaitEvent(D.Device, Stream, D.CopyInEvent);
+  }
   return true;
 }
 
@@ -219,6 +227,10 @@ void Executor::deallocate(void *Ptr, int Device, StreamHandle Stream) {
     It->second.FreeGeneration = clockFor(D->AllocClocks, Stream).Generation;
     bump(D->C.Frees);
     D->C.ArenaBytesInUse.fetch_sub(It->second.End - It->first);
+    // Its blocks' contents are dead: the ledger drops their slots (before
+    // any new owner's launch is seen).
+    if (D->PooledBlocks.load(std::memory_order_relaxed))
+      D->FreedWhilePooled.push_back({It->first, It->second.End - It->first});
     return;
   }
   if (D->Pool.deallocate(Ptr, Stream)) {

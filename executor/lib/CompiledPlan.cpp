@@ -81,6 +81,7 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
   Out.Source = Source;
   Out.Model = P.Model;
   Out.GpuMemoryBytes = P.GpuMemoryBytes;
+  Out.CopyPoolBytes = P.CopyPoolBytes;
   Out.ProfileFingerprint = P.ProfileFingerprint;
   Out.UmBlockBytes = P.UmBlockBytes;
   Out.PositionIds = P.PositionIds;
@@ -121,11 +122,13 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
     PlanAction Act;
     Act.Position = A.Position;
     Act.DuePosition = A.DuePosition;
+    Act.PoolOffset = A.PoolOffset;
     for (const RawRange &R : A.Ranges)
       Act.Ranges.push_back({static_cast<uintptr_t>(R.Offset), R.Bytes});
     switch (A.Kind) {
     case pf::kActionPrefetch:
-      Act.Kind = PlanActionKind::Prefetch;
+    case pf::kActionCopyIn:
+      Act.Kind = A.Kind == pf::kActionPrefetch ? PlanActionKind::Prefetch : PlanActionKind::CopyIn;
       Out.BeforeLaunch[A.Position].push_back(std::move(Act));
       break;
     case pf::kActionAdvise:
@@ -140,7 +143,8 @@ bool compileRawPlan(const RawPlan &P, const std::string &Source, CompiledPlan &O
           .push_back(std::move(Act));
       break;
     case pf::kActionDiscard:
-      Act.Kind = PlanActionKind::Discard;
+    case pf::kActionCopyOut:
+      Act.Kind = A.Kind == pf::kActionDiscard ? PlanActionKind::Discard : PlanActionKind::CopyOut;
       (Act.DuePosition != Act.Position ? Out.ReleaseBefore : Out.AfterLaunch)[A.Position]
           .push_back(std::move(Act));
       break;

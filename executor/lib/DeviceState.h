@@ -6,6 +6,7 @@
 //   Arena.cpp          allocation: plan placements in the arena, else the pool
 //   Launches.cpp       the launch hook: plan cursor, resync, iteration marks
 //   Actions.cpp        issuing the plan's actions (advice, prefetch, evict, discard)
+//   CopyPath.cpp       copy-outs to the pinned pool and copy-ins from it
 //   Budget.cpp         the capacity budget: Belady eviction of modelled residency
 //   ExecutorStats.cpp  counters, the report and its JSON
 //   Pool.cpp           the stream-ordered pool of managed memory (DevicePool)
@@ -19,8 +20,12 @@
 // - LaunchMu guards the replay: Cursor, ActionStream, ReleaseStream,
 //   DiscardStream, LateStream, EvictionsPending, DiscardsPending,
 //   PendingReleaseBlocks, NextMarkSeq, LeftWith, SpareEvents, ComputeClocks,
-//   Resident, NeededStamp, Stamp, Budget, Pending, CurrentPosition and the
-//   scratch vectors.
+//   Resident, NeededStamp, Stamp, Budget, Pending, CurrentPosition, the copy
+//   path's ledger (SlotOf, SlotOwner, SlotReadBy, CopiedInWith,
+//   CopyInsPending, CopyOutStream) and the scratch vectors.
+// - CopyInStream, CopyInEvent and FreedWhilePooled are written with both held
+//   (a new owner of arena bytes waits for the copy-ins in flight, as for the
+//   discards; a free records what the ledger must drop).
 // - Deferred (discards waiting for their range to be freed) is written with
 //   both held.
 // - Lock order: LaunchMu, then AllocMu (a discard checks the arena under
@@ -67,7 +72,8 @@ struct Counters {
       ArenaPlacements{0}, PlacementMisses{0}, PrefetchBatches{0}, PrefetchBytes{0}, EvictBatches{0},
       EvictBytes{0}, DiscardBatches{0}, DiscardBytes{0}, DiscardsKeptLive{0}, Advises{0},
       AdviseBytes{0}, BudgetEvictions{0}, BackendErrors{0}, Launches{0}, GuardRestores{0},
-      GuardRestoreBytes{0}, GuardWaits{0};
+      GuardRestoreBytes{0}, GuardWaits{0}, CopyOutBytes{0}, CopyInBytes{0}, CopyFallbackBytes{0},
+      GuardCopyInBytes{0}, BlindLaunches{0}, SlotsDropped{0};
 };
 
 /// A byte range of the arena and who owns it. Freed ranges stay (until
@@ -116,6 +122,11 @@ struct Executor::DeviceState {
   std::atomic<uint64_t> DiscardsInFlight{
       0};                       // discards issued, DiscardEvent not yet seen complete
   EventHandle DiscardEvent = 0; // recorded on the discard stream after the latest discard
+  std::atomic<uint64_t> CopyInsInFlight{0}; // as DiscardsInFlight, for CopyInEvent
+  EventHandle CopyInEvent = 0;  // recorded on CopyInStream after the latest copy-in there
+  /// Arena ranges freed while blocks were in the pool: the ledger drops
+  /// their slots before it next looks at one (their contents are dead).
+  std::vector<MemRange> FreedWhilePooled;
 
   // --- guarded by LaunchMu ---
   std::mutex LaunchMu;
@@ -185,6 +196,38 @@ struct Executor::DeviceState {
   bool KernelsWaitForTheirPrefetches = false;
   /// ExecutorConfig::LaunchGuard.
   bool LaunchGuard = true;
+
+  // --- the copy path (CopyPath.cpp): guarded by LaunchMu ---
+  /// The pool is allocated and every launch's arguments reach the guard:
+  /// COPY_OUT copies out. Otherwise COPY_OUT evicts through Unified Memory.
+  bool CopyPath = false;
+  /// ExecutorConfig::CopyOutNeedsAllocation.
+  bool CopyOutNeedsAllocation = true;
+  uintptr_t PoolBase = 0;
+  uint64_t PoolBytes = 0;
+  /// Per arena block: its pool offset + 1 while its contents are only in the
+  /// pool (0: not in the pool).
+  std::vector<uint64_t> SlotOf;
+  /// Per pool block: the arena block + 1 whose contents it holds (0: free).
+  std::vector<uint32_t> SlotOwner;
+  /// Per pool block: the copy-in mark that last read it (a copy-out into it
+  /// waits for that mark).
+  std::vector<uint64_t> SlotReadBy;
+  /// Per arena block: the copy-in mark that brought it back, until a kernel
+  /// using it has waited for it (0: none).
+  std::vector<uint64_t> CopiedInWith;
+  struct CopyMark {
+    EventHandle Event; // recorded after the copy-in batch (0: none could be)
+    uint64_t Seq;
+  };
+  std::deque<CopyMark> CopyInsPending; // in Seq order
+  uint64_t NextCopySeq = 1;
+  std::atomic<uint64_t> PooledBlocks{0}; // written under LaunchMu
+  std::atomic<uint64_t> PeakPooledBlocks{0};
+  StreamHandle CopyOutStream = 0; // copy-outs, ordered after the compute streams
+  StreamHandle CopyInStream = 0;  // copy-ins issued ahead of their kernel
+  EventHandle CopyOutEvent = 0;   // the discard stream waits for the copies before it
+  std::vector<uint32_t> CopyIns;  // scratch: pooled blocks a position brings back
   EventHandle DueEvent = 0, DueLateEvent = 0;
   uint32_t CurrentPosition = 0;
   std::atomic<bool> ErrorLogged{false};
@@ -233,6 +276,11 @@ void orderAfterCompute(Backend &Back, DeviceState &D);
 /// ledger; each block remembers the mark). Drops the marks the host already
 /// sees complete. LaunchMu held.
 void markRelease(Backend &Back, DeviceState &D, StreamHandle Stream);
+/// The release mark `Seq` while it is pending, else null.
+const DeviceState::ReleaseMark *findPendingMark(const DeviceState &D, uint64_t Seq);
+/// The resident blocks arena range `R` wholly covers leave the ledger with
+/// the release call being built (D.Leaving). LaunchMu held.
+void markGone(DeviceState &D, const MemRange &R);
 /// Evicts a range (page-rounded, in arena offsets) as part of the calls
 /// being built in D.Ranges / D.Leaving: its wholly covered resident blocks
 /// leave the ledger; a call goes out, with its mark, whenever it holds
@@ -253,9 +301,15 @@ void waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied);
 /// on when Pos is the launch itself (none for a position the program skipped).
 void issueBefore(Backend &Back, DeviceState &D, uint32_t Pos,
                  std::optional<StreamHandle> Launch = std::nullopt);
-/// Evictions and discards (arena ranges); takes AllocMu. LaunchMu held.
+/// A range to copy out and the pool offset of its slot.
+struct CopyOutRange {
+  MemRange Arena;
+  uint64_t PoolOffset;
+};
+/// Evictions, copy-outs and discards (arena ranges); takes AllocMu. LaunchMu held.
 void issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Evict,
-                 const std::vector<MemRange> &DiscardIn);
+                 const std::vector<MemRange> &DiscardIn,
+                 const std::vector<CopyOutRange> &CopyOut = {});
 /// Evictions and discards of one list (ReleaseBefore or AfterLaunch of a position).
 void issueReleases(Backend &Back, DeviceState &D, const std::vector<PlanAction> &Actions);
 
@@ -266,6 +320,43 @@ void issueReleases(Backend &Back, DeviceState &D, const std::vector<PlanAction> 
 /// faulting. LaunchMu held; takes AllocMu.
 void guardLaunch(Backend &Back, DeviceState &D, StreamHandle Launch,
                  std::span<const uint64_t> Words);
+
+// CopyPath.cpp
+/// Sets up the copy path for a plan with a pool (LaunchMu and AllocMu held,
+/// the arena allocated): the pinned pool, the ledger, the streams; false,
+/// with one line said, when any cannot be had: then COPY_OUT evicts.
+bool setUpCopyPath(Backend &Back, DeviceState &D, bool ReportsArguments);
+/// Drops the slots of blocks wholly inside ranges freed since (their
+/// contents are dead). Takes AllocMu. LaunchMu held.
+void dropFreedSlots(DeviceState &D);
+/// Drops the slot of block `B` (contents dead). LaunchMu held.
+void dropSlot(DeviceState &D, uint32_t B);
+/// Chooses which of `Ranges` (whole blocks) copy out now: blocks resident in
+/// the model, not in the pool, whose slot is free and, with
+/// CopyOutNeedsAllocation, wholly inside one live allocation. The others
+/// join `Evict`. AllocMu and LaunchMu held.
+std::vector<CopyOutRange> chooseCopyOuts(DeviceState &D, const std::vector<CopyOutRange> &Ranges,
+                                         std::vector<MemRange> &Evict);
+/// Issues the copies of `Chosen` on the copy-out stream (after the copy-ins
+/// that last read their slots); the blocks copied take their slots and leave
+/// the ledger (D.Leaving); a failed copy's blocks join `Evict`. Returns the
+/// blocks' whole pages, for the discard that follows (after the copies: the
+/// discard stream waits for the copy-out stream). LaunchMu held.
+std::vector<MemRange> issueCopyOuts(Backend &Back, DeviceState &D,
+                                    const std::vector<CopyOutRange> &Chosen,
+                                    std::vector<MemRange> &Evict);
+/// Copies pooled blocks `Blocks` back on `Stream` (populate, then copy),
+/// after the releases of them still pending; they become resident in the
+/// model (the caller made the room). On the copy-in stream, new owners of
+/// arena bytes wait for it (CopyInEvent). Returns the mark. LaunchMu held.
+uint64_t copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Blocks, StreamHandle Stream);
+/// Makes `Stream` wait for the copy-ins that brought back any of `Blocks`
+/// and are not known complete. LaunchMu held.
+void waitForCopyIns(Backend &Back, DeviceState &D, std::span<const uint32_t> Blocks,
+                    StreamHandle Stream);
+/// A launch whose arguments are unknown: every pooled block comes back on
+/// its stream first. LaunchMu held.
+void restoreAllPooled(Backend &Back, DeviceState &D, StreamHandle Stream);
 
 // Budget.cpp
 /// Keeps modelled residency + `Incoming` blocks under the budget. LaunchMu held.

@@ -183,6 +183,7 @@ Executor::DeviceState *Executor::deviceOrCreate(int Device) {
   auto *D = new DeviceState(Back, Device);
   D->KernelsWaitForTheirPrefetches = Config.KernelsWaitForTheirPrefetches;
   D->LaunchGuard = Config.LaunchGuard;
+  D->CopyOutNeedsAllocation = Config.CopyOutNeedsAllocation;
   loadPlanFor(*D);
   Devices[static_cast<size_t>(Device)].store(D, std::memory_order_release);
   return D;
@@ -306,6 +307,9 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   D.LeftWith.assign(D.Resident.size(), 0);
   D.Budget = Budget;
   D.Plan = std::move(Plan);
+  D.CopyPath = false;
+  if (D.Plan->CopyPoolBytes)
+    (void)setUpCopyPath(Back, D, Back.reportsLaunchArguments());
   D.HasPlan.store(true, std::memory_order_release);
   D.PlanOn.store(true, std::memory_order_release);
   {

@@ -9,9 +9,12 @@ namespace deepum::executor {
 FakeBackend::FakeBackend(FakeBackendOptions O) : Opts(O) {}
 
 FakeBackend::~FakeBackend() {
-  if (Opts.RealMemory)
+  if (Opts.RealMemory) {
     for (auto &[Addr, Bytes] : Allocations)
       std::free(reinterpret_cast<void *>(Addr));
+    for (auto &[Addr, Bytes] : Pinned)
+      std::free(reinterpret_cast<void *>(Addr));
+  }
 }
 
 bool FakeBackend::shouldFail(FakeCallKind Kind) {
@@ -28,7 +31,8 @@ BackendStatus FakeBackend::record(FakeCall C) {
   static const char *Names[] = {"cudaMallocManaged",        "cudaFree",
                                 "cudaStreamCreate",         "cudaEventRecord",
                                 "cudaStreamWaitEvent",      "cudaMemPrefetchBatchAsync",
-                                "cudaMemDiscardBatchAsync", "cudaMemAdvise"};
+                                "cudaMemDiscardBatchAsync", "cudaMemAdvise",
+                                "cudaHostAlloc",            "cudaMemcpyAsync"};
   std::lock_guard<std::mutex> Lock(Mu);
   if (shouldFail(C.Kind))
     return BackendStatus::failure(2, Names[static_cast<int>(C.Kind)], "injected failure");
@@ -46,7 +50,9 @@ BackendStatus FakeBackend::allocateManaged(int Device, uint64_t Bytes, void **Ou
       return BackendStatus::failure(2, "cudaMallocManaged", "out of memory");
     uintptr_t Addr;
     if (Opts.RealMemory) {
-      void *P = std::aligned_alloc(4096, (Bytes + 4095) / 4096 * 4096);
+      // 2 MiB aligned, as managed allocations are.
+      constexpr uint64_t Align = uint64_t{2} << 20;
+      void *P = std::aligned_alloc(Align, (Bytes + Align - 1) / Align * Align);
       if (!P)
         return BackendStatus::failure(2, "cudaMallocManaged", "out of host memory");
       Addr = reinterpret_cast<uintptr_t>(P);
@@ -159,7 +165,65 @@ BackendStatus FakeBackend::discardBatch(int Device, std::span<const MemRange> Ra
   C.Device = Device;
   C.Ranges.assign(Ranges.begin(), Ranges.end());
   C.Stream = Stream;
-  return record(std::move(C));
+  BackendStatus S = record(std::move(C));
+  if (S.ok() && Opts.RealMemory)
+    for (const MemRange &R : Ranges)
+      std::memset(reinterpret_cast<void *>(R.Address), 0xFF, R.Bytes);
+  return S;
+}
+
+BackendStatus FakeBackend::allocatePinned(int Device, uint64_t Bytes, void **Out) {
+  *Out = nullptr;
+  {
+    std::lock_guard<std::mutex> Lock(Mu);
+    if (shouldFail(FakeCallKind::AllocatePinned) || PinnedBytes + Bytes > PinnedLimit)
+      return BackendStatus::failure(2, "cudaHostAlloc", "out of memory");
+    uintptr_t Addr;
+    if (Opts.RealMemory) {
+      void *P = std::aligned_alloc(4096, (Bytes + 4095) / 4096 * 4096);
+      if (!P)
+        return BackendStatus::failure(2, "cudaHostAlloc", "out of host memory");
+      Addr = reinterpret_cast<uintptr_t>(P);
+    } else {
+      Addr = NextAddress;
+      NextAddress += (Bytes + (uint64_t{2} << 20) - 1) / (uint64_t{2} << 20) * (uint64_t{2} << 20);
+    }
+    Pinned[Addr] = Bytes;
+    PinnedBytes += Bytes;
+    *Out = reinterpret_cast<void *>(Addr);
+  }
+  FakeCall C;
+  C.Kind = FakeCallKind::AllocatePinned;
+  C.Device = Device;
+  C.Ranges.push_back({reinterpret_cast<uintptr_t>(*Out), Bytes});
+  (void)record(std::move(C));
+  return BackendStatus::success();
+}
+
+BackendStatus FakeBackend::freePinned(int, void *Ptr) {
+  std::lock_guard<std::mutex> Lock(Mu);
+  auto It = Pinned.find(reinterpret_cast<uintptr_t>(Ptr));
+  if (It == Pinned.end())
+    return BackendStatus::failure(1, "cudaFreeHost", "invalid argument");
+  PinnedBytes -= It->second;
+  if (Opts.RealMemory)
+    std::free(Ptr);
+  Pinned.erase(It);
+  return BackendStatus::success();
+}
+
+BackendStatus FakeBackend::copyAsync(int Device, void *Dst, const void *Src, uint64_t Bytes,
+                                     StreamHandle Stream) {
+  FakeCall C;
+  C.Kind = FakeCallKind::Copy;
+  C.Device = Device;
+  C.Ranges.push_back({reinterpret_cast<uintptr_t>(Dst), Bytes});
+  C.Source = reinterpret_cast<uintptr_t>(Src);
+  C.Stream = Stream;
+  BackendStatus S = record(std::move(C));
+  if (S.ok() && Opts.RealMemory)
+    std::memcpy(Dst, Src, Bytes);
+  return S;
 }
 
 BackendStatus FakeBackend::advise(int Device, MemRange Range, MemAdvice Advice) {
@@ -189,6 +253,8 @@ void FakeBackend::launch(int Device, StreamHandle Stream, uint64_t Id,
   Observer->launchBegin(Device, Stream, &Id, 1);
   if (!Words.empty())
     Observer->launchArguments(Device, Stream, Words);
+  else if (Opts.ReportsArguments)
+    Observer->launchArgumentsUnknown(Device, Stream);
   Observer->launchEnd(Device, Stream);
 }
 
@@ -196,6 +262,8 @@ void FakeBackend::launchGraph(int Device, StreamHandle Stream, const std::vector
   if (!Observer)
     return;
   Observer->launchBegin(Device, Stream, Ids.data(), Ids.size());
+  if (Opts.ReportsArguments)
+    Observer->launchArgumentsUnknown(Device, Stream);
   Observer->launchEnd(Device, Stream);
 }
 

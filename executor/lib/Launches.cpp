@@ -24,10 +24,13 @@ namespace deepum::executor {
 using namespace detail;
 
 /// The cursor turned off: say why, once, and stop replaying (the allocator
-/// carries on). Called with LaunchMu held.
-static void turnPlanOff(Executor::DeviceState &D) {
+/// carries on). Whatever is in the copy path's pool comes back first, on
+/// `Stream`. Called with LaunchMu held.
+static void turnPlanOff(Backend &Back, Executor::DeviceState &D, StreamHandle Stream) {
   log(LogLevel::Warn, "device %d: %s", D.Device, D.Cursor->offReason().c_str());
   D.setWhyNot("plan turned off: " + D.Cursor->offReason());
+  if (D.CopyPath)
+    restoreAllPooled(Back, D, Stream);
   D.PlanOn = false;
 }
 
@@ -46,7 +49,7 @@ void Executor::markIteration() {
       continue;
     D->Cursor->markIteration();
     if (D->Cursor->takeOffNotice())
-      turnPlanOff(*D);
+      turnPlanOff(Back, *D, D->CopyInStream);
   }
 }
 
@@ -67,7 +70,7 @@ void Executor::launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids,
     uint32_t Skipped = 0;
     uint32_t Pos = Cur.advance(Ids[I], Skipped);
     if (Cur.takeOffNotice()) {
-      turnPlanOff(*D);
+      turnPlanOff(Back, *D, Stream);
       return;
     }
     if (Cur.takeIterationWrap())
@@ -90,11 +93,24 @@ void Executor::launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids,
 
 void Executor::launchArguments(int Device, StreamHandle Stream, std::span<const uint64_t> Words) {
   DeviceState *D = device(Device);
-  if (!D || Words.empty() || !D->LaunchGuard || !D->PlanOn.load(std::memory_order_acquire))
+  if (!D || Words.empty() || !D->LaunchGuard || !D->HasPlan.load(std::memory_order_acquire))
+    return;
+  // After the plan turned off, copy-ins may still be in flight: a launch
+  // naming their blocks waits for them.
+  if (!D->PlanOn.load(std::memory_order_acquire) && !D->CopyPath)
     return;
   std::lock_guard<std::mutex> Lock(D->LaunchMu);
-  if (D->PlanOn.load(std::memory_order_relaxed))
+  if (D->PlanOn.load(std::memory_order_relaxed) || !D->CopyInsPending.empty())
     guardLaunch(Back, *D, Stream, Words);
+}
+
+void Executor::launchArgumentsUnknown(int Device, StreamHandle Stream) {
+  DeviceState *D = device(Device);
+  if (!D || !D->LaunchGuard || !D->HasPlan.load(std::memory_order_acquire) || !D->CopyPath ||
+      !D->PooledBlocks.load(std::memory_order_acquire))
+    return;
+  std::lock_guard<std::mutex> Lock(D->LaunchMu);
+  restoreAllPooled(Back, *D, Stream);
 }
 
 void Executor::launchEnd(int Device, StreamHandle Stream) {

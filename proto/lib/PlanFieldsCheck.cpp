@@ -94,6 +94,7 @@ CHECK_FIELD(PlanMetadata, metadata, ContextLength, context_length);
 CHECK_FIELD(PlanMetadata, metadata, ReferenceIteration, reference_iteration);
 CHECK_FIELD(PlanMetadata, metadata, ProfiledIterations, profiled_iterations);
 CHECK_FIELD(PlanMetadata, metadata, FootprintBytes, footprint_bytes);
+CHECK_FIELD(PlanMetadata, metadata, CopyPoolBytes, copy_pool_bytes);
 
 CHECK_FIELD(Successor, successor, ExecutionId, execution_id);
 CHECK_FIELD(Successor, successor, Count, count);
@@ -117,6 +118,7 @@ CHECK_FIELD(Action, action, DuePosition, due_position);
 CHECK_FIELD(Action, action, Ranges, ranges);
 CHECK_FIELD(Action, action, Advice, advice);
 CHECK_FIELD(Action, action, Dirty, dirty);
+CHECK_FIELD(Action, action, PoolOffset, pool_offset);
 
 CHECK_FIELD(Placement, placement, Sequence, sequence);
 CHECK_FIELD(Placement, placement, SizeBytes, size_bytes);
@@ -146,7 +148,9 @@ static_assert(same(kActionPrefetch, deepum::v1::ACTION_KIND_PREFETCH));
 static_assert(same(kActionEvict, deepum::v1::ACTION_KIND_EVICT));
 static_assert(same(kActionDiscard, deepum::v1::ACTION_KIND_DISCARD));
 static_assert(same(kActionAdvise, deepum::v1::ACTION_KIND_ADVISE));
-static_assert(same(kActionAdvise, deepum::v1::ActionKind_MAX),
+static_assert(same(kActionCopyOut, deepum::v1::ACTION_KIND_COPY_OUT));
+static_assert(same(kActionCopyIn, deepum::v1::ACTION_KIND_COPY_IN));
+static_assert(same(kActionCopyIn, deepum::v1::ActionKind_MAX),
               "a new ActionKind: teach CompiledPlan.cpp and PlanFields.h about it");
 static_assert(same(kAdviceUnspecified, deepum::v1::ADVICE_UNSPECIFIED));
 static_assert(same(kAdviceSetReadMostly, deepum::v1::ADVICE_SET_READ_MOSTLY));

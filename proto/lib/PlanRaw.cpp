@@ -16,6 +16,7 @@ RawPlan rawPlanFromProto(const deepum::v1::Plan &P) {
   R.PositionContexts.assign(P.position_contexts().begin(), P.position_contexts().end());
   R.ContextLength = P.metadata().context_length();
   R.ProfileFingerprint = P.metadata().profile_fingerprint();
+  R.CopyPoolBytes = P.metadata().copy_pool_bytes();
   R.ExecutionIds.reserve(static_cast<size_t>(P.execution_ids_size()));
   for (const auto &E : P.execution_ids()) {
     RawPlan::IdEntry X{E.execution_id(), {E.positions().begin(), E.positions().end()}, {}};
@@ -33,6 +34,7 @@ RawPlan rawPlanFromProto(const deepum::v1::Plan &P) {
     X.Position = A.position();
     X.DuePosition = A.due_position();
     X.Advice = A.advice();
+    X.PoolOffset = A.pool_offset();
     for (const auto &Rg : A.ranges())
       X.Ranges.push_back({Rg.offset(), Rg.bytes()});
     R.Actions.push_back(std::move(X));

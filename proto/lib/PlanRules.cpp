@@ -119,6 +119,31 @@ std::string checkPlacementsDisjoint(const RawPlan &P) {
   return "";
 }
 
+/// The rules of the copy path's actions: the executor's ledger keeps a
+/// pool slot per arena block, so copies move whole blocks, and a COPY_OUT's
+/// slots lie inside the pool. "" when `A` keeps them.
+std::string checkCopyAction(const RawPlan &P, const RawPlan::Action &A) {
+  const bool Copy =
+      A.Kind == planfields::kActionCopyOut || A.Kind == planfields::kActionCopyIn;
+  if (A.PoolOffset != 0 && A.Kind != planfields::kActionCopyOut)
+    return "has a pool offset but is no COPY_OUT";
+  if (!Copy)
+    return "";
+  uint64_t Bytes = 0;
+  for (const RawRange &R : A.Ranges) {
+    if (R.Offset % P.UmBlockBytes != 0 || R.Bytes % P.UmBlockBytes != 0)
+      return "copies range [" + num(R.Offset) + ", +" + num(R.Bytes) +
+             "), which is not whole blocks of " + num(P.UmBlockBytes) + " bytes";
+    Bytes = addSat(Bytes, R.Bytes);
+  }
+  if (A.Kind == planfields::kActionCopyOut &&
+      (A.PoolOffset % P.UmBlockBytes != 0 || A.PoolOffset > P.CopyPoolBytes ||
+       Bytes > P.CopyPoolBytes - A.PoolOffset))
+    return "copies " + num(Bytes) + " bytes to pool offset " + num(A.PoolOffset) +
+           ", not whole blocks inside the pool of " + num(P.CopyPoolBytes) + " bytes";
+  return "";
+}
+
 } // namespace
 
 uint64_t planArenaBytes(const RawPlan &P) {
@@ -212,6 +237,12 @@ std::string checkRawPlan(const RawPlan &P) {
                " of an arena of " + num(ArenaBlocks) + " blocks";
   }
 
+  // The pinned pool: whole blocks, no larger than an arena may be (the
+  // executor asks the host for it once, and refuses what cannot be had).
+  if (P.CopyPoolBytes % P.UmBlockBytes != 0 || P.CopyPoolBytes > PlanLimits::kMaxArenaBytes)
+    return "copy_pool_bytes " + num(P.CopyPoolBytes) + " is not a whole number of " +
+           num(P.UmBlockBytes) + "-byte blocks of at most " + num(PlanLimits::kMaxArenaBytes >> 40) +
+           " TiB";
   uint32_t PrevPos = 0;
   for (size_t I = 0; I < P.Actions.size(); ++I) {
     const RawPlan::Action &A = P.Actions[I];
@@ -234,6 +265,8 @@ std::string checkRawPlan(const RawPlan &P) {
         return "action " + num(I) + " range [" + num(R.Offset) + ", +" + num(R.Bytes) +
                ") lies outside the arena of " + num(P.ArenaBytes) + " bytes";
     }
+    if (std::string Why = checkCopyAction(P, A); !Why.empty())
+      return "action " + num(I) + " " + Why;
   }
 
   std::unordered_set<uint32_t> Seqs;

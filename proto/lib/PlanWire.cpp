@@ -352,6 +352,8 @@ bool metadata(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
       return M.scalar(T, U32, K);
     case tag(F::FootprintBytes):
       return M.scalar(T, U64, K);
+    case tag(F::CopyPoolBytes):
+      return M.scalar(T, P.CopyPoolBytes, K);
     default:
       return false;
     }
@@ -454,6 +456,8 @@ bool action(Reader &R, uint32_t Tag, bool &Ok, RawPlan &P) {
       return M.scalar(T, A.Advice, K);
     case tag(F::Dirty):
       return M.scalar(T, Dirty, K);
+    case tag(F::PoolOffset):
+      return M.scalar(T, A.PoolOffset, K);
     default:
       return false;
     }

@@ -60,6 +60,10 @@ StringRef actionName(ActionKind K) {
     return "discard";
   case ACTION_KIND_ADVISE:
     return "advise";
+  case ACTION_KIND_COPY_OUT:
+    return "copy_out";
+  case ACTION_KIND_COPY_IN:
+    return "copy_in";
   default:
     return "unspecified";
   }

@@ -43,6 +43,8 @@ Engine::Engine(const DeviceModel &D, uint64_t CapacityBytes)
                         std::max(D.copyHostToDeviceBytesPerSecond(), 1.0)),
       NsPerByteCopyDtoH(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
                         std::max(D.copyDeviceToHostBytesPerSecond(), 1.0)),
+      NsPerByteCopyManagedDtoH(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
+                               std::max(D.copyManagedToHostBytesPerSecond(), 1.0)),
       HtoDFree(std::max(1u, D.CopyEnginesPerDirection), 0),
       DtoHFree(std::max(1u, D.CopyEnginesPerDirection), 0),
       CopyHtoDFree(std::max(1u, D.CopyEnginesPerDirection), 0),
@@ -210,7 +212,8 @@ void Engine::logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t B, uint32_t Ma
   Events->push_back(E);
 }
 
-void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser, bool Copy) {
+void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser, bool Copy,
+                   bool FromManaged) {
   uint32_t Out = Mask & Resident[B];
   if (!Out)
     return;
@@ -232,7 +235,9 @@ void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser, bool C
   if (Dirty) {
     uint64_t Bytes = pages(Dirty) * PageBytes;
     const uint64_t Ns =
-        Copy ? static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByteCopyDtoH))
+        Copy ? static_cast<uint64_t>(std::llround(
+                   static_cast<double>(Bytes) *
+                   (FromManaged ? NsPerByteCopyManagedDtoH : NsPerByteCopyDtoH)))
              : transferDtoHNs(Bytes);
     uint64_t Start = startOnLane(Copy ? copyLane(false) : DtoHFree, Ready, Ns, Done);
     HostReadyNs[B] = std::max(HostReadyNs[B], Done);
@@ -317,7 +322,8 @@ uint64_t Engine::makeRoom(uint64_t Need, uint64_t AtNs, int64_t ProtectUpTo) {
   return RoomNs;
 }
 
-uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C) {
+uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C,
+                       bool Populate) {
   assert(!(Mask & Resident[B]) && "fetching resident pages");
   // Only pages whose contents live on the host cross the link; the rest
   // (never written, discarded) are populated on the GPU.
@@ -347,9 +353,16 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
     const size_t L = static_cast<size_t>(std::min_element(Lane.begin(), Lane.end()) - Lane.begin());
     if (Device.CopiesShareUmEngines)
       retireHtoD();
+    // Into managed memory: the driver populates the discarded pages first.
+    const uint64_t PopulateNs =
+        Populate ? static_cast<uint64_t>(
+                       std::llround(Device.PopulateBlockUs * 1e3 * pages(Mask) / PagesPerBlock))
+                 : 0;
     uint64_t Start = startOnLane(
         Lane, Ready,
-        static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByteCopyHtoD)), Done);
+        PopulateNs +
+            static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByteCopyHtoD)),
+        Done);
     if (Device.CopiesShareUmEngines)
       HtoDQueue[L].push_back(HtoDItem{Start, Done, B, Mask, /*Prefetch=*/false, -1});
     Stats.BytesHtoD += Bytes;
@@ -903,6 +916,29 @@ void Engine::evictBatchToHost(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs
   for (const Range &R : Ranges)
     forPages(R.Address, R.Bytes, true,
              [&](uint64_t Block, uint32_t Mask) { evictPages(blockId(Block), Mask); });
+}
+
+void Engine::copyManagedBatch(bool ToDevice, llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs) {
+  FloorNs = NotBeforeNs;
+  auto Reset = llvm::make_scope_exit([&] { FloorNs = 0; });
+  for (const Range &R : Ranges) {
+    hostCall(1);
+    forPages(R.Address, R.Bytes, !ToDevice, [&](uint64_t Block, uint32_t Mask) {
+      const uint32_t B = blockId(Block);
+      if (!ToDevice) {
+        evict(B, Mask, userNs(), /*ByUser=*/true, /*Copy=*/true, /*FromManaged=*/true);
+        return;
+      }
+      const uint32_t Missing = Mask & ~Resident[B];
+      if (!Missing)
+        return;
+      const uint64_t RoomNs = makeRoom(pages(Missing), userNs(), /*ProtectUpTo=*/-1);
+      if (RoomNs == Never)
+        return;
+      fetch(B, Missing, userNs(), RoomNs, Cause::Copy, /*Populate=*/true);
+      Flags[B] |= FlPrefetched;
+    });
+  }
 }
 
 void Engine::discardBatch(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs) {

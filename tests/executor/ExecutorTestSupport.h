@@ -149,6 +149,15 @@ public:
   executor::BackendStatus advise(int D, executor::MemRange R, executor::MemAdvice A) override {
     return Inner.advise(D, R, A);
   }
+  executor::BackendStatus allocatePinned(int D, uint64_t B, void **O) override {
+    return Inner.allocatePinned(D, B, O);
+  }
+  executor::BackendStatus freePinned(int D, void *P) override { return Inner.freePinned(D, P); }
+  executor::BackendStatus copyAsync(int D, void *Dst, const void *Src, uint64_t B,
+                                    executor::StreamHandle S) override {
+    return Inner.copyAsync(D, Dst, Src, B, S);
+  }
+  bool reportsLaunchArguments() const override { return Inner.reportsLaunchArguments(); }
   bool startLaunchTracking(executor::LaunchObserver *O, std::string &W) override {
     return Inner.startLaunchTracking(O, W);
   }

@@ -377,8 +377,8 @@ void begin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) {
 
 /// The words of a launch's arguments to the observer (its launch-time guard):
 /// read by the kernel's parameter layout from its parameter pointers, or from
-/// the `extra` buffer (deepum::cupti::launchArgumentsOf). Nothing when
-/// neither can be read.
+/// the `extra` buffer (deepum::cupti::launchArgumentsOf); when neither can
+/// be read, that they are unknown (the kernel may touch anything).
 void sendArguments(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid,
                    const CUpti_CallbackData *Cb) {
   LaunchObserver *O = tracker().Observer.load(std::memory_order_acquire);
@@ -386,7 +386,7 @@ void sendArguments(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid,
     return;
   const auto L = deepum::cupti::launchArgumentsOf(Domain, Cbid, Cb->functionParams);
   if (!L || !L->Function)
-    return;
+    return O->launchArgumentsUnknown(TL.Device, TL.Stream);
   const void *Fn = L->Function;
   void *const *Args = L->Params;
   const bool HostStub = L->HostStub;
@@ -404,7 +404,7 @@ void sendArguments(CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid,
   if (Layout && Args)
     deepum::cupti::appendArgumentWords(*Layout, Args, Words);
   else if (!deepum::cupti::appendExtraBufferWords(L->Extra, Words))
-    return;
+    return O->launchArgumentsUnknown(TL.Device, TL.Stream);
   O->launchArguments(TL.Device, TL.Stream, Words);
 }
 
@@ -432,6 +432,9 @@ Decoded decodeGraph(CUpti_CallbackDomain Domain, const void *Exec, StreamHandle 
                       "a CUDA graph launch whose kernels deepum cannot see (graph instantiated "
                       "before deepum started, or its nodes unreadable): the plan steps aside for "
                       "such launches");
+      // Its kernels may touch anything: nothing may stay copied out.
+      if (LaunchObserver *O = T.Observer.load(std::memory_order_acquire))
+        O->launchArgumentsUnknown(deviceOf(Cb->context), launchStream(Stream, PerThread));
       return Decoded::Unseen;
     }
     if (It->second.empty()) // no kernel nodes (copies, memsets): nothing to report
@@ -442,6 +445,9 @@ Decoded decodeGraph(CUpti_CallbackDomain Domain, const void *Exec, StreamHandle 
   if (capturing(Domain, Stream, PerThread)) // becomes a child-graph node
     return Decoded::Captured;
   begin(deviceOf(Cb->context), Stream, Ids.data(), Ids.size());
+  // A graph's kernels' arguments are not read at launch.
+  if (LaunchObserver *O = T.Observer.load(std::memory_order_acquire))
+    O->launchArgumentsUnknown(TL.Device, TL.Stream);
   return Decoded::Reported;
 }
 
@@ -724,6 +730,29 @@ public:
                                           reinterpret_cast<cudaStream_t>(Stream)),
                  "cudaMemDiscardBatchAsync");
   }
+
+  BackendStatus allocatePinned(int Device, uint64_t Bytes, void **Out) override {
+    DeviceGuard G(Device);
+    return check(cudaHostAlloc(Out, Bytes, cudaHostAllocPortable), "cudaHostAlloc");
+  }
+
+  BackendStatus freePinned(int Device, void *Ptr) override {
+    DeviceGuard G(Device);
+    return check(cudaFreeHost(Ptr), "cudaFreeHost");
+  }
+
+  BackendStatus copyAsync(int Device, void *Dst, const void *Src, uint64_t Bytes,
+                          StreamHandle Stream) override {
+    DeviceGuard G(Device);
+    NvtxBatchRange Nvtx("copy", 1, Bytes);
+    return check(cudaMemcpyAsync(Dst, Src, Bytes, cudaMemcpyDefault,
+                                 reinterpret_cast<cudaStream_t>(Stream)),
+                 "cudaMemcpyAsync");
+  }
+
+  /// Every decoded launch reaches the observer with its words or as
+  /// unknown, and so does a graph launch whose kernels are unseen.
+  bool reportsLaunchArguments() const override { return true; }
 
   BackendStatus advise(int Device, MemRange Range, MemAdvice Advice) override {
     ErrorScope Errors;

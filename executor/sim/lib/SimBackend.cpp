@@ -94,13 +94,54 @@ BackendStatus SimBackend::prefetchBatch(int, std::span<const MemRange> Ranges, i
   return BackendStatus::success();
 }
 
+BackendStatus SimBackend::allocatePinned(int, uint64_t Bytes, void **Out) {
+  *Out = reinterpret_cast<void *>(NextPinned);
+  NextPinned += (Bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
+  return BackendStatus::success();
+}
+
+BackendStatus SimBackend::copyAsync(int, void *Dst, const void *Src, uint64_t Bytes,
+                                    StreamHandle Stream) {
+  const bool ToDevice = reinterpret_cast<uint64_t>(Dst) < (uint64_t{1} << 46);
+  const uint64_t Managed = reinterpret_cast<uint64_t>(ToDevice ? Dst : Src);
+  // The program's stream (a copy the launch waits for): the engine's kernel
+  // waits for its pages' arrival.
+  auto It = Streams.find(Stream);
+  Eng.copyManagedBatch(ToDevice, {{Managed, Bytes}}, It == Streams.end() ? 0 : It->second.FloorNs);
+  if (!ToDevice) // the discard that follows keeps what the copy took
+    for (uint64_t B = Managed / kBlockBytes;
+         B < (Managed + Bytes + kBlockBytes - 1) / kBlockBytes; ++B)
+      Pooled[B] = 1;
+  if (It != Streams.end())
+    It->second.EndNs = std::max({It->second.EndNs, It->second.FloorNs, Eng.issueNs(),
+                                 Eng.copyEndNs(ToDevice)});
+  return BackendStatus::success();
+}
+
 BackendStatus SimBackend::discardBatch(int, std::span<const MemRange> Ranges,
                                        StreamHandle Stream) {
   std::vector<deepum::sim::Engine::Range> Batch;
   Batch.reserve(Ranges.size());
+  // A copied-out block's contents are in the pool, not lost: the discard
+  // that follows its copy only unmaps what the copy took off the GPU.
+  bool AnyPooled = false;
   for (const MemRange &R : Ranges)
-    Batch.push_back({R.Address, R.Bytes});
+    if (Pooled.empty())
+      Batch.push_back({R.Address, R.Bytes});
+    else
+      for (uint64_t A = R.Address, End = R.Address + R.Bytes; A < End;) {
+      const uint64_t Cut = std::min(End, (A / kBlockBytes + 1) * kBlockBytes);
+      if (Pooled.erase(A / kBlockBytes) != 0)
+        AnyPooled = true;
+      else if (!Batch.empty() && Batch.back().Address + Batch.back().Bytes == A)
+        Batch.back().Bytes += Cut - A;
+      else
+        Batch.push_back({A, Cut - A});
+      A = Cut;
+    }
   StreamClock &S = Streams[Stream];
+  if (Batch.empty() && AnyPooled)
+    Eng.hostCall(static_cast<unsigned>(Ranges.size()));
   Eng.discardBatch(Batch, S.FloorNs);
   S.EndNs = std::max({S.EndNs, S.FloorNs, Eng.issueNs()});
   return BackendStatus::success();
@@ -151,6 +192,9 @@ llvm::Error ExecutorPolicy::attach(deepum::sim::Engine &E, uint64_t CapacityByte
   ExecutorConfig Cfg;
   const uint64_t Launches = static_cast<uint64_t>(Plan.position_ids_size());
   Cfg.Cursor.ModelCheckLaunches = Launches < 100 ? Launches : 100;
+  // No allocation goes through this executor, and the engine's kernels touch
+  // exactly their positions' blocks (which the executor brings back).
+  Cfg.CopyOutNeedsAllocation = false;
   Ex = std::make_unique<Executor>(*Backend, Cfg);
   if (!Ex->setPlan(0, std::move(CP), CapacityBytes))
     return fail("executor replay of " + PlanName + ": the executor refused the plan");

@@ -63,6 +63,20 @@ typedef struct deepum_stats {
   uint64_t guard_restores;
   uint64_t guard_restore_bytes;
   uint64_t guard_waits;
+  /* The copy path (docs/executor.md): the pinned pool (0: off); bytes copied
+   * out to it and back; bytes the plan said to copy out that went through
+   * Unified Memory instead (not in one live allocation, slot taken, a failed
+   * copy); bytes the guard copied back for launches naming them; bytes in
+   * the pool now and at most; launches whose arguments were unknown while
+   * the pool held data (everything came back before them). */
+  uint64_t copy_pool_bytes;
+  uint64_t copy_out_bytes;
+  uint64_t copy_in_bytes;
+  uint64_t copy_fallback_bytes;
+  uint64_t guard_copy_in_bytes;
+  uint64_t pooled_bytes;
+  uint64_t peak_pooled_bytes;
+  uint64_t blind_launches;
 } deepum_stats_t;
 
 /* Starts deepum explicitly: `plan_path` applies to every device (NULL = no

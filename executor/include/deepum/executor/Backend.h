@@ -88,6 +88,13 @@ public:
     (void)Stream;
     (void)Words;
   }
+  /// The launch just begun carries arguments the backend could not read (no
+  /// parameter layout, a graph's kernels): it may touch any memory. On the
+  /// launching thread, before the launch is enqueued.
+  virtual void launchArgumentsUnknown(int Device, StreamHandle Stream) {
+    (void)Device;
+    (void)Stream;
+  }
 };
 
 class Backend {
@@ -121,6 +128,18 @@ public:
   virtual BackendStatus discardBatch(int Device, std::span<const MemRange> Ranges,
                                      StreamHandle Stream) = 0;
   virtual BackendStatus advise(int Device, MemRange Range, MemAdvice Advice) = 0;
+
+  /// Page-locked host memory (cudaHostAlloc): the copy path's pool.
+  virtual BackendStatus allocatePinned(int Device, uint64_t Bytes, void **Out) = 0;
+  virtual BackendStatus freePinned(int Device, void *Ptr) = 0;
+  /// cudaMemcpyAsync of `Bytes` from `Src` to `Dst` on `Stream`: between
+  /// managed memory and the pinned pool, either way.
+  virtual BackendStatus copyAsync(int Device, void *Dst, const void *Src, uint64_t Bytes,
+                                  StreamHandle Stream) = 0;
+  /// Whether every launch reaches the observer with its arguments
+  /// (launchArguments) or as unreadable (launchArgumentsUnknown): what the
+  /// copy path's safety rests on (docs/executor.md, "The copy path").
+  virtual bool reportsLaunchArguments() const { return false; }
 
   /// Starts delivering launches to `Observer`. False (with `Why` set) when the
   /// backend cannot observe launches, e.g. the CUPTI subscriber is taken.

@@ -27,7 +27,10 @@ class Plan;
 
 namespace deepum::executor {
 
-enum class PlanActionKind : uint8_t { Prefetch, Evict, Discard, Advise };
+/// CopyOut: a release through the copy engine into the pinned pool;
+/// CopyIn: a prefetch that copies a block's pool slot back (any prefetch of a
+/// copied-out block does: the executor's ledger knows each block's slot).
+enum class PlanActionKind : uint8_t { Prefetch, Evict, Discard, Advise, CopyOut, CopyIn };
 
 /// One plan action with its ranges as arena byte ranges.
 struct PlanAction {
@@ -36,6 +39,8 @@ struct PlanAction {
   uint32_t Position = 0;
   uint32_t DuePosition = 0;
   std::vector<MemRange> Ranges; ///< Address = arena offset.
+  /// CopyOut: the pool offset of the first range's slot (ranges packed).
+  uint64_t PoolOffset = 0;
 };
 
 struct PlannedPlacement {
@@ -50,6 +55,8 @@ struct CompiledPlan {
   uint64_t ArenaBytes = 0;
   uint64_t UmBlockBytes = uint64_t{2} << 20;
   uint64_t GpuMemoryBytes = 0; ///< The plan's capacity (0 = unspecified).
+  /// The pinned host pool the plan's COPY_OUTs fill (0: no copy path).
+  uint64_t CopyPoolBytes = 0;
   /// The metadata's profile_fingerprint: the planner's hash of the profiled
   /// launch sequence (0 = the plan carries none).
   uint64_t ProfileFingerprint = 0;
@@ -60,15 +67,15 @@ struct CompiledPlan {
   /// and the positions having each; empty when the plan carries none.
   uint32_t ContextLength = 0;
   std::unordered_map<uint64_t, std::vector<uint32_t>> ContextPositions;
-  /// Prefetch and advise actions, issued before the launch at their position runs.
+  /// Prefetch, copy-in and advise actions, issued before the launch at their position runs.
   std::vector<std::vector<PlanAction>> BeforeLaunch;
-  /// Evictions and discards whose data was last used by an earlier launch
+  /// Evictions, copy-outs and discards whose data was last used by an earlier launch
   /// (due < position, or due > position: a launch of the previous iteration,
   /// the steady state wrapping): issued before the launch at their position,
   /// as the plan says, ordered with events after the kernels already enqueued
   /// (and so before that position's prefetches, which may reuse the room).
   std::vector<std::vector<PlanAction>> ReleaseBefore;
-  /// Evictions and discards of data the launch at their position itself uses
+  /// Evictions, copy-outs and discards of data the launch at their position itself uses
   /// (due == position): issued once that launch is enqueued, ordered after it
   /// with events (a discard never overtakes a kernel still using the data).
   std::vector<std::vector<PlanAction>> AfterLaunch;

@@ -58,6 +58,11 @@ struct ExecutorConfig {
   /// DEEPUM_TEST_NO_LAUNCH_GUARD=1, a setting for tests that must show what
   /// happens without it.
   bool LaunchGuard = true;
+  /// The copy path copies out only blocks wholly inside one live arena
+  /// allocation (what the guard restores and a free releases). Off only
+  /// where allocations are not made through the executor and the launches
+  /// touch exactly the plan's access sets: the simulator's replay.
+  bool CopyOutNeedsAllocation = true;
   CursorOptions Cursor;
 
   std::string planFor(int Device) const;
@@ -123,6 +128,7 @@ public:
   void launchBegin(int Device, StreamHandle Stream, const uint64_t *Ids, size_t Count) override;
   void launchEnd(int Device, StreamHandle Stream) override;
   void launchArguments(int Device, StreamHandle Stream, std::span<const uint64_t> Words) override;
+  void launchArgumentsUnknown(int Device, StreamHandle Stream) override;
 
   struct DeviceState;
 

@@ -28,6 +28,8 @@ enum class FakeCallKind {
   Prefetch,
   Discard,
   Advise,
+  AllocatePinned,
+  Copy,
 };
 
 struct FakeCall {
@@ -39,6 +41,7 @@ struct FakeCall {
   EventHandle Event = 0;
   MemAdvice Advice = MemAdvice::SetReadMostly;
   uint64_t Sequence = 0; ///< Global call order.
+  uintptr_t Source = 0;  ///< Copy: where from (Ranges[0]: where to, and how many bytes).
 };
 
 struct FakeBackendOptions {
@@ -50,6 +53,9 @@ struct FakeBackendOptions {
   bool Record = true;
   /// Events complete when recorded; otherwise only via completeEvents().
   bool EventsCompleteAtOnce = true;
+  /// reportsLaunchArguments(): launch() hands the observer its words, or
+  /// says they are unknown when it has none.
+  bool ReportsArguments = true;
 };
 
 class FakeBackend final : public Backend {
@@ -73,13 +79,22 @@ public:
   BackendStatus discardBatch(int Device, std::span<const MemRange> Ranges,
                              StreamHandle Stream) override;
   BackendStatus advise(int Device, MemRange Range, MemAdvice Advice) override;
+  /// With RealMemory, copies move the bytes at once and discards fill the
+  /// whole pages with 0xFF (as the CUDA stand-in does): a read of discarded
+  /// data shows.
+  BackendStatus allocatePinned(int Device, uint64_t Bytes, void **Out) override;
+  BackendStatus freePinned(int Device, void *Ptr) override;
+  BackendStatus copyAsync(int Device, void *Dst, const void *Src, uint64_t Bytes,
+                          StreamHandle Stream) override;
+  bool reportsLaunchArguments() const override { return Opts.ReportsArguments; }
   bool startLaunchTracking(LaunchObserver *Observer, std::string &Why) override;
   void stopLaunchTracking() override;
 
   // --- test controls ---
   /// Plays one kernel launch (begin then end) into the tracking observer;
   /// with `Words`, its arguments' words between the two, as the CUDA backend
-  /// hands them (launchArguments).
+  /// hands them (launchArguments); without, the arguments are unknown
+  /// (launchArgumentsUnknown) when ReportsArguments is set.
   void launch(int Device, StreamHandle Stream, uint64_t ExecutionId,
               const std::vector<uint64_t> &Words = {});
   /// Plays a graph launch: several kernels in one begin.
@@ -92,6 +107,8 @@ public:
   void refuseTracking(std::string Why) { RefuseWhy = std::move(Why); }
   /// Allocations fail beyond this many bytes in total.
   void setManagedLimit(uint64_t Bytes) { ManagedLimit = Bytes; }
+  /// Pinned allocations fail beyond this many bytes in total.
+  void setPinnedLimit(uint64_t Bytes) { PinnedLimit = Bytes; }
 
   std::vector<FakeCall> calls() const;
   std::vector<FakeCall> calls(FakeCallKind Kind) const;
@@ -111,6 +128,9 @@ private:
   std::map<uintptr_t, uint64_t> Allocations;
   std::atomic<uint64_t> ManagedBytes{0};
   uint64_t ManagedLimit = ~uint64_t{0};
+  uint64_t PinnedLimit = ~uint64_t{0};
+  uint64_t PinnedBytes = 0;
+  std::map<uintptr_t, uint64_t> Pinned;
   uint64_t NextAddress = uint64_t{1} << 44;
   uint64_t NextHandle = 1;
   uint64_t Sequence = 0;

@@ -70,6 +70,7 @@ inline constexpr Field ContextLength{12, Wire::Varint};
 inline constexpr Field ReferenceIteration{13, Wire::Varint};
 inline constexpr Field ProfiledIterations{14, Wire::Varint};
 inline constexpr Field FootprintBytes{15, Wire::Varint};
+inline constexpr Field CopyPoolBytes{16, Wire::Varint};
 } // namespace metadata
 
 namespace successor { // deepum.v1.Successor
@@ -103,6 +104,7 @@ inline constexpr Field DuePosition{3, Wire::Varint};
 inline constexpr Field Ranges{4, Wire::Len, true};
 inline constexpr Field Advice{5, Wire::Varint};
 inline constexpr Field Dirty{6, Wire::Varint};
+inline constexpr Field PoolOffset{7, Wire::Varint};
 } // namespace action
 
 namespace placement { // deepum.v1.Placement
@@ -135,6 +137,8 @@ enum ActionKind : int {
   kActionEvict = 2,
   kActionDiscard = 3,
   kActionAdvise = 4,
+  kActionCopyOut = 5,
+  kActionCopyIn = 6,
 };
 
 /// deepum.v1.Advice values.

@@ -86,6 +86,8 @@ struct RawPlan {
   std::vector<uint64_t> PositionContexts; ///< Plan.position_contexts (may be empty)
   uint32_t ContextLength = 0;
   uint64_t ProfileFingerprint = 0;
+  /// PlanMetadata.copy_pool_bytes: the pinned pool COPY_OUT fills (0: none).
+  uint64_t CopyPoolBytes = 0;
   struct IdEntry {
     uint64_t Id = 0;
     std::vector<uint32_t> Positions;
@@ -106,6 +108,8 @@ struct RawPlan {
     uint32_t DuePosition = 0;
     std::vector<RawRange> Ranges;
     int Advice = 0;
+    /// Action.pool_offset (COPY_OUT: the first range's slot in the pool).
+    uint64_t PoolOffset = 0;
     bool operator==(const Action &) const = default;
   };
   std::vector<Action> Actions;

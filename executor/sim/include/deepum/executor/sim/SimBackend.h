@@ -58,6 +58,17 @@ public:
   BackendStatus discardBatch(int Device, std::span<const MemRange> Ranges,
                              StreamHandle Stream) override;
   BackendStatus advise(int Device, MemRange Range, MemAdvice Advice) override;
+  /// The copy path on the engine (Engine::copyManagedBatch): the pool is
+  /// address space of its own; a copy out of managed memory takes the pages
+  /// off the GPU, and the discard that follows it keeps their contents (they
+  /// are in the pool) while it charges its call.
+  BackendStatus allocatePinned(int, uint64_t Bytes, void **Out) override;
+  BackendStatus freePinned(int, void *) override { return BackendStatus::success(); }
+  BackendStatus copyAsync(int Device, void *Dst, const void *Src, uint64_t Bytes,
+                          StreamHandle Stream) override;
+  /// The simulator's kernels touch exactly the plan's access sets: a launch
+  /// names the arena blocks its position uses (launch()), none other.
+  bool reportsLaunchArguments() const override { return true; }
   bool startLaunchTracking(LaunchObserver *Observer, std::string &Why) override;
   void stopLaunchTracking() override { Observer = nullptr; }
 
@@ -73,6 +84,9 @@ private:
   deepum::sim::Engine &Eng;
   LaunchObserver *Observer = nullptr;
   uint64_t NextAddress = uint64_t{1} << 40; // 2 MiB aligned, never 0
+  uint64_t NextPinned = uint64_t{1} << 46;  // the pool's addresses, apart from managed ones
+  /// Managed blocks (address / 2 MiB) whose contents a copy took to the pool.
+  std::unordered_map<uint64_t, uint32_t> Pooled; // block -> pages
   uintptr_t NextHandle = 1;
   /// Per stream the backend created: when the work issued on it ends, and
   /// the earliest its next command may start (the events it waits for).

@@ -1,0 +1,335 @@
+//===- CopyPath.cpp - Evicting through the copy engine ---------------------===//
+//
+// The third way out of the GPU for an arena block, beside Unified Memory's
+// eviction and the discard of dead data: COPY_OUT copies the block with
+// cudaMemcpyAsync into a slot of a pinned host pool, then discards it on the
+// GPU; a prefetch of a pooled block (COPY_IN, a PREFETCH, the launch-time
+// guard, or a launch whose arguments are unknown) populates it and copies the
+// slot back. The ledger keeps, per arena block, its slot while its contents
+// are only in the pool. The safety argument is in docs/executor.md ("The copy
+// path"): nothing may read a block whose contents are only in the pool.
+//
+// Streams: copy-outs go on a stream of their own, ordered after the compute
+// streams like every release; the discard that follows waits for them on the
+// discard stream (so new owners of the bytes wait for it, as for any
+// discard). Copy-ins ahead of their kernel go on the copy-in stream, after
+// the releases of the same blocks; copy-ins a launch needs now go on that
+// launch's stream.
+//
+//===----------------------------------------------------------------------===//
+#include "DeviceState.h"
+
+#include "deepum/base/ByteSize.h"
+#include "deepum/executor/Log.h"
+
+#include <algorithm>
+#include <mutex>
+#include <unistd.h>
+
+namespace deepum::executor {
+
+using namespace detail;
+using base::formatBytes;
+
+namespace {
+uint64_t physicalMemoryBytes() {
+  const long Pages = sysconf(_SC_PHYS_PAGES), Page = sysconf(_SC_PAGESIZE);
+  return Pages > 0 && Page > 0 ? static_cast<uint64_t>(Pages) * static_cast<uint64_t>(Page) : 0;
+}
+
+/// Runs of adjacent blocks of `Blocks` whose slots are adjacent too
+/// (`Slot(K)`: pool offset of Blocks[K]): one copy each, Run(first, end).
+template <typename SlotFn, typename RunFn>
+void forCopyRuns(std::span<const uint32_t> Blocks, uint64_t BB, SlotFn Slot, RunFn Run) {
+  for (size_t I = 0; I < Blocks.size();) {
+    size_t J = I;
+    while (J + 1 < Blocks.size() && Blocks[J + 1] == Blocks[J] + 1 &&
+           Slot(J + 1) == Slot(J) + BB)
+      ++J;
+    Run(I, J + 1);
+    I = J + 1;
+  }
+}
+
+void dropDoneCopyIns(Backend &Back, DeviceState &D) {
+  while (!D.CopyInsPending.empty() &&
+         (!D.CopyInsPending.front().Event ||
+          Back.queryEvent(D.Device, D.CopyInsPending.front().Event) == EventState::Complete)) {
+    if (D.CopyInsPending.front().Event)
+      D.SpareEvents.push_back(D.CopyInsPending.front().Event);
+    D.CopyInsPending.pop_front();
+  }
+}
+
+/// The event of copy-in mark `Seq` while it may be pending, else 0.
+EventHandle pendingCopyIn(const DeviceState &D, uint64_t Seq) {
+  auto It = std::lower_bound(D.CopyInsPending.begin(), D.CopyInsPending.end(), Seq,
+                             [](const DeviceState::CopyMark &M, uint64_t S) { return M.Seq < S; });
+  return It != D.CopyInsPending.end() && It->Seq == Seq ? It->Event : 0;
+}
+} // namespace
+
+bool detail::setUpCopyPath(Backend &Back, DeviceState &D, bool ReportsArguments) {
+  const CompiledPlan &P = *D.Plan;
+  if (!P.CopyPoolBytes)
+    return false;
+  auto Refuse = [&](const std::string &Why) {
+    log(LogLevel::Warn, "device %d: %s; the plan's copy-outs evict through Unified Memory",
+        D.Device, Why.c_str());
+    return false;
+  };
+  if (!ReportsArguments)
+    return Refuse(std::string("the ") + Back.name() +
+                  " backend cannot show every launch's arguments to the launch-time guard");
+  const uint64_t Physical = physicalMemoryBytes();
+  if (Physical && P.CopyPoolBytes > Physical / 2)
+    return Refuse("the plan's " + formatBytes(P.CopyPoolBytes) +
+                  " copy pool is more than half of this machine's " + formatBytes(Physical) +
+                  " of memory");
+  void *Pool = nullptr;
+  BackendStatus S = Back.allocatePinned(D.Device, P.CopyPoolBytes, &Pool);
+  if (!S.ok() || !Pool)
+    return Refuse("cannot pin the plan's " + formatBytes(P.CopyPoolBytes) + " copy pool (" +
+                  S.Call + ": " + S.Message + ")");
+  for (StreamHandle *Stream : {&D.CopyOutStream, &D.CopyInStream})
+    if (S.ok() && !*Stream)
+      S = Back.createStream(D.Device, Stream);
+  if (!S.ok()) {
+    (void)Back.freePinned(D.Device, Pool);
+    return Refuse(std::string("cannot create the copy streams (") + S.Call + ": " + S.Message +
+                  ")");
+  }
+  const uint64_t BB = P.UmBlockBytes;
+  D.PoolBase = reinterpret_cast<uintptr_t>(Pool);
+  D.PoolBytes = P.CopyPoolBytes;
+  D.SlotOf.assign(P.ArenaBlocks, 0);
+  D.CopiedInWith.assign(P.ArenaBlocks, 0);
+  D.SlotOwner.assign(P.CopyPoolBytes / BB, 0);
+  D.SlotReadBy.assign(P.CopyPoolBytes / BB, 0);
+  D.CopyPath = true;
+  log(LogLevel::Info, "device %d: copy path on, pool of %s pinned", D.Device,
+      formatBytes(P.CopyPoolBytes).c_str());
+  return true;
+}
+
+void detail::dropSlot(DeviceState &D, uint32_t B) {
+  if (B >= D.SlotOf.size() || !D.SlotOf[B])
+    return;
+  D.SlotOwner[(D.SlotOf[B] - 1) / D.blockBytes()] = 0;
+  D.SlotOf[B] = 0;
+  D.PooledBlocks.fetch_sub(1);
+  bump(D.C.SlotsDropped);
+}
+
+void detail::dropFreedSlots(DeviceState &D) {
+  if (!D.CopyPath || !D.PooledBlocks.load(std::memory_order_relaxed))
+    return;
+  std::vector<MemRange> Freed;
+  {
+    std::lock_guard<std::mutex> Lock(D.AllocMu);
+    Freed.swap(D.FreedWhilePooled);
+  }
+  const uint64_t BB = D.blockBytes();
+  for (const MemRange &R : Freed)
+    for (uint64_t B = (R.Address + BB - 1) / BB; B < (R.Address + R.Bytes) / BB; ++B)
+      dropSlot(D, static_cast<uint32_t>(B));
+}
+
+std::vector<CopyOutRange> detail::chooseCopyOuts(DeviceState &D,
+                                                 const std::vector<CopyOutRange> &Ranges,
+                                                 std::vector<MemRange> &Evict) {
+  std::vector<CopyOutRange> Chosen;
+  const uint64_t BB = D.blockBytes();
+  for (const CopyOutRange &R : Ranges)
+    for (uint64_t Off = 0; Off < R.Arena.Bytes; Off += BB) {
+      const uint64_t Start = R.Arena.Address + Off, B = Start / BB;
+      const uint64_t Slot = R.PoolOffset + Off, SlotBlock = Slot / BB;
+      bool Ok = D.CopyPath && B < D.Resident.size() && D.Resident[B] && !D.SlotOf[B] &&
+                SlotBlock < D.SlotOwner.size() && !D.SlotOwner[SlotBlock];
+      if (Ok && D.CopyOutNeedsAllocation) {
+        // Wholly inside one live allocation: the guard restores it whenever
+        // a launch names that allocation, and its free drops the slot.
+        auto It = D.Arena.upper_bound(Start);
+        Ok = It != D.Arena.begin() && (--It)->second.Live && It->first <= Start &&
+             It->second.End >= Start + BB;
+      }
+      if (Ok) {
+        Chosen.push_back({{Start, BB}, Slot});
+        D.SlotOwner[SlotBlock] = static_cast<uint32_t>(B + 1); // taken now: no other range gets it
+        continue;
+      }
+      Evict.push_back({Start, BB});
+      if (D.CopyPath)
+        bump(D.C.CopyFallbackBytes, BB);
+    }
+  return Chosen;
+}
+
+std::vector<MemRange> detail::issueCopyOuts(Backend &Back, DeviceState &D,
+                                            const std::vector<CopyOutRange> &Chosen,
+                                            std::vector<MemRange> &Evict) {
+  std::vector<MemRange> Pages;
+  if (Chosen.empty())
+    return Pages;
+  const uint64_t BB = D.blockBytes();
+  dropDoneCopyIns(Back, D);
+  // A slot last read by a copy-in still in flight is written only after it.
+  std::vector<EventHandle> Waits;
+  for (const CopyOutRange &R : Chosen)
+    if (EventHandle E = pendingCopyIn(D, D.SlotReadBy[R.PoolOffset / BB]);
+        E && std::find(Waits.begin(), Waits.end(), E) == Waits.end())
+      Waits.push_back(E);
+  for (EventHandle E : Waits)
+    noteError(D, Back.streamWaitEvent(D.Device, D.CopyOutStream, E));
+  std::vector<uint32_t> Blocks;
+  std::vector<uint64_t> Slots;
+  for (const CopyOutRange &R : Chosen) {
+    Blocks.push_back(static_cast<uint32_t>(R.Arena.Address / BB));
+    Slots.push_back(R.PoolOffset);
+  }
+  // Chosen is in the plan's order; a run needs adjacent blocks and slots.
+  forCopyRuns(
+      Blocks, BB, [&](size_t K) { return Slots[K]; },
+      [&](size_t I, size_t J) {
+        const uint64_t Bytes = (J - I) * BB;
+        BackendStatus S = Back.copyAsync(
+            D.Device, reinterpret_cast<void *>(D.PoolBase + Slots[I]),
+            reinterpret_cast<const void *>(D.ArenaBase + uint64_t{Blocks[I]} * BB), Bytes,
+            D.CopyOutStream);
+        noteError(D, S);
+        for (size_t K = I; K < J; ++K) {
+          const uint32_t B = Blocks[K];
+          if (!S.ok()) { // the contents stay on the GPU: Unified Memory evicts them
+            D.SlotOwner[Slots[K] / BB] = 0;
+            Evict.push_back({uint64_t{B} * BB, BB});
+            bump(D.C.CopyFallbackBytes, BB);
+            continue;
+          }
+          D.SlotOf[B] = Slots[K] + 1;
+          D.CopiedInWith[B] = 0;
+          const uint64_t Now = D.PooledBlocks.fetch_add(1) + 1;
+          if (Now > D.PeakPooledBlocks.load(std::memory_order_relaxed))
+            D.PeakPooledBlocks.store(Now, std::memory_order_relaxed);
+          if (MemRange P = pagesAround(D, {uint64_t{B} * BB, BB}); P.Bytes) {
+            if (!Pages.empty() && Pages.back().Address + Pages.back().Bytes == P.Address)
+              Pages.back().Bytes += P.Bytes;
+            else
+              Pages.push_back(P);
+          }
+        }
+        if (S.ok())
+          bump(D.C.CopyOutBytes, Bytes);
+      });
+  return Pages;
+}
+
+void detail::waitForCopyIns(Backend &Back, DeviceState &D, std::span<const uint32_t> Blocks,
+                            StreamHandle Stream) {
+  if (D.CopyInsPending.empty())
+    return;
+  dropDoneCopyIns(Back, D);
+  EventHandle Last = 0;
+  for (uint32_t B : Blocks) {
+    if (B >= D.CopiedInWith.size() || !D.CopiedInWith[B])
+      continue;
+    if (EventHandle E = pendingCopyIn(D, D.CopiedInWith[B]); E && E != Last) {
+      noteError(D, Back.streamWaitEvent(D.Device, Stream, E));
+      Last = E;
+    }
+    D.CopiedInWith[B] = 0; // this stream has waited; later kernels on it follow
+  }
+}
+
+uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Blocks,
+                        StreamHandle Stream) {
+  if (Blocks.empty())
+    return 0;
+  const uint64_t BB = D.blockBytes();
+  std::sort(Blocks.begin(), Blocks.end());
+  Blocks.erase(std::unique(Blocks.begin(), Blocks.end()), Blocks.end());
+  // After the release that took them off (copy and discard), still pending.
+  std::vector<EventHandle> Waits;
+  for (uint32_t B : Blocks)
+    if (B < D.LeftWith.size() && D.LeftWith[B])
+      if (const DeviceState::ReleaseMark *M = findPendingMark(D, D.LeftWith[B]);
+          M && M->Event && std::find(Waits.begin(), Waits.end(), M->Event) == Waits.end())
+        Waits.push_back(M->Event);
+  for (EventHandle E : Waits)
+    noteError(D, Back.streamWaitEvent(D.Device, Stream, E));
+  // Populate first (the pages are discarded), so that the copy writes GPU
+  // memory; a copy into managed memory is correct either way.
+  std::vector<MemRange> Pages;
+  for (uint32_t B : Blocks)
+    if (MemRange P = pagesAround(D, {uint64_t{B} * BB, BB}); P.Bytes) {
+      if (!Pages.empty() && Pages.back().Address + Pages.back().Bytes == P.Address)
+        Pages.back().Bytes += P.Bytes;
+      else
+        Pages.push_back(P);
+    }
+  noteError(D, Back.prefetchBatch(D.Device, Pages, D.Device, Stream));
+  const uint64_t Seq = D.NextCopySeq++;
+  uint64_t Brought = 0;
+  forCopyRuns(
+      Blocks, BB, [&](size_t K) { return D.SlotOf[Blocks[K]] - 1; },
+      [&](size_t I, size_t J) {
+        const uint64_t Bytes = (J - I) * BB;
+        BackendStatus S =
+            Back.copyAsync(D.Device, reinterpret_cast<void *>(D.ArenaBase + uint64_t{Blocks[I]} * BB),
+                           reinterpret_cast<const void *>(D.PoolBase + D.SlotOf[Blocks[I]] - 1),
+                           Bytes, Stream);
+        noteError(D, S);
+        if (!S.ok())
+          return; // the slot keeps the contents; the next restore tries again
+        for (size_t K = I; K < J; ++K) {
+          const uint32_t B = Blocks[K];
+          const uint64_t SlotBlock = (D.SlotOf[B] - 1) / BB;
+          D.SlotOwner[SlotBlock] = 0;
+          D.SlotReadBy[SlotBlock] = Seq;
+          D.SlotOf[B] = 0;
+          D.CopiedInWith[B] = Seq;
+          D.PooledBlocks.fetch_sub(1);
+          if (!D.Resident[B]) {
+            D.Resident[B] = 1;
+            D.ResidentBlocks.fetch_add(1);
+          }
+        }
+        Brought += Bytes;
+      });
+  bump(D.C.CopyInBytes, Brought);
+  EventHandle E = 0;
+  if (!D.SpareEvents.empty()) {
+    E = D.SpareEvents.back();
+    D.SpareEvents.pop_back();
+  }
+  if (ensureEvent(Back, D, E) && !Back.recordEvent(D.Device, E, Stream).ok())
+    E = 0; // untracked: waited for by nothing (the error is counted)
+  D.CopyInsPending.push_back({E, Seq});
+  if (Stream == D.CopyInStream && E) {
+    // New owners of these bytes (a free the plan did not foresee) wait for it.
+    std::lock_guard<std::mutex> Lock(D.AllocMu);
+    if (ensureEvent(Back, D, D.CopyInEvent) &&
+        Back.recordEvent(D.Device, D.CopyInEvent, Stream).ok())
+      D.CopyInsInFlight.fetch_add(1, std::memory_order_release);
+  }
+  const uint64_t Now = D.ResidentBlocks.load();
+  if (Now > D.PeakResidentBlocks.load(std::memory_order_relaxed))
+    D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
+  return Seq;
+}
+
+void detail::restoreAllPooled(Backend &Back, DeviceState &D, StreamHandle Stream) {
+  bump(D.C.BlindLaunches);
+  dropFreedSlots(D);
+  if (!D.PooledBlocks.load(std::memory_order_relaxed))
+    return;
+  std::vector<uint32_t> &All = D.CopyIns;
+  All.clear();
+  for (uint32_t B = 0; B < D.SlotOf.size(); ++B)
+    if (D.SlotOf[B])
+      All.push_back(B);
+  enforceBudget(Back, D, All.size());
+  copyIn(Back, D, All, Stream);
+  bump(D.C.GuardCopyInBytes, All.size() * D.blockBytes());
+}
+
+} // namespace deepum::executor

@@ -1,0 +1,233 @@
+//===- CopyPathTest.cpp - Evicting through the copy engine, on real bytes --===//
+//
+// The fake backend with real host memory moves bytes when asked to copy and
+// fills discarded pages with 0xFF: a block read while its contents are only in
+// the pool reads poison. Every test checks the bytes a kernel would see.
+//
+//===----------------------------------------------------------------------===//
+#include "ExecutorTestSupport.h"
+
+#include "deepum/executor/Executor.h"
+
+#include <cstring>
+
+namespace {
+
+using namespace deepum::executor;
+using deepum::test::kBlock;
+using deepum::test::kMiB;
+using deepum::test::PlanBuilder;
+namespace v1 = deepum::v1;
+
+constexpr StreamHandle S1 = 0x101, S2 = 0x102;
+
+deepum_stats_t statsOf(const Executor &E) {
+  deepum_stats_t S{};
+  EXPECT_TRUE(E.stats(0, S));
+  return S;
+}
+
+/// Kernels 10 (writes allocation 0, blocks 0-1), 11, 12, 13 (reads it).
+/// Allocation 0 is copied out before kernel 11 and, unless `CopyIn` is
+/// false, copied back before kernel 13 (issued at 12). Allocation 1 (block
+/// 2) is kernel 12's.
+PlanBuilder copyPlan(bool CopyIn = true, bool ChainAt13 = true) {
+  PlanBuilder PB({10, 11, 12, 13}, 8 * kBlock);
+  PB.place(0, 2 * kBlock, 0).place(1, kBlock, 2 * kBlock).chain(0, {0, 1}).chain(2, {2});
+  if (ChainAt13)
+    PB.chain(3, {0, 1});
+  PB.action(v1::ACTION_KIND_COPY_OUT, 1, 0, 2 * kBlock, 0);
+  PB.proto().mutable_actions()->rbegin()->set_pool_offset(2 * kBlock);
+  if (CopyIn)
+    PB.action(v1::ACTION_KIND_COPY_IN, 2, 0, 2 * kBlock, 3);
+  PB.proto().mutable_metadata()->set_copy_pool_bytes(4 * kBlock);
+  return PB;
+}
+
+struct Rig {
+  explicit Rig(PlanBuilder PB, ExecutorConfig C = {}, FakeBackendOptions O = {.RealMemory = true})
+      : B(O), E(B, C) {
+    Ok = E.setPlan(0, PB.compiled(), 0);
+    Base = E.arenaBase(0);
+  }
+  FakeBackend B;
+  Executor E;
+  bool Ok = false;
+  uintptr_t Base = 0;
+  void *A = nullptr, *Other = nullptr;
+  /// Allocations 0 and 1 placed, allocation 0 filled with a pattern.
+  void allocate() {
+    A = E.allocate(2 * kBlock, 0, S1);
+    Other = E.allocate(kBlock, 0, S1);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(A), Base);
+    auto *P = static_cast<uint8_t *>(A);
+    for (uint64_t I = 0; I < 2 * kBlock; ++I)
+      P[I] = static_cast<uint8_t>(I * 131 + 7);
+  }
+  bool intact() const {
+    const auto *P = static_cast<const uint8_t *>(A);
+    for (uint64_t I = 0; I < 2 * kBlock; ++I)
+      if (P[I] != static_cast<uint8_t>(I * 131 + 7))
+        return false;
+    return true;
+  }
+  bool poisoned() const {
+    const auto *P = static_cast<const uint8_t *>(A);
+    return P[0] == 0xFF && P[2 * kBlock - 1] == 0xFF;
+  }
+};
+
+TEST(CopyPathTest, ACopiedOutAllocationIsPoisonOnTheGpuAndComesBackWhole) {
+  Rig R(copyPlan());
+  ASSERT_TRUE(R.Ok);
+  R.allocate();
+  R.B.launch(0, S1, 10, {R.Base});
+  R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
+  // Copied to the pool, then discarded: what a stray kernel would read now.
+  EXPECT_TRUE(R.poisoned());
+  auto S = statsOf(R.E);
+  EXPECT_EQ(S.copy_pool_bytes, 4 * kBlock);
+  EXPECT_EQ(S.copy_out_bytes, 2 * kBlock);
+  EXPECT_EQ(S.pooled_bytes, 2 * kBlock);
+  EXPECT_EQ(S.evict_bytes, 0u);
+  // One copy of both blocks (adjacent blocks, adjacent slots), from the
+  // arena into the pool at the plan's offset, on a stream of its own.
+  auto Copies = R.B.calls(FakeCallKind::Copy);
+  ASSERT_EQ(Copies.size(), 1u);
+  EXPECT_EQ(Copies[0].Source, R.Base);
+  EXPECT_EQ(Copies[0].Ranges[0].Bytes, 2 * kBlock);
+  R.B.launch(0, S1, 12, {R.Base + 2 * kBlock});
+  EXPECT_TRUE(R.intact()); // COPY_IN at 12, for 13
+  R.B.launch(0, S1, 13, {R.Base});
+  S = statsOf(R.E);
+  EXPECT_EQ(S.copy_in_bytes, 2 * kBlock);
+  EXPECT_EQ(S.pooled_bytes, 0u);
+  EXPECT_EQ(S.peak_pooled_bytes, 2 * kBlock);
+  EXPECT_EQ(S.guard_copy_in_bytes, 0u);
+  EXPECT_EQ(S.backend_errors, 0u);
+}
+
+TEST(CopyPathTest, TheGuardCopiesBackWhatAKernelNamesAndThePlanForgot) {
+  for (bool Guard : {true, false}) {
+    ExecutorConfig C;
+    C.LaunchGuard = Guard;
+    // No COPY_IN, and kernel 13's access set does not list the blocks: a
+    // plan from a profile that lost them.
+    Rig R(copyPlan(/*CopyIn=*/false, /*ChainAt13=*/false), C);
+    ASSERT_TRUE(R.Ok);
+    R.allocate();
+    R.B.launch(0, S1, 10, {R.Base});
+    R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
+    R.B.launch(0, S1, 12, {R.Base + 2 * kBlock});
+    ASSERT_TRUE(R.poisoned());
+    R.B.clearCalls();
+    R.B.launch(0, S2, 13, {R.Base + kBlock + 8}); // a word inside allocation 0
+    const auto S = statsOf(R.E);
+    if (!Guard) { // the kernel reads poison: this is what the guard is for
+      EXPECT_TRUE(R.poisoned());
+      EXPECT_EQ(S.guard_copy_in_bytes, 0u);
+      continue;
+    }
+    EXPECT_TRUE(R.intact());
+    EXPECT_EQ(S.guard_copy_in_bytes, 2 * kBlock);
+    EXPECT_EQ(S.pooled_bytes, 0u);
+    // Populate, then the copy, both on the launch's own stream.
+    auto Copies = R.B.calls(FakeCallKind::Copy);
+    ASSERT_EQ(Copies.size(), 1u);
+    EXPECT_EQ(Copies[0].Stream, S2);
+    EXPECT_EQ(Copies[0].Ranges[0].Address, R.Base);
+    auto Populates = R.B.calls(FakeCallKind::Prefetch);
+    ASSERT_FALSE(Populates.empty());
+    EXPECT_EQ(Populates[0].Stream, S2);
+    EXPECT_LT(Populates[0].Sequence, Copies[0].Sequence);
+  }
+}
+
+TEST(CopyPathTest, ALaunchWhoseArgumentsAreUnknownGetsEverythingBack) {
+  Rig R(copyPlan(/*CopyIn=*/false, /*ChainAt13=*/false));
+  ASSERT_TRUE(R.Ok);
+  R.allocate();
+  R.B.launch(0, S1, 10, {R.Base});
+  R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
+  ASSERT_TRUE(R.poisoned());
+  R.B.launch(0, S1, 12); // no words: the backend could not read them
+  EXPECT_TRUE(R.intact());
+  const auto S = statsOf(R.E);
+  EXPECT_EQ(S.blind_launches, 1u);
+  EXPECT_EQ(S.pooled_bytes, 0u);
+}
+
+TEST(CopyPathTest, OnlyBlocksInsideOneLiveAllocationAreCopiedTheRestEvicted) {
+  PlanBuilder PB = copyPlan(/*CopyIn=*/false);
+  // Blocks 3-4 hold no allocation: the plan's copy-out of them is evicted.
+  PB.action(v1::ACTION_KIND_COPY_OUT, 1, 3 * kBlock, 2 * kBlock, 0);
+  PB.proto().mutable_actions()->rbegin()->set_pool_offset(0);
+  PB.chain(1, {3, 4});
+  Rig R(PB);
+  ASSERT_TRUE(R.Ok);
+  R.allocate();
+  R.B.launch(0, S1, 10, {R.Base});
+  R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
+  const auto S = statsOf(R.E);
+  EXPECT_EQ(S.copy_out_bytes, 2 * kBlock);
+  EXPECT_EQ(S.copy_fallback_bytes, 2 * kBlock);
+  EXPECT_EQ(S.evict_bytes, 2 * kBlock);
+  EXPECT_TRUE(R.poisoned());
+}
+
+TEST(CopyPathTest, AFreeDropsTheSlotAndWhatIsWrittenThereAfterIsKept) {
+  Rig R(copyPlan());
+  ASSERT_TRUE(R.Ok);
+  R.allocate();
+  R.B.launch(0, S1, 10, {R.Base});
+  R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
+  ASSERT_EQ(statsOf(R.E).pooled_bytes, 2 * kBlock);
+  // The program frees allocation 0 (the plan did not foresee it) and the
+  // bytes are written again (a new owner's copy): the pool's old contents
+  // must never come back over them.
+  R.E.deallocate(R.A, 0, S1);
+  std::memset(R.A, 0x5A, 2 * kBlock);
+  R.B.launch(0, S1, 12, {R.Base + 2 * kBlock}); // COPY_IN for 13: nothing in the pool now
+  R.B.launch(0, S1, 13, {R.Base});
+  const auto *P = static_cast<const uint8_t *>(R.A);
+  EXPECT_EQ(P[0], 0x5A);
+  EXPECT_EQ(P[2 * kBlock - 1], 0x5A);
+  const auto S = statsOf(R.E);
+  EXPECT_EQ(S.copy_in_bytes, 0u);
+  EXPECT_EQ(S.pooled_bytes, 0u);
+}
+
+TEST(CopyPathTest, WithoutAPoolOrWithoutArgumentsCopyOutsEvict) {
+  for (int Case : {0, 2}) {
+    FakeBackendOptions O{.RealMemory = true};
+    O.ReportsArguments = Case != 0; // a backend that cannot show them to the guard
+    Rig R(copyPlan(), {}, O);
+    ASSERT_TRUE(R.Ok);
+    if (Case == 2) {
+      // A copy that fails: the blocks go through Unified Memory instead.
+      R.B.failNext(FakeCallKind::Copy, 1);
+    }
+    R.allocate();
+    R.B.launch(0, S1, 10, {R.Base});
+    R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
+    const auto S = statsOf(R.E);
+    EXPECT_EQ(S.copy_out_bytes, 0u) << Case;
+    EXPECT_EQ(S.evict_bytes, 2 * kBlock) << Case;
+    EXPECT_TRUE(R.intact()) << Case; // evicted, never discarded
+    if (Case == 0) {
+      EXPECT_EQ(S.copy_pool_bytes, 0u);
+    }
+    if (Case == 2) {
+      EXPECT_EQ(S.copy_fallback_bytes, 2 * kBlock);
+    }
+  }
+  // A pool the host cannot pin: the plan runs on the UVM path.
+  FakeBackend B({.RealMemory = true});
+  B.setPinnedLimit(kBlock);
+  Executor E(B, {});
+  ASSERT_TRUE(E.setPlan(0, copyPlan().compiled(), 0));
+  EXPECT_EQ(statsOf(E).copy_pool_bytes, 0u);
+  EXPECT_TRUE(E.planActive(0));
+}
+
+} // namespace

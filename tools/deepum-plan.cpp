@@ -43,6 +43,11 @@ static cl::opt<bool> IgnoreArguments(
     cl::desc("Plan from the recorded accesses (faults, migrations) alone, not from what the "
              "launches' arguments name: to see what that source adds"),
     cl::cat(Category));
+static cl::opt<bool> NoCopyPath(
+    "no-copy-path",
+    cl::desc("Evict through Unified Memory only: no COPY_OUT/COPY_IN actions, no pinned pool "
+             "(docs/executor.md, \"The copy path\")"),
+    cl::cat(Category));
 static cl::opt<bool> Quiet("quiet", cl::desc("Print neither the plan's summary nor progress"),
                            cl::cat(Category));
 
@@ -70,6 +75,7 @@ int main(int argc, char **argv) {
   Opts.ComputeFrom = ComputeFrom;
   Opts.PrintSummary = !Quiet;
   Opts.UseArguments = !IgnoreArguments;
+  Opts.CopyPath = !NoCopyPath;
   deepum::tools::ProgressSettings Progress = deepum::tools::progressSettings(errs(), Quiet);
   Opts.Progress = Progress.Stream;
   Opts.ProgressDelaySeconds = Progress.DelaySeconds;

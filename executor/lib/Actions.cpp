@@ -124,10 +124,14 @@ void popMark(Backend &Back, Executor::DeviceState &D, std::deque<Mark> &Q,
   }
 }
 
+bool anyReleasePending(const Executor::DeviceState &D) {
+  return !D.DiscardsPending.empty() || !D.EvictionsPending.empty() || !D.CopiesPending.empty();
+}
+
 /// Drops the marks at the fronts that the host sees complete.
 void dropDoneMarks(Backend &Back, Executor::DeviceState &D) {
   EventHandle None = 0;
-  for (std::deque<Mark> *Q : {&D.DiscardsPending, &D.EvictionsPending})
+  for (std::deque<Mark> *Q : {&D.DiscardsPending, &D.EvictionsPending, &D.CopiesPending})
     while (!Q->empty() && markDone(Back, D, Q->front()))
       popMark(Back, D, *Q, None);
 }
@@ -136,7 +140,7 @@ void dropDoneMarks(Backend &Back, Executor::DeviceState &D) {
 
 /// Mark `Seq` while it is on the ledger, else null (each queue is in Seq order).
 const Mark *detail::findPendingMark(const Executor::DeviceState &D, uint64_t Seq) {
-  for (const std::deque<Mark> *Q : {&D.DiscardsPending, &D.EvictionsPending}) {
+  for (const std::deque<Mark> *Q : {&D.DiscardsPending, &D.EvictionsPending, &D.CopiesPending}) {
     auto It = std::lower_bound(Q->begin(), Q->end(), Seq,
                                [](const Mark &M, uint64_t S) { return M.Seq < S; });
     if (It != Q->end() && It->Seq == Seq)
@@ -173,7 +177,9 @@ void detail::markRelease(Backend &Back, DeviceState &D, StreamHandle Stream) {
     }
   }
   const uint64_t Seq = D.NextMarkSeq++;
-  (Stream == D.DiscardStream ? D.DiscardsPending : D.EvictionsPending)
+  (Stream == D.DiscardStream   ? D.DiscardsPending
+   : Stream == D.CopyOutStream ? D.CopiesPending
+                               : D.EvictionsPending)
       .push_back({E, Blocks, Seq});
   D.PendingReleaseBlocks += Blocks;
   for (uint32_t B : D.Leaving)
@@ -183,21 +189,20 @@ void detail::markRelease(Backend &Back, DeviceState &D, StreamHandle Stream) {
 
 void detail::waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied) {
   const uint64_t Limit = roomBlocks(D);
-  EventHandle WaitForDiscards = 0, WaitForEvictions = 0;
+  // One event to wait for per stream (each queue is one stream's, FIFO).
+  std::deque<Mark> *Queues[] = {&D.DiscardsPending, &D.EvictionsPending, &D.CopiesPending};
+  EventHandle WaitFor[3] = {0, 0, 0};
   dropDoneMarks(Back, D);
-  // Oldest first over both streams, until the room is there.
-  while (Occupied + D.PendingReleaseBlocks > Limit &&
-         (!D.DiscardsPending.empty() || !D.EvictionsPending.empty())) {
-    const bool Discard =
-        !D.DiscardsPending.empty() &&
-        (D.EvictionsPending.empty() ||
-         D.DiscardsPending.front().Seq < D.EvictionsPending.front().Seq);
-    if (Discard)
-      popMark(Back, D, D.DiscardsPending, WaitForDiscards);
-    else
-      popMark(Back, D, D.EvictionsPending, WaitForEvictions);
+  // Oldest first over the streams, until the room is there.
+  while (Occupied + D.PendingReleaseBlocks > Limit && anyReleasePending(D)) {
+    int Oldest = -1;
+    for (int I = 0; I < 3; ++I)
+      if (!Queues[I]->empty() &&
+          (Oldest < 0 || Queues[I]->front().Seq < Queues[Oldest]->front().Seq))
+        Oldest = I;
+    popMark(Back, D, *Queues[Oldest], WaitFor[Oldest]);
   }
-  for (EventHandle E : {WaitForDiscards, WaitForEvictions})
+  for (EventHandle E : WaitFor)
     if (E) {
       noteError(D, Back.streamWaitEvent(D.Device, D.ActionStream, E));
       D.SpareEvents.push_back(E); // re-recording it later does not change this wait
@@ -257,17 +262,17 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   const bool Wait = Launch && D.KernelsWaitForTheirPrefetches;
   uint64_t Incoming = 0;
   // The copy path: pooled blocks come back by copy, not by prefetch (a
-  // prefetch would only map them empty): those the launch needs now on its
-  // own stream, the others ahead on the copy-in stream.
+  // prefetch would only map them empty), in the prefetches' order and under
+  // their room rules; the position's own that no action brings, on the
+  // launch's stream.
   const bool Pooled = D.CopyPath && D.PooledBlocks.load(std::memory_order_relaxed);
   std::vector<uint32_t> &CopyNow = D.CopyIns;
-  std::vector<uint32_t> CopyAhead;
   CopyNow.clear();
-  auto AddRange = [&](const MemRange &R, bool DueNow) {
+  auto AddRange = [&](const MemRange &R, bool DueNow, bool Copy = false) {
     const uint64_t Before = Incoming;
     stampBlocks(D, R.Address, R.Bytes, Incoming);
     if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
-      Ranges.push_back({Pages, R, Incoming - Before, DueNow});
+      Ranges.push_back({Pages, R, Incoming - Before, DueNow, Copy});
   };
   for (int Pass = Wait ? 0 : 1; Pass < 2; ++Pass)
     for (const PlanAction &A : Actions)
@@ -278,30 +283,28 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
             AddRange(R, A.DuePosition == Pos);
             continue;
           }
-          // Runs of blocks not in the pool are prefetched as the plan says.
-          uint64_t Run = R.Address;
+          // Runs of blocks in the pool or not, each as the plan says.
           const uint64_t End = R.Address + R.Bytes;
-          for (uint64_t Off = R.Address / BB * BB; Off < End; Off += BB) {
-            const uint64_t B = Off / BB;
-            if (B >= D.SlotOf.size() || !D.SlotOf[B])
-              continue;
-            if (Off > Run)
-              AddRange({Run, Off - Run}, A.DuePosition == Pos);
-            Run = std::min(End, Off + BB);
-            stampBlocks(D, Off, BB, Incoming);
-            (Launch && A.DuePosition == Pos ? CopyNow : CopyAhead)
-                .push_back(static_cast<uint32_t>(B));
+          for (uint64_t Run = R.Address; Run < End;) {
+            const uint64_t B = Run / BB;
+            const bool Copy = B < D.SlotOf.size() && D.SlotOf[B];
+            uint64_t Cut = std::min(End, (B + 1) * BB);
+            while (Cut < End && (Cut / BB < D.SlotOf.size() && D.SlotOf[Cut / BB]) == Copy)
+              Cut = std::min(End, Cut + BB);
+            AddRange({Run, Cut - Run}, A.DuePosition == Pos, Copy);
+            Run = Cut;
           }
-          if (Run < End)
-            AddRange({Run, End - Run}, A.DuePosition == Pos);
         }
   for (uint32_t B : P.PositionBlocks[Pos]) {
-    stampBlocks(D, uint64_t{B} * BB, BB, Incoming);
-    // The plan's own access set: a pooled block it did not bring back comes
+    // The plan's own access set: a pooled block no action brings back comes
     // back now, whatever the plan said.
-    if (Pooled && D.SlotOf[B] &&
-        std::find(CopyAhead.begin(), CopyAhead.end(), B) == CopyAhead.end())
-      (Launch ? CopyNow : CopyAhead).push_back(B);
+    if (Pooled && D.SlotOf[B] && D.NeededStamp[B] != D.Stamp) {
+      if (Launch)
+        CopyNow.push_back(B);
+      else
+        AddRange({uint64_t{B} * BB, BB}, false, true);
+    }
+    stampBlocks(D, uint64_t{B} * BB, BB, Incoming);
   }
   if (Incoming)
     enforceBudget(Back, D, Incoming);
@@ -311,16 +314,21 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   const uint64_t Now = D.ResidentBlocks.fetch_add(D.Blocks.size()) + D.Blocks.size();
   if (Now > D.PeakResidentBlocks.load(std::memory_order_relaxed))
     D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
-  if (Pooled) {
-    if (!CopyAhead.empty())
-      copyIn(Back, D, CopyAhead, D.CopyInStream);
-    if (!CopyNow.empty())
-      copyIn(Back, D, CopyNow, *Launch);
-  }
-  // The kernel waits for the copy-ins of its blocks issued ahead of it: a
-  // dependency, not a hint (their pages are mapped before the copy lands).
-  if (Launch && D.CopyPath && !D.CopyInsPending.empty())
-    waitForCopyIns(Back, D, P.PositionBlocks[Pos], *Launch);
+  if (!CopyNow.empty())
+    copyIn(Back, D, CopyNow, *Launch);
+  // The kernel waits for the copy-ins of its blocks (issued here or ahead of
+  // it): a dependency, not a hint (their pages are mapped before the copy
+  // lands). After the ranges are issued.
+  struct WaitCopies {
+    Backend &Back;
+    DeviceState &D;
+    uint32_t Pos;
+    std::optional<StreamHandle> Launch;
+    ~WaitCopies() {
+      if (Launch && D.CopyPath && !D.CopyInsPending.empty())
+        waitForCopyIns(Back, D, D.Plan->PositionBlocks[Pos], *Launch);
+    }
+  } AtEnd{Back, D, Pos, Launch};
   if (Ranges.empty())
     return;
   // Room first, as far as each range needs it: the ranges go in calls that
@@ -357,6 +365,16 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
     if (S.ok())
       noteError(D, Back.streamWaitEvent(D.Device, *Launch, E));
   };
+  // A range of pooled blocks: populate and copy back on `Stream`.
+  std::vector<uint32_t> CopyBlocks;
+  auto copyRange = [&](const DeviceState::PrefetchRange &R, StreamHandle Stream) {
+    CopyBlocks.clear();
+    for (uint64_t B = R.Arena.Address / BB; B < (R.Arena.Address + R.Arena.Bytes + BB - 1) / BB;
+         ++B)
+      if (B < D.SlotOf.size() && D.SlotOf[B])
+        CopyBlocks.push_back(static_cast<uint32_t>(B));
+    copyIn(Back, D, CopyBlocks, Stream);
+  };
   const uint64_t Limit = roomBlocks(D);
   dropDoneMarks(Back, D);
   std::vector<MemRange> &Late = D.LatePiece;
@@ -381,6 +399,10 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
         if (M->Event && std::find(LateWaits.begin(), LateWaits.end(), M->Event) == LateWaits.end())
           LateWaits.push_back(M->Event);
       }
+    if (Leaving && R.Copy) { // after its release, which copyIn waits for
+      copyRange(R, D.LateStream);
+      continue;
+    }
     if (Leaving) {
       Late.push_back(R.Pages);
       LateDueNow += R.DueNow;
@@ -388,13 +410,17 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
         LateDueWaits = LateWaits.size();
       continue;
     }
-    if (Occupied + D.PendingReleaseBlocks > Limit &&
-        (!D.DiscardsPending.empty() || !D.EvictionsPending.empty())) {
+    if (Occupied + D.PendingReleaseBlocks > Limit && anyReleasePending(D)) {
       Issue(Piece, D.ActionStream); // what fits goes without waiting
       waitForRoom(Back, D, Occupied);
     }
-    Piece.push_back(R.Pages);
     DueOnAction |= R.DueNow;
+    if (R.Copy) {
+      Issue(Piece, D.ActionStream); // in order
+      copyRange(R, D.ActionStream);
+      continue;
+    }
+    Piece.push_back(R.Pages);
   }
   Issue(Piece, D.ActionStream);
   if (Wait && DueOnAction) // every range was the kernel's own
@@ -552,25 +578,31 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
   for (const MemRange &R : Evict)
     evictInCalls(Back, D, R, /*Budget=*/false);
   flushEvictions(Back, D, /*Budget=*/false);
-  if (DiscardPages.empty() && Copied.empty())
-    return;
-  D.Leaving.clear();
-  for (const MemRange &R : Discard)
-    markGone(D, R);
   if (!Copied.empty()) {
-    // The copied blocks are discarded after their copies, with the rest.
+    // The copied blocks are discarded after their copies, on the copy-out
+    // stream: the discard stream never waits for a copy. New owners of these
+    // bytes wait for it (CopyOutEvent, tryPlace).
+    D.Leaving.clear();
     const uint64_t BB = D.blockBytes();
     for (const CopyOutRange &R : Chosen)
       if (D.SlotOf[R.Arena.Address / BB])
         markGone(D, R.Arena);
-    DiscardPages.insert(DiscardPages.end(), Copied.begin(), Copied.end());
-    if (ensureEvent(Back, D, D.CopyOutEvent)) {
-      BackendStatus S = Back.recordEvent(D.Device, D.CopyOutEvent, D.CopyOutStream);
-      noteError(D, S);
-      if (S.ok())
-        noteError(D, Back.streamWaitEvent(D.Device, D.DiscardStream, D.CopyOutEvent));
+    BackendStatus S = Back.discardBatch(D.Device, Copied, D.CopyOutStream);
+    markRelease(Back, D, D.CopyOutStream);
+    noteError(D, S);
+    if (S.ok()) {
+      bump(D.C.DiscardBatches);
+      bump(D.C.DiscardBytes, rangeBytes(Copied));
     }
+    D.CopyOutsInFlight.fetch_add(1, std::memory_order_release);
+    if (ensureEvent(Back, D, D.CopyOutEvent))
+      noteError(D, Back.recordEvent(D.Device, D.CopyOutEvent, D.CopyOutStream));
   }
+  if (DiscardPages.empty())
+    return;
+  D.Leaving.clear();
+  for (const MemRange &R : Discard)
+    markGone(D, R);
   BackendStatus S = Back.discardBatch(D.Device, DiscardPages, D.DiscardStream);
   markRelease(Back, D, D.DiscardStream);
   noteError(D, S);

@@ -197,11 +197,21 @@ static bool tryPlace(Backend &Back, Executor::DeviceState &D, uint64_t Off, uint
   }
   // So may a copy-in (a pooled block brought back for a kernel that, with
   // this free, will not come).
-  if (D.CopyInsInFlight.load(std::memory_order_acquire) != 0 && D.CopyInEvent) {
-    if (Back.queryEvent(D.Device, D.CopyInEvent) == EventState::Complete)
-      D.CopyInsInFlight.store(0, std::memory_order_release);
+  if (D.CopyOutsInFlight.load(std::memory_order_acquire) != 0 && D.CopyOutEvent) {
+    if (Back.queryEvent(D.Device, D.CopyOutEvent) == EventState::Complete)
+      D.CopyOutsInFlight.store(0, std::memory_order_release);
     else
-      (void)Back.streamWaitEvent(D.Device, Stream, D.CopyInEvent);
+      (void)Back.streamWaitEvent(D.Device, Stream, D.CopyOutEvent);
+  }
+  if (D.CopyInsInFlight.load(std::memory_order_acquire) != 0) {
+    bool Done = true;
+    for (EventHandle E : {D.CopyInEvent, D.CopyInLateEvent})
+      if (E && Back.queryEvent(D.Device, E) != EventState::Complete) {
+        (void)Back.streamWaitEvent(D.Device, Stream, E);
+        Done = false;
+      }
+    if (Done)
+      D.CopyInsInFlight.store(0, std::memory_order_release);
   }
   return true;
 }

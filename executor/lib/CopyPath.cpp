@@ -91,13 +91,12 @@ bool detail::setUpCopyPath(Backend &Back, DeviceState &D, bool ReportsArguments)
   if (!S.ok() || !Pool)
     return Refuse("cannot pin the plan's " + formatBytes(P.CopyPoolBytes) + " copy pool (" +
                   S.Call + ": " + S.Message + ")");
-  for (StreamHandle *Stream : {&D.CopyOutStream, &D.CopyInStream})
-    if (S.ok() && !*Stream)
-      S = Back.createStream(D.Device, Stream);
+  if (!D.CopyOutStream)
+    S = Back.createStream(D.Device, &D.CopyOutStream);
   if (!S.ok()) {
     (void)Back.freePinned(D.Device, Pool);
-    return Refuse(std::string("cannot create the copy streams (") + S.Call + ": " + S.Message +
-                  ")");
+    return Refuse(std::string("cannot create the copy-out stream (") + S.Call + ": " +
+                  S.Message + ")");
   }
   const uint64_t BB = P.UmBlockBytes;
   D.PoolBase = reinterpret_cast<uintptr_t>(Pool);
@@ -304,11 +303,11 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
   if (ensureEvent(Back, D, E) && !Back.recordEvent(D.Device, E, Stream).ok())
     E = 0; // untracked: waited for by nothing (the error is counted)
   D.CopyInsPending.push_back({E, Seq});
-  if (Stream == D.CopyInStream && E) {
+  if (Stream == D.ActionStream || Stream == D.LateStream) {
     // New owners of these bytes (a free the plan did not foresee) wait for it.
     std::lock_guard<std::mutex> Lock(D.AllocMu);
-    if (ensureEvent(Back, D, D.CopyInEvent) &&
-        Back.recordEvent(D.Device, D.CopyInEvent, Stream).ok())
+    EventHandle &After = Stream == D.ActionStream ? D.CopyInEvent : D.CopyInLateEvent;
+    if (ensureEvent(Back, D, After) && Back.recordEvent(D.Device, After, Stream).ok())
       D.CopyInsInFlight.fetch_add(1, std::memory_order_release);
   }
   const uint64_t Now = D.ResidentBlocks.load();
@@ -317,8 +316,9 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
   return Seq;
 }
 
-void detail::restoreAllPooled(Backend &Back, DeviceState &D, StreamHandle Stream) {
-  bump(D.C.BlindLaunches);
+void detail::restoreAllPooled(Backend &Back, DeviceState &D, StreamHandle Stream, bool Launch) {
+  if (Launch)
+    bump(D.C.BlindLaunches);
   dropFreedSlots(D);
   if (!D.PooledBlocks.load(std::memory_order_relaxed))
     return;
@@ -327,9 +327,10 @@ void detail::restoreAllPooled(Backend &Back, DeviceState &D, StreamHandle Stream
   for (uint32_t B = 0; B < D.SlotOf.size(); ++B)
     if (D.SlotOf[B])
       All.push_back(B);
+  const uint64_t Bytes = All.size() * D.blockBytes();
   enforceBudget(Back, D, All.size());
   copyIn(Back, D, All, Stream);
-  bump(D.C.GuardCopyInBytes, All.size() * D.blockBytes());
+  bump(Launch ? D.C.GuardCopyInBytes : D.C.RestoreAllBytes, Bytes);
 }
 
 } // namespace deepum::executor

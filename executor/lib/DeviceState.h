@@ -23,7 +23,8 @@
 //   Resident, NeededStamp, Stamp, Budget, Pending, CurrentPosition, the copy
 //   path's ledger (SlotOf, SlotOwner, SlotReadBy, CopiedInWith,
 //   CopyInsPending, CopyOutStream) and the scratch vectors.
-// - CopyInStream, CopyInEvent and FreedWhilePooled are written with both held
+// - CopyOutEvent, CopyInEvent, CopyInLateEvent and FreedWhilePooled are
+//   written with both held
 //   (a new owner of arena bytes waits for the copy-ins in flight, as for the
 //   discards; a free records what the ledger must drop).
 // - Deferred (discards waiting for their range to be freed) is written with
@@ -73,7 +74,7 @@ struct Counters {
       EvictBytes{0}, DiscardBatches{0}, DiscardBytes{0}, DiscardsKeptLive{0}, Advises{0},
       AdviseBytes{0}, BudgetEvictions{0}, BackendErrors{0}, Launches{0}, GuardRestores{0},
       GuardRestoreBytes{0}, GuardWaits{0}, CopyOutBytes{0}, CopyInBytes{0}, CopyFallbackBytes{0},
-      GuardCopyInBytes{0}, BlindLaunches{0}, SlotsDropped{0};
+      GuardCopyInBytes{0}, BlindLaunches{0}, SlotsDropped{0}, RestoreAllBytes{0};
 };
 
 /// A byte range of the arena and who owns it. Freed ranges stay (until
@@ -122,8 +123,11 @@ struct Executor::DeviceState {
   std::atomic<uint64_t> DiscardsInFlight{
       0};                       // discards issued, DiscardEvent not yet seen complete
   EventHandle DiscardEvent = 0; // recorded on the discard stream after the latest discard
-  std::atomic<uint64_t> CopyInsInFlight{0}; // as DiscardsInFlight, for CopyInEvent
-  EventHandle CopyInEvent = 0;  // recorded on CopyInStream after the latest copy-in there
+  std::atomic<uint64_t> CopyOutsInFlight{0}; // as DiscardsInFlight, for CopyOutEvent
+  EventHandle CopyOutEvent = 0; // recorded on CopyOutStream after the latest copy-out's discard
+  std::atomic<uint64_t> CopyInsInFlight{0}; // as DiscardsInFlight, for the two below
+  EventHandle CopyInEvent = 0;     // recorded on ActionStream after the latest copy-in there
+  EventHandle CopyInLateEvent = 0; // the same on LateStream
   /// Arena ranges freed while blocks were in the pool: the ledger drops
   /// their slots before it next looks at one (their contents are dead).
   std::vector<MemRange> FreedWhilePooled;
@@ -151,7 +155,9 @@ struct Executor::DeviceState {
     uint64_t Blocks;   // blocks the batch took off the GPU
     uint64_t Seq;      // issue order over both streams (from 1)
   };
-  std::deque<ReleaseMark> EvictionsPending, DiscardsPending; // each in issue order
+  // Each in issue order, one stream's each: evictions, discards, and the
+  // copy path's copy-outs with their discards (CopyOutStream).
+  std::deque<ReleaseMark> EvictionsPending, DiscardsPending, CopiesPending;
   uint64_t PendingReleaseBlocks = 0;    // their blocks
   uint64_t NextMarkSeq = 1;
   /// Per arena block, the mark of the release that last took it off the GPU
@@ -186,6 +192,7 @@ struct Executor::DeviceState {
     MemRange Arena;      // arena offsets
     uint64_t Blocks = 0; // blocks it brings that were not resident
     bool DueNow = false; // its kernel is the position's own
+    bool Copy = false;   // pooled blocks: copied back (the copy path)
   };
   std::vector<PrefetchRange> Prefetches; // scratch: a position's prefetch ranges
   std::vector<MemRange> LatePiece;       // scratch: ranges for the late stream
@@ -224,9 +231,7 @@ struct Executor::DeviceState {
   uint64_t NextCopySeq = 1;
   std::atomic<uint64_t> PooledBlocks{0}; // written under LaunchMu
   std::atomic<uint64_t> PeakPooledBlocks{0};
-  StreamHandle CopyOutStream = 0; // copy-outs, ordered after the compute streams
-  StreamHandle CopyInStream = 0;  // copy-ins issued ahead of their kernel
-  EventHandle CopyOutEvent = 0;   // the discard stream waits for the copies before it
+  StreamHandle CopyOutStream = 0; // copy-outs and their discards, after the compute streams
   std::vector<uint32_t> CopyIns;  // scratch: pooled blocks a position brings back
   EventHandle DueEvent = 0, DueLateEvent = 0;
   uint32_t CurrentPosition = 0;
@@ -347,16 +352,18 @@ std::vector<MemRange> issueCopyOuts(Backend &Back, DeviceState &D,
                                     std::vector<MemRange> &Evict);
 /// Copies pooled blocks `Blocks` back on `Stream` (populate, then copy),
 /// after the releases of them still pending; they become resident in the
-/// model (the caller made the room). On the copy-in stream, new owners of
-/// arena bytes wait for it (CopyInEvent). Returns the mark. LaunchMu held.
+/// model (the caller made the room). On the prefetch or late stream, new
+/// owners of arena bytes wait for it (CopyInEvent, CopyInLateEvent). Returns
+/// the mark. LaunchMu held.
 uint64_t copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Blocks, StreamHandle Stream);
 /// Makes `Stream` wait for the copy-ins that brought back any of `Blocks`
 /// and are not known complete. LaunchMu held.
 void waitForCopyIns(Backend &Back, DeviceState &D, std::span<const uint32_t> Blocks,
                     StreamHandle Stream);
-/// A launch whose arguments are unknown: every pooled block comes back on
-/// its stream first. LaunchMu held.
-void restoreAllPooled(Backend &Back, DeviceState &D, StreamHandle Stream);
+/// Every pooled block comes back on `Stream`: before a launch whose
+/// arguments are unknown (`Launch`, counted as blind), before the host
+/// synchronizes the device, or as the plan turns off. LaunchMu held.
+void restoreAllPooled(Backend &Back, DeviceState &D, StreamHandle Stream, bool Launch);
 
 // Budget.cpp
 /// Keeps modelled residency + `Incoming` blocks under the budget. LaunchMu held.

@@ -55,6 +55,7 @@ bool Executor::stats(int Device, deepum_stats_t &Out) const {
   Out.pooled_bytes = D->PooledBlocks.load() * D->blockBytes();
   Out.peak_pooled_bytes = D->PeakPooledBlocks.load() * D->blockBytes();
   Out.blind_launches = C.BlindLaunches.load();
+  Out.copy_restore_all_bytes = C.RestoreAllBytes.load();
   Out.plan_active = D->PlanOn.load() ? 1 : 0;
   Out.launch_tracking = Tracking ? 1 : 0;
   std::lock_guard<std::mutex> Lock(D->LaunchMu);
@@ -235,6 +236,7 @@ void deviceJson(std::string &O, int Device, const DeviceReport &R) {
   jsonField(O, "fallback_bytes", S.copy_fallback_bytes);
   jsonField(O, "pooled_bytes", S.pooled_bytes);
   jsonField(O, "peak_pooled_bytes", S.peak_pooled_bytes);
+  jsonField(O, "restore_all_bytes", S.copy_restore_all_bytes);
   O += '}';
   jsonField(O, "budget_bytes", S.budget_bytes);
   jsonField(O, "resident_bytes", S.resident_bytes);

@@ -30,7 +30,7 @@ static void turnPlanOff(Backend &Back, Executor::DeviceState &D, StreamHandle St
   log(LogLevel::Warn, "device %d: %s", D.Device, D.Cursor->offReason().c_str());
   D.setWhyNot("plan turned off: " + D.Cursor->offReason());
   if (D.CopyPath)
-    restoreAllPooled(Back, D, Stream);
+    restoreAllPooled(Back, D, Stream, /*Launch=*/false);
   D.PlanOn = false;
 }
 
@@ -49,7 +49,7 @@ void Executor::markIteration() {
       continue;
     D->Cursor->markIteration();
     if (D->Cursor->takeOffNotice())
-      turnPlanOff(Back, *D, D->CopyInStream);
+      turnPlanOff(Back, *D, D->ActionStream);
   }
 }
 
@@ -104,13 +104,24 @@ void Executor::launchArguments(int Device, StreamHandle Stream, std::span<const 
     guardLaunch(Back, *D, Stream, Words);
 }
 
+void Executor::hostSynchronize(int Device) {
+  DeviceState *D = device(Device);
+  if (!D || !D->HasPlan.load(std::memory_order_acquire) || !D->CopyPath ||
+      !D->PooledBlocks.load(std::memory_order_acquire))
+    return;
+  std::lock_guard<std::mutex> Lock(D->LaunchMu);
+  // The host may read anything once the device is idle: nothing may be
+  // left only in the pool. The wait covers the prefetch stream too.
+  restoreAllPooled(Back, *D, D->ActionStream, /*Launch=*/false);
+}
+
 void Executor::launchArgumentsUnknown(int Device, StreamHandle Stream) {
   DeviceState *D = device(Device);
   if (!D || !D->LaunchGuard || !D->HasPlan.load(std::memory_order_acquire) || !D->CopyPath ||
       !D->PooledBlocks.load(std::memory_order_acquire))
     return;
   std::lock_guard<std::mutex> Lock(D->LaunchMu);
-  restoreAllPooled(Back, *D, Stream);
+  restoreAllPooled(Back, *D, Stream, /*Launch=*/true);
 }
 
 void Executor::launchEnd(int Device, StreamHandle Stream) {

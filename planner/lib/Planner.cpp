@@ -227,6 +227,27 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
   return R;
 }
 
+/// The blocks the copy path may take (Trace::Copyable): every allocation
+/// that ever holds the block covers it whole and is one the launch-time guard
+/// protects (format::guardedAllocations). Returns how many.
+static uint64_t markCopyable(const Profile &P, Trace &T) {
+  const std::vector<uint64_t> Guarded = format::guardedAllocations(P);
+  T.Copyable.assign(T.Blocks, 0);
+  uint64_t N = 0;
+  for (uint64_t B = 0; B < T.Blocks; ++B) {
+    const std::vector<uint32_t> &Owners = T.BlockOwners[B];
+    bool Ok = !Owners.empty();
+    for (uint32_t Seq : Owners) {
+      const PlannedAllocation &A = T.Allocations[Seq];
+      Ok = Ok && A.Offset <= B * T.BlockBytes && A.Offset + A.Size >= (B + 1) * T.BlockBytes &&
+           std::binary_search(Guarded.begin(), Guarded.end(), A.ProfileId);
+    }
+    T.Copyable[B] = Ok;
+    N += Ok;
+  }
+  return N;
+}
+
 static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOptions &Opts) {
   if (Opts.GpuMemoryBytes == 0)
     return planError("--gpu-memory must be positive");
@@ -300,9 +321,27 @@ static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOption
                      "counters are available on this GPU");
   Progress.stage("trace and pool layout built");
   applyRoofline(P, M, *T);
+  if (Opts.CopyPath && Opts.Strat == Strategy::Prefetch && M.copyPath())
+    markCopyable(P, *T);
   Schedule S = Opts.Strat == Strategy::Prefetch ? schedulePrefetch(*T, M, Opts.GpuMemoryBytes)
                : Opts.Strat == Strategy::Swap   ? scheduleSwap(*T, M, Opts.GpuMemoryBytes)
                                                 : scheduleDemand(*T, M, Opts.GpuMemoryBytes);
+  S.Stats.CopyPoolBytes = assignCopySlots(*T, S.Actions);
+  if (S.Stats.CopyPoolBytes) {
+    // The copies as cut into calls: the prediction again. The cost model
+    // chooses: where Unified Memory's path alone is predicted faster (a
+    // device whose copies are no faster than its evictions, calls that cost
+    // more than the copies save), the plan has no copy path.
+    S.Stats.PredictedIterationUs = predictIterationUs(*T, M, S.Actions, Opts.GpuMemoryBytes);
+    S.Stats.StallUs = std::max(0.0, S.Stats.PredictedIterationUs - S.Stats.ComputeUs);
+    std::vector<uint8_t> Copyable = std::move(T->Copyable);
+    T->Copyable.clear();
+    Schedule Uvm = schedulePrefetch(*T, M, Opts.GpuMemoryBytes);
+    if (Uvm.Stats.PredictedIterationUs < S.Stats.PredictedIterationUs)
+      S = std::move(Uvm);
+    else
+      T->Copyable = std::move(Copyable);
+  }
   Progress.stage("schedule computed");
 
   PlanResult R;
@@ -327,6 +366,7 @@ static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOption
   Meta->set_reference_iteration(A->Reference);
   Meta->set_profiled_iterations(static_cast<uint32_t>(A->Iterations.size()));
   Meta->set_footprint_bytes(R.FootprintBytes);
+  Meta->set_copy_pool_bytes(S.Stats.CopyPoolBytes);
   for (const auto *Lines : {&A->Ignored, &T->Ignored, &S.Ignored})
     for (const std::string &L : *Lines)
       Meta->add_ignored(L);
@@ -365,6 +405,12 @@ static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOption
                 "back), discard {4}\n",
                 S.Stats.Prefetches, S.Stats.Populates, S.Stats.Evictions, S.Stats.DirtyEvictions,
                 S.Stats.Discards);
+  if (S.Stats.CopyOuts || S.Stats.CopyIns || !T->Copyable.empty())
+    OS << formatv("copy path: {0} blocks copied out and {1} back per iteration through a {2} "
+                  "pinned pool; {3} of {4} blocks only ever hold allocations the launch-time "
+                  "guard protects\n",
+                  S.Stats.CopyOuts, S.Stats.CopyIns, format::formatBytes(S.Stats.CopyPoolBytes),
+                  std::count(T->Copyable.begin(), T->Copyable.end(), 1), T->Blocks);
   if (Opts.Strat == Strategy::Demand)
     OS << formatv("demand faults bring in {0} blocks per iteration; the budget evicts the block "
                   "needed farthest ahead\n",
@@ -424,6 +470,7 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   PO.Progress = Opts.Progress;
   PO.ProgressDelaySeconds = Opts.ProgressDelaySeconds;
   PO.UseArguments = Opts.UseArguments;
+  PO.CopyPath = Opts.CopyPath;
   auto R = compilePlan(*P, PO);
   if (!R)
     return planError(Opts.Input + ": " + toString(R.takeError()));

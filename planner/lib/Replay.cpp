@@ -68,12 +68,14 @@ ReplayReport replayPlan(const Plan &P, unsigned Iterations) {
           uint64_t First = Rg.offset() / BlockBytes;
           uint64_t End = (Rg.offset() + Rg.bytes() + BlockBytes - 1) / BlockBytes;
           for (uint64_t B = First; B < End && B < Blocks; ++B) {
-            if (A->kind() == ACTION_KIND_EVICT || A->kind() == ACTION_KIND_DISCARD) {
+            if (A->kind() == ACTION_KIND_EVICT || A->kind() == ACTION_KIND_DISCARD ||
+                A->kind() == ACTION_KIND_COPY_OUT) {
               if (Resident[B]) {
                 Resident[B] = 0;
                 --Count;
               }
-            } else if (A->kind() == ACTION_KIND_PREFETCH && !Resident[B]) {
+            } else if ((A->kind() == ACTION_KIND_PREFETCH || A->kind() == ACTION_KIND_COPY_IN) &&
+                       !Resident[B]) {
               if (Count >= R.CapacityBlocks) {
                 ++R.OverCapacityPrefetches;
                 EvictLru(Chain[Pos]);

@@ -34,6 +34,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <queue>
 #include <tuple>
 
@@ -108,10 +109,14 @@ unsigned kindOrder(ActionKind K) {
     return 1;
   case ACTION_KIND_EVICT:
     return 2;
-  case ACTION_KIND_PREFETCH:
+  case ACTION_KIND_COPY_OUT:
     return 3;
-  default:
+  case ACTION_KIND_PREFETCH:
     return 4;
+  case ACTION_KIND_COPY_IN:
+    return 5;
+  default:
+    return 6;
   }
 }
 
@@ -443,6 +448,8 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
   const uint32_t N = T.Positions;
   const uint64_t NB = T.Blocks, C = GpuMemoryBytes / T.BlockBytes;
   const double BlockUs = M.transferUs(T.BlockBytes), WriteBackUs = M.writeBackUs(T.BlockBytes);
+  const double CopyOutUs = M.copyPath() ? M.copyOutUs(T.BlockBytes) : WriteBackUs;
+  const double CopyInUs = M.copyPath() ? M.copyInUs(T.BlockBytes) : BlockUs;
   auto At = [&](uint32_t P) { return Table.at(P); };
   // Host time of each position's API calls, charged before its transfers are
   // issued and its kernel launched: one batch call per kind present, plus
@@ -450,25 +457,36 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
   // as deepum-sim charges a plan. Advice is not charged. libdeepum evicts in
   // calls of at most format::kEvictionCallBlocks resident blocks: the calls
   // beyond the first are charged in the replay, where residency is known.
+  // The copy path: one copy call per range and a discard call after them
+  // (out); a populate call, then one copy call per range (in).
   std::vector<double> CallUs(N, 0);
   for (uint32_t P = 0; P < N; ++P)
-    for (ActionKind Kind : {ACTION_KIND_EVICT, ACTION_KIND_DISCARD, ACTION_KIND_PREFETCH}) {
+    for (ActionKind Kind : {ACTION_KIND_EVICT, ACTION_KIND_DISCARD, ACTION_KIND_PREFETCH,
+                            ACTION_KIND_COPY_OUT, ACTION_KIND_COPY_IN}) {
+      // Copies: one call per range as the plan cuts them (assignCopySlots:
+      // runs of adjacent blocks whose slots are adjacent too).
+      const bool Copies = Kind == ACTION_KIND_COPY_OUT || Kind == ACTION_KIND_COPY_IN;
       uint64_t Ranges = 0, Prev = 0;
       for (const BlockRun &R : At(P)) {
         if (R.Kind != Kind)
           continue;
         for (uint64_t B = R.First; B < R.End; ++B) {
-          Ranges += Ranges == 0 || B != Prev + 1;
+          Ranges += Ranges == 0 || B != Prev + 1 || (Copies && B == R.First);
           Prev = B;
         }
       }
-      if (Ranges)
-        CallUs[P] += std::max(0.0, M.TransferCallUs) +
-                     static_cast<double>(Ranges - 1) * std::max(0.0, M.TransferRangeUs);
+      if (!Ranges)
+        continue;
+      CallUs[P] += std::max(0.0, M.TransferCallUs) +
+                   static_cast<double>(Ranges - 1) * std::max(0.0, M.TransferRangeUs);
+      if (Kind == ACTION_KIND_COPY_OUT || Kind == ACTION_KIND_COPY_IN)
+        CallUs[P] += static_cast<double>(Ranges) * std::max(0.0, M.TransferCallUs);
     }
   // Every block starts with contents on the host (parameters, inputs the
   // host fills); a discard makes them dead until a kernel writes them.
   std::vector<uint8_t> Resident(NB, 0), Valid(NB, 1), HostValid(NB, 1), ReadMostly(NB, 0);
+  // Contents in the pinned pool (copied out): they come back by copy.
+  std::vector<uint8_t> Pooled(NB, 0);
   // Populating: the block's fetch maps discarded pages; a kernel that comes
   // before it is done faults on them (as deepum-sim charges it).
   std::vector<uint8_t> Populating(NB, 0);
@@ -516,24 +534,30 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
               ReadMostly[B] = 1;
             else if (R.AdviceKind == ADVICE_UNSET_READ_MOSTLY)
               ReadMostly[B] = 0;
-          } else if (R.Kind == ACTION_KIND_EVICT || R.Kind == ACTION_KIND_DISCARD) {
+          } else if (R.Kind == ACTION_KIND_EVICT || R.Kind == ACTION_KIND_DISCARD ||
+                     R.Kind == ACTION_KIND_COPY_OUT) {
+            if (R.Kind == ACTION_KIND_DISCARD)
+              Pooled[B] = 0; // dead: the executor drops the slot
             if (!Resident[B])
               continue;
             double Ready = std::max({Issue, BusyUntil[B], Arrival[B]}), Done = Ready;
-            bool Copy = R.Kind == ACTION_KIND_EVICT && Valid[B] &&
-                        (!HostValid[B] || (M.EvictionCopiesClean && !ReadMostly[B]));
+            const bool ToPool = R.Kind == ACTION_KIND_COPY_OUT && Valid[B];
+            bool Copy = R.Kind != ACTION_KIND_DISCARD && Valid[B] &&
+                        (ToPool || !HostValid[B] || (M.EvictionCopiesClean && !ReadMostly[B]));
             if (Copy) {
-              Done = std::max(Ready, D2HFree) + WriteBackUs;
+              Done = std::max(Ready, D2HFree) + (ToPool ? CopyOutUs : WriteBackUs);
               D2HFree = Done;
             }
             if (R.Kind == ACTION_KIND_DISCARD)
               Valid[B] = HostValid[B] = 0;
             else
               HostValid[B] = Valid[B] ? 1 : HostValid[B];
+            Pooled[B] = ToPool;
             Resident[B] = 0;
             LeftAt[B] = Done;
             Pending.push(Done);
-          } else if (R.Kind == ACTION_KIND_PREFETCH && !Resident[B]) {
+          } else if ((R.Kind == ACTION_KIND_PREFETCH || R.Kind == ACTION_KIND_COPY_IN) &&
+                     !Resident[B]) {
             Release(Issue);
             double Room = Issue;
             while (Used >= C && !Pending.empty()) {
@@ -542,7 +566,12 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
               --Used;
             }
             double Ready = std::max(Room, LeftAt[B]), Done = Ready;
-            if (Valid[B] && HostValid[B]) {
+            if (Pooled[B]) { // the executor copies it back whatever the kind
+              Done = std::max(Ready, H2DFree) + CopyInUs;
+              H2DFree = Done;
+              Pooled[B] = 0;
+              HostValid[B] = 0;
+            } else if (Valid[B] && HostValid[B]) {
               Done = std::max(Ready, H2DFree) + BlockUs;
               H2DFree = Done;
             } else if (!Valid[B] && M.PopulateBlockUs > 0) {
@@ -573,7 +602,10 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
             --Used;
           }
           double Done = std::max(Start, LeftAt[B]) + M.FaultBatchLatencyUs;
-          if (Valid[B] && HostValid[B])
+          if (Pooled[B]) // the plan's own access set: the executor copies it back
+            Done = std::max(Done, H2DFree) + CopyInUs, H2DFree = Done, Pooled[B] = 0,
+            HostValid[B] = 0;
+          else if (Valid[B] && HostValid[B])
             Done = std::max(Done, H2DFree) + BlockUs, H2DFree = Done;
           else if (!Valid[B])
             Done += M.DiscardedFaultBlockUs;
@@ -628,8 +660,14 @@ public:
       : T(Tr), U(Uses), M(Model), N(Tr.Positions), C(CapacityBlocks), MarginBlocks(Margin),
         DeadFirst(TakeDeadFirst), SwapSlots(SwapPopulateSlots),
         BlockUs(Model.transferUs(Tr.BlockBytes)), WriteBackUs(Model.writeBackUs(Tr.BlockBytes)),
-        DirtyPenaltyUs(WriteBackUs), Static(N + 1, 0),
-        NB(Tr.Blocks), Resident(NB, 0), Dirty(NB, 0), LastUse(NB, -1), EvictedAt(NB, 0),
+        DirtyPenaltyUs(WriteBackUs),
+        CopyOutUs(Model.copyPath() ? Model.copyOutUs(Tr.BlockBytes) : 0),
+        CopyInUs(Model.copyPath() ? Model.copyInUs(Tr.BlockBytes) : 0),
+        UseCopy(Model.copyPath() && !Tr.Copyable.empty() &&
+                Model.copyOutUs(Tr.BlockBytes) < WriteBackUs),
+        Static(N + 1, 0),
+        NB(Tr.Blocks), Resident(NB, 0), Dirty(NB, 0), InPool(NB, 0), LastUse(NB, -1),
+        EvictedAt(NB, 0),
         HeapUse(NB, -2), Cursor(NB, 0), Ready(NB, 0), Stamp(NB, 0), Heap(NB),
         Start(static_cast<size_t>(kRounds) * N, 0), End(Start.size(), 0) {
     for (uint32_t P = 0; P < N; ++P)
@@ -683,7 +721,7 @@ private:
     double Key = static_cast<double>(Next / N) * IterUs + Static[Next % N];
     // A dirty victim costs its write-back: its key moves nearer by that much.
     if (Dirty[B] || M.EvictionCopiesClean)
-      Key -= DirtyPenaltyUs;
+      Key -= copies(B) ? CopyOutUs : DirtyPenaltyUs;
     return Key;
   }
 
@@ -705,15 +743,20 @@ private:
     double Free = LastUse[Cand] >= 0 ? End[LastUse[Cand]] : 0.0;
     bool Dead = U.DeadBefore[U.Start[Cand] + Cursor[Cand]];
     if (!Dead && (Dirty[Cand] || M.EvictionCopiesClean))
-      Free = std::max(Free, D2HFree) + WriteBackUs;
+      Free = std::max(Free, D2HFree) + (copies(Cand) ? CopyOutUs : WriteBackUs);
     return Free;
   }
+
+  /// Whether block B leaves by the copy path when it leaves dirty.
+  bool copies(uint64_t B) const { return UseCopy && T.Copyable[B]; }
 
   std::vector<std::pair<uint64_t, uint8_t>> residentState() const {
     std::vector<std::pair<uint64_t, uint8_t>> State;
     for (uint64_t B = 0; B < NB; ++B)
       if (Resident[B])
         State.push_back({B, Dirty[B]});
+      else if (InPool[B])
+        State.push_back({B, 2});
     return State;
   }
 
@@ -745,6 +788,8 @@ private:
   const bool SwapSlots;
   const double BlockUs, WriteBackUs;
   const double DirtyPenaltyUs;
+  const double CopyOutUs, CopyInUs;
+  const bool UseCopy;
 
   // Static (stall-free) start times: the victim key's clock.
   std::vector<double> Static;
@@ -752,6 +797,7 @@ private:
 
   const uint64_t NB;
   std::vector<uint8_t> Resident, Dirty;
+  std::vector<uint8_t> InPool; // contents in the pinned pool (copied out)
   std::vector<int64_t> LastUse, EvictedAt;
   // LastUse of each block when it entered the victim heap.
   std::vector<int64_t> HeapUse;
@@ -958,13 +1004,18 @@ double PrefetchSearch::evict(uint64_t V, int64_t Now) {
   Evict = std::min(Evict, Now);
   double FreeAt = std::max(issueTime(Evict), LastUse[V] >= 0 ? End[LastUse[V]] : 0.0);
   bool WriteBack = !Dead && (Dirty[V] || M.EvictionCopiesClean);
+  // A dirty block the guard protects leaves through the copy engine.
+  const bool Copy = WriteBack && Dirty[V] && copies(V);
   if (WriteBack) {
     double WbStart = std::max(FreeAt, D2HFree);
-    D2HFree = WbStart + WriteBackUs;
+    D2HFree = WbStart + (Copy ? CopyOutUs : WriteBackUs);
     FreeAt = D2HFree;
   }
-  Pending.push_back({Dead ? ACTION_KIND_DISCARD : ACTION_KIND_EVICT, Evict,
-                     std::max<int64_t>(LastUse[V], 0), V, static_cast<bool>(Dirty[V]), Now});
+  Pending.push_back({Dead   ? ACTION_KIND_DISCARD
+                     : Copy ? ACTION_KIND_COPY_OUT
+                            : ACTION_KIND_EVICT,
+                     Evict, std::max<int64_t>(LastUse[V], 0), V, static_cast<bool>(Dirty[V]), Now});
+  InPool[V] = Copy;
   Resident[V] = 0;
   Dirty[V] = 0;
   EvictedAt[V] = Evict;
@@ -1009,6 +1060,9 @@ void PrefetchSearch::fetch(uint64_t B, uint64_t UseIndex, int64_t Now, double Fr
   // (no earlier than capacity allows), at most one iteration ahead, and
   // at the latest at the need itself.
   bool Populate = U.DeadBefore[UseIndex];
+  // Contents in the pool come back by copy (populate, then the copy).
+  const bool FromPool = InPool[B] && !Populate;
+  InPool[B] = 0;
   // Never before the block's own last eviction: the plan would drop it
   // again after fetching it.
   int64_t Issue = std::max({firstIssueAtOrAfter(FreeAt, Now), EvictedAt[B],
@@ -1017,15 +1071,18 @@ void PrefetchSearch::fetch(uint64_t B, uint64_t UseIndex, int64_t Now, double Fr
   double Done = std::max(issueTime(Issue), FreeAt);
   if (!Populate || M.PopulateBlockUs > 0) {
     double XStart = std::max(Done, H2DFree);
-    Done = XStart + (Populate ? M.PopulateBlockUs : BlockUs);
+    Done = XStart + (Populate ? M.PopulateBlockUs : FromPool ? CopyInUs : BlockUs);
     H2DFree = Done;
   }
   Ready[B] = Done;
   if (SwapSlots && Populate)
     Held.push({FreeAt, Now, Pending.size()});
-  Pending.push_back({ACTION_KIND_PREFETCH, Issue, Now, B, false, Now});
+  Pending.push_back(
+      {FromPool ? ACTION_KIND_COPY_IN : ACTION_KIND_PREFETCH, Issue, Now, B, false, Now});
   Resident[B] = 1;
-  Dirty[B] = 0;
+  // Copied back, the contents are on the GPU alone (the pool's slot is
+  // free again, the host's pages were discarded): dirty.
+  Dirty[B] = FromPool;
   ++ResidentCount;
   assert(ResidentCount <= C && "a fetch took a slot nobody freed");
 }
@@ -1048,7 +1105,8 @@ void PrefetchSearch::emitRound(Schedule &S, std::vector<BlockAction> &Actions) c
     if (PA.Need < Lo || PA.Need >= Hi)
       continue;
     Actions.push_back({static_cast<uint32_t>(PA.Position % N), PA.Kind,
-                       static_cast<uint32_t>(PA.Due % N), PA.Dirty && PA.Kind == ACTION_KIND_EVICT,
+                       static_cast<uint32_t>(PA.Due % N),
+                       PA.Dirty && (PA.Kind == ACTION_KIND_EVICT || PA.Kind == ACTION_KIND_COPY_OUT),
                        PA.Block});
     switch (PA.Kind) {
     case ACTION_KIND_PREFETCH: {
@@ -1070,6 +1128,13 @@ void PrefetchSearch::emitRound(Schedule &S, std::vector<BlockAction> &Actions) c
       break;
     case ACTION_KIND_DISCARD:
       ++S.Stats.Discards;
+      break;
+    case ACTION_KIND_COPY_OUT:
+      ++S.Stats.CopyOuts;
+      break;
+    case ACTION_KIND_COPY_IN:
+      ++S.Stats.CopyIns;
+      ++S.Stats.Prefetches;
       break;
     default:
       break;
@@ -1179,6 +1244,125 @@ Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemory
   Best.Actions = toActions(BestActions);
   adviseReadMostly(T, M, GpuMemoryBytes, Best);
   return Best;
+}
+
+uint64_t assignCopySlots(const Trace &T, std::vector<Action> &Actions) {
+  const uint64_t BB = T.BlockBytes;
+  // Each block copied out holds a slot from its COPY_OUT's position until
+  // the next action on it (the copy back, a prefetch, a discard) issues,
+  // cyclically: [Out, In) on the ring of positions.
+  struct Hold {
+    uint32_t Out, In; // In <= Out: wraps past the iteration's end
+    uint64_t Block;
+    uint64_t Slot = 0;
+  };
+  std::vector<std::vector<uint32_t>> ActionsOf(T.Blocks); // positions of each block's actions
+  std::vector<Hold> Holds;
+  for (const Action &A : Actions)
+    for (const ArenaRange &R : A.ranges())
+      for (uint64_t B = R.offset() / BB; B < (R.offset() + R.bytes() + BB - 1) / BB && B < T.Blocks;
+           ++B) {
+        ActionsOf[B].push_back(A.position());
+        if (A.kind() == ACTION_KIND_COPY_OUT)
+          Holds.push_back({A.position(), A.position(), B});
+      }
+  if (Holds.empty())
+    return 0;
+  for (Hold &H : Holds) {
+    std::vector<uint32_t> &Ps = ActionsOf[H.Block];
+    std::sort(Ps.begin(), Ps.end());
+    auto It = std::upper_bound(Ps.begin(), Ps.end(), H.Out);
+    H.In = It != Ps.end() ? *It : Ps.front(); // the first after, else the next iteration's first
+  }
+  // Holds within the iteration share slots (interval partitioning, earliest
+  // free slot first); those that wrap keep a slot of their own, so that every
+  // iteration assigns the same slots. A block next to the one before it in
+  // the same copy takes the slot next to that one's when it is free: a run
+  // of blocks is one copy call, out and back.
+  std::sort(Holds.begin(), Holds.end(), [](const Hold &X, const Hold &Y) {
+    return std::tie(X.Out, X.Block) < std::tie(Y.Out, Y.Block);
+  });
+  constexpr uint32_t kForever = UINT32_MAX;
+  std::vector<uint32_t> SlotEnd; // per slot: the position its hold ends (kForever: wraps)
+  std::priority_queue<std::pair<uint32_t, uint64_t>, std::vector<std::pair<uint32_t, uint64_t>>,
+                      std::greater<>>
+      FreeAt; // (position its hold ends, slot); stale when SlotEnd moved on
+  // Free once its copy back has issued, at an earlier position: a
+  // position's copy-outs go before its copy-ins.
+  auto Take = [&](uint64_t Slot, const Hold &H) {
+    if (Slot == SlotEnd.size())
+      SlotEnd.push_back(0);
+    const bool Wraps = H.In <= H.Out;
+    SlotEnd[Slot] = Wraps ? kForever : H.In;
+    if (!Wraps)
+      FreeAt.push({H.In, Slot});
+    return Slot;
+  };
+  const Hold *Prev = nullptr;
+  for (Hold &H : Holds) {
+    const uint64_t Next = Prev ? Prev->Slot + 1 : 0;
+    if (Prev && Prev->Out == H.Out && Prev->Block + 1 == H.Block &&
+        (Next == SlotEnd.size() || SlotEnd[Next] < H.Out)) {
+      H.Slot = Take(Next, H);
+    } else {
+      while (!FreeAt.empty() && SlotEnd[FreeAt.top().second] != FreeAt.top().first)
+        FreeAt.pop(); // taken again since
+      if (!FreeAt.empty() && FreeAt.top().first < H.Out) {
+        const uint64_t Slot = FreeAt.top().second;
+        FreeAt.pop();
+        H.Slot = Take(Slot, H);
+      } else {
+        H.Slot = Take(SlotEnd.size(), H);
+      }
+    }
+    Prev = &H;
+  }
+  const uint64_t Slots = SlotEnd.size();
+  // Each COPY_OUT becomes one action per run of blocks with adjacent slots
+  // (its pool_offset the run's first), and each COPY_IN is cut where the
+  // slots its blocks come back from are not adjacent: each piece is then one
+  // copy call of the executor, as the cost model charges it.
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> OutSlot, InSlot; // (position, block) -> slot
+  for (const Hold &H : Holds) {
+    OutSlot[{H.Out, H.Block}] = H.Slot;
+    InSlot[{H.In, H.Block}] = H.Slot;
+  }
+  std::vector<Action> Out;
+  Out.reserve(Actions.size());
+  for (Action &A : Actions) {
+    const bool IsOut = A.kind() == ACTION_KIND_COPY_OUT;
+    if (!IsOut && A.kind() != ACTION_KIND_COPY_IN) {
+      Out.push_back(std::move(A));
+      continue;
+    }
+    const auto &SlotAt = IsOut ? OutSlot : InSlot;
+    size_t Cur = SIZE_MAX; // Out's index of the piece being extended
+    uint64_t NextBlock = 0, NextSlot = 0;
+    for (const ArenaRange &R : A.ranges())
+      for (uint64_t B = R.offset() / BB; B < (R.offset() + R.bytes() + BB - 1) / BB && B < T.Blocks;
+           ++B) {
+        auto It = SlotAt.find({A.position(), B});
+        const uint64_t Slot = It != SlotAt.end() ? It->second : UINT64_MAX;
+        if (Cur != SIZE_MAX && B == NextBlock && (Slot == NextSlot || Slot == UINT64_MAX)) {
+          ArenaRange *Last = Out[Cur].mutable_ranges(Out[Cur].ranges_size() - 1);
+          Last->set_bytes(Last->bytes() + BB);
+        } else {
+          Action Piece = A;
+          Piece.clear_ranges();
+          if (IsOut)
+            Piece.set_pool_offset(Slot * BB);
+          ArenaRange *X = Piece.add_ranges();
+          X->set_offset(B * BB);
+          X->set_bytes(BB);
+          Out.push_back(std::move(Piece));
+          Cur = Out.size() - 1;
+        }
+        NextBlock = B + 1;
+        NextSlot = Slot + 1;
+      }
+  }
+  Actions = std::move(Out);
+  return Slots * BB;
 }
 
 void adviseReadMostly(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes, Schedule &S) {

@@ -57,6 +57,43 @@ bool hasArguments(const Profile &P) {
   return false;
 }
 
+std::vector<uint64_t> guardedAllocations(const Profile &P) {
+  std::set<uint64_t> Named, Excluded, BlindBlocks;
+  const bool Derived = P.access_source() == ACCESS_SOURCE_DERIVED_TRACE;
+  const uint64_t BlockBytes = P.um_block_bytes() ? P.um_block_bytes() : 2ull << 20;
+  for (const Kernel &K : P.kernels()) {
+    if (Derived) {
+      for (const TensorAccess &T : K.tensors())
+        Named.insert(T.allocation_id());
+      continue;
+    }
+    if (K.arguments() == KERNEL_ARGUMENTS_SCANNED) {
+      Named.insert(K.named_allocations().begin(), K.named_allocations().end());
+      Excluded.insert(K.indirect_allocations().begin(), K.indirect_allocations().end());
+      continue;
+    }
+    for (const TensorAccess &T : K.tensors())
+      Excluded.insert(T.allocation_id());
+    for (const BlockAccess &B : K.blocks())
+      BlindBlocks.insert(B.block());
+  }
+  // Every allocation overlapping a block a kernel without arguments touched
+  // (it may touch any of them).
+  if (!BlindBlocks.empty())
+    for (const Allocation &A : P.allocations()) {
+      if (!A.size_bytes())
+        continue;
+      auto It = BlindBlocks.lower_bound(A.address() / BlockBytes);
+      if (It != BlindBlocks.end() && *It <= (A.address() + A.size_bytes() - 1) / BlockBytes)
+        Excluded.insert(A.id());
+    }
+  std::vector<uint64_t> Out;
+  for (uint64_t Id : Named)
+    if (!Excluded.count(Id))
+      Out.push_back(Id);
+  return Out;
+}
+
 namespace {
 
 /// The report of P; with Out (P itself, or a copy of it), the widening written there.

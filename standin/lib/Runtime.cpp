@@ -696,7 +696,8 @@ cudaError_t cudaRuntimeGetVersion(int *Version) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) {
+namespace {
+cudaError_t deviceSynchronize() {
   ENTER();
   if (unsafeDuringCapture(M))
     return ret(cudaErrorStreamCaptureUnsupported);
@@ -707,6 +708,25 @@ cudaError_t cudaDeviceSynchronize(void) {
   M.hostWaitUntil(Ns);
   M.poolsAtSynchronize();
   return cudaSuccess;
+}
+uint64_t nextCorrelation();
+} // namespace
+
+// Reported to CUPTI subscribers (runtime, then the driver's cuCtxSynchronize
+// nested), as a GPU's CUPTI does: libdeepum brings back what its copy path
+// holds before the host reads managed memory.
+cudaError_t cudaDeviceSynchronize(void) {
+  initializeInjection();
+  if (!hooked())
+    return deviceSynchronize();
+  const uint64_t Corr = nextCorrelation();
+  ApiCall Rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+             "cudaDeviceSynchronize", nullptr, nullptr, Corr);
+  ApiCall Dr(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+             "cuCtxSynchronize", nullptr, nullptr, Corr);
+  const cudaError_t E = deviceSynchronize();
+  (void)Dr.done(static_cast<CUresult>(E));
+  return Rt.done(E);
 }
 
 cudaError_t cudaDeviceReset(void) {

@@ -411,9 +411,13 @@ TEST(SimClosedLoopTest, ExecutorMatchesThePlannersPrediction) {
   // block back before its own write-back had reached the host (vgg16 on
   // v100-pcie-16gb, a 46 ms stall), and a prefetch waited for a whole
   // position's evictions where it needed the room of a few (resnet50).
+  // Plans with the copy path (COPY_OUT, COPY_IN) are held to 10% today: the
+  // executor's replay of them runs up to 9% slower than the planner predicts
+  // (gpt2-medium on h100-pcie), a gap not yet understood (docs/executor.md).
   for (const char *Device : {"v100-pcie-16gb", "h100-pcie"}) {
-    for (const std::string &Model : deepum::test::shippedModels()) {
-      SCOPED_TRACE(Model + " on " + Device);
+    for (const std::string &Model : deepum::test::shippedModels())
+    for (bool CopyPath : {false, true}) {
+      SCOPED_TRACE(Model + " on " + Device + (CopyPath ? " (copy path)" : ""));
       auto Profile = deepum::format::readProfile(deepum::test::shippedProfilePath(Model));
       ASSERT_TRUE(static_cast<bool>(Profile)) << llvm::toString(Profile.takeError());
       deepum::sim::SimOptions O;
@@ -425,13 +429,16 @@ TEST(SimClosedLoopTest, ExecutorMatchesThePlannersPrediction) {
       deepum::planner::PlanOptions PO;
       PO.DeviceModel = Device;
       PO.GpuMemoryBytes = O.GpuMemoryBytes;
+      PO.CopyPath = CopyPath;
       auto Planned = deepum::planner::compilePlan(*Profile, PO);
       ASSERT_TRUE(static_cast<bool>(Planned)) << llvm::toString(Planned.takeError());
       double Predicted = Planned->Plan.metadata().predicted_iteration_us();
       ASSERT_GT(Predicted, 0);
       auto Replayed = sim::replayPlan(*Profile, Planned->Plan, O);
       ASSERT_TRUE(static_cast<bool>(Replayed)) << llvm::toString(Replayed.takeError());
-      EXPECT_NEAR(Replayed->IterationUs, Predicted, 0.01 * Predicted);
+      const bool Copies = Planned->Plan.metadata().copy_pool_bytes() > 0;
+      EXPECT_NEAR(Replayed->IterationUs, Predicted, (Copies ? 0.10 : 0.01) * Predicted);
+      EXPECT_EQ(Copies, CopyPath && Planned->Stats.CopyOuts > 0);
       EXPECT_EQ(Replayed->Faults, 0);
       EXPECT_EQ(Replayed->LostReads, 0);
     }

@@ -308,7 +308,8 @@ TEST(StatsTest, JsonFieldsArePinnedPerSchemaVersion) {
         "discards_kept_live_bytes", "budget_eviction_bytes", "backend_errors", "guard",
         "guard.restores", "guard.bytes", "guard.waits", "guard.copy_in_bytes",
         "guard.blind_launches", "copy", "copy.pool_bytes", "copy.out_bytes", "copy.in_bytes",
-        "copy.fallback_bytes", "copy.pooled_bytes", "copy.peak_pooled_bytes", "budget_bytes",
+        "copy.fallback_bytes", "copy.pooled_bytes", "copy.peak_pooled_bytes",
+        "copy.restore_all_bytes", "budget_bytes",
         "resident_bytes", "peak_resident_bytes", "memory", "memory.allocations", "memory.frees",
         "memory.bytes_in_use", "memory.peak_bytes_in_use", "memory.bytes_reserved",
         "memory.arena_placements", "memory.placement_misses"}}};

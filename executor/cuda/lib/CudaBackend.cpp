@@ -598,6 +598,23 @@ void onLaunch(void *, CUpti_CallbackDomain Domain, CUpti_CallbackId Cbid, const 
     O->launchEnd(TL.Device, TL.Stream);
 }
 
+/// cudaDeviceSynchronize / cuCtxSynchronize at entry: the observer hears of
+/// it before the host waits (the copy path brings back what it holds). The
+/// runtime call's nested driver call is the same synchronization: once.
+void onSynchronize(void *, CUpti_CallbackDomain Domain, CUpti_CallbackId, const void *Data) {
+  const auto *Cb = static_cast<const CUpti_CallbackData *>(Data);
+  thread_local int Depth = 0;
+  if (Cb->callbackSite == CUPTI_API_EXIT) {
+    Depth = std::max(0, Depth - 1);
+    return;
+  }
+  if (Depth++ > 0)
+    return;
+  (void)Domain;
+  if (LaunchObserver *O = tracker().Observer.load(std::memory_order_acquire))
+    O->hostSynchronize(deviceOf(Cb->context));
+}
+
 class CudaBackend final : public Backend {
 public:
   const char *name() const override { return "cuda"; }
@@ -802,6 +819,13 @@ public:
         T.Handlers.push_back(H);
         ++Added;
       }
+    for (const auto &[Domain, Id] :
+         {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API,
+                    CUpti_CallbackId{CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020}},
+          std::pair{CUPTI_CB_DOMAIN_DRIVER_API,
+                    CUpti_CallbackId{CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize}}})
+      if (CuptiHandlerId H = S.addHandler(Domain, Id, &onSynchronize, nullptr))
+        T.Handlers.push_back(H);
     for (CUpti_CallbackId Id : {CUpti_CallbackId{CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED},
                                 CUpti_CallbackId{CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING}})
       if (CuptiHandlerId H = S.addHandler(CUPTI_CB_DOMAIN_RESOURCE, Id, &onResource, nullptr))

@@ -82,8 +82,13 @@ BackendStatus SimBackend::prefetchBatch(int, std::span<const MemRange> Ranges, i
   std::vector<deepum::sim::Engine::Range> Batch;
   Batch.reserve(Ranges.size());
   for (const MemRange &R : Ranges)
-    Batch.push_back({R.Address, R.Bytes});
+    if (InPool.empty() || !InPool.count(R.Address / kBlockBytes))
+      Batch.push_back({R.Address, R.Bytes});
   StreamClock &S = Streams[Stream];
+  if (Batch.empty() && !Ranges.empty()) { // the populate of a copy back: the copy charges it
+    Eng.hostCall(static_cast<unsigned>(Ranges.size()));
+    return BackendStatus::success();
+  }
   const bool ToHost = Location == kHostLocation;
   if (ToHost)
     Eng.evictBatchToHost(Batch, S.FloorNs);
@@ -108,10 +113,14 @@ BackendStatus SimBackend::copyAsync(int, void *Dst, const void *Src, uint64_t By
   // waits for its pages' arrival.
   auto It = Streams.find(Stream);
   Eng.copyManagedBatch(ToDevice, {{Managed, Bytes}}, It == Streams.end() ? 0 : It->second.FloorNs);
-  if (!ToDevice) // the discard that follows keeps what the copy took
-    for (uint64_t B = Managed / kBlockBytes;
-         B < (Managed + Bytes + kBlockBytes - 1) / kBlockBytes; ++B)
+  for (uint64_t B = Managed / kBlockBytes; B < (Managed + Bytes + kBlockBytes - 1) / kBlockBytes;
+       ++B)
+    if (ToDevice) {
+      InPool.erase(B);
+    } else { // the discard that follows keeps what the copy took
       Pooled[B] = 1;
+      InPool[B] = 1;
+    }
   if (It != Streams.end())
     It->second.EndNs = std::max({It->second.EndNs, It->second.FloorNs, Eng.issueNs(),
                                  Eng.copyEndNs(ToDevice)});

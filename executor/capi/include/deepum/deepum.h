@@ -68,7 +68,9 @@ typedef struct deepum_stats {
    * Unified Memory instead (not in one live allocation, slot taken, a failed
    * copy); bytes the guard copied back for launches naming them; bytes in
    * the pool now and at most; launches whose arguments were unknown while
-   * the pool held data (everything came back before them). */
+   * the pool held data (everything came back before them); bytes brought
+   * back all at once before a device synchronization or as the plan turned
+   * off. */
   uint64_t copy_pool_bytes;
   uint64_t copy_out_bytes;
   uint64_t copy_in_bytes;
@@ -77,6 +79,7 @@ typedef struct deepum_stats {
   uint64_t pooled_bytes;
   uint64_t peak_pooled_bytes;
   uint64_t blind_launches;
+  uint64_t copy_restore_all_bytes;
 } deepum_stats_t;
 
 /* Starts deepum explicitly: `plan_path` applies to every device (NULL = no

@@ -95,6 +95,10 @@ public:
     (void)Device;
     (void)Stream;
   }
+  /// The host is about to wait for the whole device (cudaDeviceSynchronize):
+  /// after it, it may read any managed memory. On the calling thread, before
+  /// the wait begins.
+  virtual void hostSynchronize(int Device) { (void)Device; }
 };
 
 class Backend {

@@ -129,6 +129,7 @@ public:
   void launchEnd(int Device, StreamHandle Stream) override;
   void launchArguments(int Device, StreamHandle Stream, std::span<const uint64_t> Words) override;
   void launchArgumentsUnknown(int Device, StreamHandle Stream) override;
+  void hostSynchronize(int Device) override;
 
   struct DeviceState;
 

@@ -58,6 +58,10 @@ struct PlanOptions {
   /// arguments name, beside its recorded accesses (format::addNamedAccesses);
   /// false (--ignore-arguments): the recorded accesses alone.
   bool UseArguments = true;
+  /// The copy path (COPY_OUT, COPY_IN) for blocks the launch-time guard
+  /// protects, where the device model has explicit-copy rates; false
+  /// (--no-copy-path): Unified Memory's eviction only.
+  bool CopyPath = true;
 };
 
 struct PlanResult {
@@ -87,6 +91,8 @@ struct PlanToolOptions {
   bool PrintSummary = true;
   /// PlanOptions::UseArguments.
   bool UseArguments = true;
+  /// PlanOptions::CopyPath.
+  bool CopyPath = true;
   /// Progress lines (PlanOptions::Progress); null = none.
   llvm::raw_ostream *Progress = nullptr;
   double ProgressDelaySeconds = 2;

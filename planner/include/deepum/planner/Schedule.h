@@ -53,6 +53,22 @@ struct CostModel {
   /// discarded_fault_block_us; zero where unmeasured).
   double PopulateBlockUs = 0;
   double DiscardedFaultBlockUs = 0;
+  /// The copy path (COPY_OUT, COPY_IN): explicit copies of managed memory to
+  /// pinned host memory and back (the device model's explicit-copy rates;
+  /// 0: no copy path).
+  double CopyManagedToHostBytesPerSecond = 0;
+  double CopyHostToDeviceBytesPerSecond = 0;
+  bool copyPath() const {
+    return CopyManagedToHostBytesPerSecond > 0 && CopyHostToDeviceBytesPerSecond > 0;
+  }
+  /// A block copied out (the discard after it costs its call).
+  double copyOutUs(uint64_t Bytes) const {
+    return static_cast<double>(Bytes) / CopyManagedToHostBytesPerSecond * 1e6;
+  }
+  /// A block copied in: the driver populates it, then the copy.
+  double copyInUs(uint64_t Bytes) const {
+    return PopulateBlockUs + static_cast<double>(Bytes) / CopyHostToDeviceBytesPerSecond * 1e6;
+  }
   /// Roofline of the device (device-models.json), for profiles recorded on
   /// another device: kernel durations are recomputed exactly as deepum-sim
   /// does (`--durations auto`). Zero when the model has none.
@@ -83,6 +99,9 @@ struct ScheduleStats {
   uint64_t Evictions = 0;        // blocks evicted
   uint64_t DirtyEvictions = 0;   // of which: written back
   uint64_t Discards = 0;         // blocks dropped without write-back
+  uint64_t CopyOuts = 0;         // blocks copied out to the pinned pool
+  uint64_t CopyIns = 0;          // blocks copied back from it
+  uint64_t CopyPoolBytes = 0;    // the pool the plan's copy-outs fill
   uint64_t ReadMostlyBlocks = 0; // blocks advised read-mostly (kept only when it pays)
   uint64_t CapacityBlocks = 0;
   /// Largest number of distinct blocks one kernel touches.
@@ -114,6 +133,15 @@ Schedule scheduleDemand(const Trace &T, const CostModel &M, uint64_t GpuMemoryBy
 /// fetch's own slot free in time.
 Schedule schedulePrefetchWith(const Trace &T, const CostModel &M, uint64_t GpuMemoryBytes,
                               double MarginBlocks, bool DeadFirst, bool SwapPopulateSlots = false);
+
+/// Gives each COPY_OUT of `Actions` its slots in the pinned pool and returns
+/// the pool's bytes. A block holds its slot from its COPY_OUT until the next
+/// action on it; holds inside the iteration share slots (earliest free
+/// first), a hold across the iteration's end keeps its own. Each COPY_OUT
+/// becomes one action per run of blocks whose slots are adjacent, with the
+/// run's pool_offset. The executor checks every slot again when it copies
+/// (docs/executor.md, "The copy path").
+uint64_t assignCopySlots(const Trace &T, std::vector<deepum::v1::Action> &Actions);
 
 /// Adds cudaMemAdvise(read-mostly) for the unwritten blocks the schedule
 /// evicts, when the device model copies clean pages on eviction and the cost

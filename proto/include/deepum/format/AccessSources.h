@@ -73,6 +73,17 @@ std::string kernelClass(const std::string &Name);
 /// first), then the total. Bytes in MiB.
 std::string accessSourceTable(const AccessSourceReport &R);
 
+/// The allocations (Allocation.id, ascending) whose every recorded access in
+/// `P` came from a kernel that named them in its arguments: what
+/// libdeepum's launch-time guard protects, and so what the copy path may take
+/// off the GPU. An allocation qualifies when some kernel whose arguments were
+/// read names it, no such kernel reached it without naming it
+/// (indirect_allocations), and no kernel whose arguments were not read
+/// touched it (its tensors, or blocks overlapping it). A derived trace's
+/// accesses are its operators' tensor arguments: each allocation some kernel
+/// touches qualifies. `P` must be valid.
+std::vector<uint64_t> guardedAllocations(const deepum::v1::Profile &P);
+
 /// Adds to each kernel of `P` the bytes of its named allocations that no
 /// access of it covers (TensorAccess, unknown direction), unless the kernel
 /// records blocks only (the planner reads a kernel's tensors when it has any,

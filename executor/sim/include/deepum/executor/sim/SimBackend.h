@@ -85,8 +85,12 @@ private:
   LaunchObserver *Observer = nullptr;
   uint64_t NextAddress = uint64_t{1} << 40; // 2 MiB aligned, never 0
   uint64_t NextPinned = uint64_t{1} << 46;  // the pool's addresses, apart from managed ones
-  /// Managed blocks (address / 2 MiB) whose contents a copy took to the pool.
+  /// Managed blocks (address / 2 MiB) a copy took to the pool whose discard
+  /// has not come yet, and those whose contents are in the pool until a copy
+  /// brings them back (the populate before that copy is the copy's, charged
+  /// by the engine with it).
   std::unordered_map<uint64_t, uint32_t> Pooled; // block -> pages
+  std::unordered_map<uint64_t, uint32_t> InPool;
   uintptr_t NextHandle = 1;
   /// Per stream the backend created: when the work issued on it ends, and
   /// the earliest its next command may start (the events it waits for).

@@ -43,8 +43,7 @@ Engine::Engine(const DeviceModel &D, uint64_t CapacityBytes)
                         std::max(D.copyHostToDeviceBytesPerSecond(), 1.0)),
       NsPerByteCopyDtoH(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
                         std::max(D.copyDeviceToHostBytesPerSecond(), 1.0)),
-      NsPerByteCopyManagedDtoH(1e9 * std::max(1u, D.CopyEnginesPerDirection) /
-                               std::max(D.copyManagedToHostBytesPerSecond(), 1.0)),
+
       HtoDFree(std::max(1u, D.CopyEnginesPerDirection), 0),
       DtoHFree(std::max(1u, D.CopyEnginesPerDirection), 0),
       CopyHtoDFree(std::max(1u, D.CopyEnginesPerDirection), 0),
@@ -212,8 +211,7 @@ void Engine::logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t B, uint32_t Ma
   Events->push_back(E);
 }
 
-void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser, bool Copy,
-                   bool FromManaged) {
+void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser, bool Copy) {
   uint32_t Out = Mask & Resident[B];
   if (!Out)
     return;
@@ -235,9 +233,7 @@ void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser, bool C
   if (Dirty) {
     uint64_t Bytes = pages(Dirty) * PageBytes;
     const uint64_t Ns =
-        Copy ? static_cast<uint64_t>(std::llround(
-                   static_cast<double>(Bytes) *
-                   (FromManaged ? NsPerByteCopyManagedDtoH : NsPerByteCopyDtoH)))
+        Copy ? static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByteCopyDtoH))
              : transferDtoHNs(Bytes);
     uint64_t Start = startOnLane(Copy ? copyLane(false) : DtoHFree, Ready, Ns, Done);
     HostReadyNs[B] = std::max(HostReadyNs[B], Done);
@@ -322,8 +318,7 @@ uint64_t Engine::makeRoom(uint64_t Need, uint64_t AtNs, int64_t ProtectUpTo) {
   return RoomNs;
 }
 
-uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C,
-                       bool Populate) {
+uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C) {
   assert(!(Mask & Resident[B]) && "fetching resident pages");
   // Only pages whose contents live on the host cross the link; the rest
   // (never written, discarded) are populated on the GPU.
@@ -353,16 +348,9 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
     const size_t L = static_cast<size_t>(std::min_element(Lane.begin(), Lane.end()) - Lane.begin());
     if (Device.CopiesShareUmEngines)
       retireHtoD();
-    // Into managed memory: the driver populates the discarded pages first.
-    const uint64_t PopulateNs =
-        Populate ? static_cast<uint64_t>(
-                       std::llround(Device.PopulateBlockUs * 1e3 * pages(Mask) / PagesPerBlock))
-                 : 0;
     uint64_t Start = startOnLane(
         Lane, Ready,
-        PopulateNs +
-            static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByteCopyHtoD)),
-        Done);
+        static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerByteCopyHtoD)), Done);
     if (Device.CopiesShareUmEngines)
       HtoDQueue[L].push_back(HtoDItem{Start, Done, B, Mask, /*Prefetch=*/false, -1});
     Stats.BytesHtoD += Bytes;
@@ -918,27 +906,22 @@ void Engine::evictBatchToHost(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs
              [&](uint64_t Block, uint32_t Mask) { evictPages(blockId(Block), Mask); });
 }
 
-void Engine::copyManagedBatch(bool ToDevice, llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs) {
-  FloorNs = NotBeforeNs;
-  auto Reset = llvm::make_scope_exit([&] { FloorNs = 0; });
-  for (const Range &R : Ranges) {
-    hostCall(1);
-    forPages(R.Address, R.Bytes, !ToDevice, [&](uint64_t Block, uint32_t Mask) {
-      const uint32_t B = blockId(Block);
-      if (!ToDevice) {
-        evict(B, Mask, userNs(), /*ByUser=*/true, /*Copy=*/true, /*FromManaged=*/true);
-        return;
-      }
-      const uint32_t Missing = Mask & ~Resident[B];
-      if (!Missing)
-        return;
-      const uint64_t RoomNs = makeRoom(pages(Missing), userNs(), /*ProtectUpTo=*/-1);
-      if (RoomNs == Never)
-        return;
-      fetch(B, Missing, userNs(), RoomNs, Cause::Copy, /*Populate=*/true);
-      Flags[B] |= FlPrefetched;
-    });
-  }
+void Engine::copiedInto(uint64_t Address, uint64_t Bytes, uint64_t EndNs) {
+  forPages(Address, Bytes, false, [&](uint64_t Block, uint32_t Mask) {
+    auto It = Ids.find(Block);
+    if (It == Ids.end())
+      return;
+    const uint32_t B = It->second, In = Mask & Resident[B];
+    Populating[B] &= ~In;
+    Valid[B] |= In;
+    for (uint32_t M = In; M; M &= M - 1) {
+      uint64_t &At =
+          PageArrivalNs[uint64_t{B} * PagesPerBlock + static_cast<unsigned>(std::countr_zero(M))];
+      At = std::max(At, EndNs);
+    }
+    if (In)
+      ArrivalNs[B] = std::max(ArrivalNs[B], EndNs);
+  });
 }
 
 void Engine::discardBatch(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs) {

@@ -392,12 +392,13 @@ uint64_t Model::memoryWork(llvm::ArrayRef<Range> Ranges, uint64_t Bytes, CUstrea
   return Eng->computeEndNs();
 }
 
-void Model::copy(bool ToDevice, uint64_t Bytes, bool FromManaged, CUstream_st &S) {
+uint64_t Model::copy(bool ToDevice, uint64_t Bytes, bool FromManaged, CUstream_st &S) {
   afterLastStamp(nowNs());
   const uint64_t End = Eng->explicitCopy(ToDevice, Bytes, S.LastNs, FromManaged);
   S.LastNs = std::max({S.LastNs, hostNs(), End});
   S.CopyEndNs = std::max(S.CopyEndNs, End);
   Count.MemcpyTimedBytes += Bytes;
+  return End;
 }
 
 cudaError_t Model::launch(CUkern_st &K, dim3 Grid, dim3 Block, void **Args, size_t SharedMem,

@@ -218,7 +218,8 @@ public:
   uint64_t memoryWork(llvm::ArrayRef<Range> Ranges, uint64_t Bytes, CUstream_st &S);
   /// An explicit copy over the link on stream S, on a copy engine at the
   /// device model's rate (Engine::explicitCopy).
-  void copy(bool ToDevice, uint64_t Bytes, bool FromManaged, CUstream_st &S);
+  /// Returns when the copy ends.
+  uint64_t copy(bool ToDevice, uint64_t Bytes, bool FromManaged, CUstream_st &S);
   /// A kernel whose pages exceed the capacity, run in pieces that fit.
   void runOversubscribed(llvm::ArrayRef<deepum::sim::Engine::AddressUse> Uses, uint64_t Pages,
                          uint64_t DurationNs);

@@ -411,7 +411,12 @@ void timeCopy(Model &M, void *Dst, const void *Src, uint64_t Bytes, CUstream_st 
                   {reinterpret_cast<uint64_t>(Dst), Bytes, deepum::sim::Access::Write, DA->Kind}},
                  2 * Bytes, S);
   } else if (DstGpu || SrcGpu) {
-    M.copy(/*ToDevice=*/DstGpu, Bytes, SrcGpu && SA->Kind == MemoryKind::Managed, S);
+    const uint64_t End =
+        M.copy(/*ToDevice=*/DstGpu, Bytes, SrcGpu && SA->Kind == MemoryKind::Managed, S);
+    // Into GPU-resident managed memory (libdeepum's copy back after a
+    // populate): the pages' contents arrive with the copy.
+    if (DstGpu && DA->Kind == MemoryKind::Managed)
+      M.Eng->copiedInto(reinterpret_cast<uint64_t>(Dst), Bytes, End);
   }
 }
 

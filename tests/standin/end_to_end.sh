@@ -11,6 +11,10 @@
 #   - with half the UM records dropped, the plan from the launches' arguments
 #     and the faults replays with 0 demand faults; from the faults alone the
 #     launch-time guard restores what it misses, and without the guard it faults
+#   - the copy path, on the stand-in modelled as an H100 SXM: copies made, 0
+#     demand faults, bit-identical, within 1% of deepum-sim; from a profile
+#     missing a third of its records, the guard copies back what the plan
+#     misses; without the guard the parameters differ
 #
 # usage: end_to_end.sh STANDIN_LIB_DIR LIBDEEPUM TRAIN_STEP TOOLS_DIR INJECTION_LIB [WORKDIR]
 set -euo pipefail
@@ -262,4 +266,68 @@ for run in sampled-both sampled-guard sampled-bare; do
     check ok "$run: parameters bit-identical to the run without deepum" ||
     check FAIL "$run: parameters bit-identical to the run without deepum"
 done
+
+# The copy path (docs/executor.md, "The copy path"), on the stand-in modelled
+# as the measured H100 SXM (DEEPUM_STANDIN_DEVICE=h100-sxm: Unified Memory's
+# eviction a fifth of the link), where deepum-plan's cost model chooses it:
+# libdeepum copies blocks out to its pinned pool and discards them (the
+# stand-in fills discarded pages with 0xFF), and copies them back before the
+# kernels that use them. Checked: copies made, no demand fault in the steady
+# steps, parameters bit-identical to the run without deepum, the iteration
+# within 1% of deepum-sim's replay of the same plan. Then a profile that lost
+# a third of its UM records, planned from the faults alone: the launch-time
+# guard copies back what the plan misses (bit-identical); with the guard off
+# (DEEPUM_TEST_NO_LAUNCH_GUARD) kernels read discarded pages, and the
+# parameters differ: the check that can fail.
+sxm=(DEEPUM_STANDIN_DEVICE=h100-sxm)
+env "${sxm[@]}" DEEPUM_STANDIN_GPU_MEMORY=1GiB "$tools/deepum-profile" --injection-library "$inj" \
+  --mode access-set --iterations 3 -o "$out/sxm.pb" -- "$ts" train 3 "$out/sxm-profiled.bin" \
+  > "$out/sxm-profile.log" 2>&1 || { cat "$out/sxm-profile.log"; exit 1; }
+"$tools/deepum-plan" "$out/sxm.pb" -o "$out/sxm.plan.pb" --gpu-memory "$cap" \
+  --device-model h100-sxm > "$out/sxm-plan.log" 2>&1 || { cat "$out/sxm-plan.log"; exit 1; }
+grep -E '^copy path|cost model' "$out/sxm-plan.log"
+env "${sxm[@]}" DEEPUM_STANDIN_GPU_MEMORY="$cap" "$ts" train $steps "$out/sxm-plain.bin" \
+  > "$out/sxm-plain.log"
+copy_replay() { # copy_replay NAME PLAN [VAR=VALUE...]: steady faults, bytes copied out, guard's copies back
+  env "${sxm[@]}" DEEPUM_STANDIN_GPU_MEMORY="$cap" DEEPUM_TRAIN_LIBDEEPUM="$libdeepum" \
+    DEEPUM_PLAN="$2" DEEPUM_GPU_MEMORY="$cap" DEEPUM_STATS="$out/$1.stats.json" "${@:3}" \
+    "$ts" train $steps "$out/$1.bin" > "$out/$1.log" 2>&1 || { cat "$out/$1.log"; exit 1; }
+  echo "$(steady "$out/$1.log" faults) $(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))["devices"][0]
+print(d["copy"]["out_bytes"], d["guard"]["copy_in_bytes"], d["copy"]["fallback_bytes"])' \
+    "$out/$1.stats.json")"
+}
+read -r faults_copy out_copy guard_copy fallback_copy < <(copy_replay sxm-copy "$out/sxm.plan.pb")
+time_copy=$(steady "$out/sxm-copy.log" model_time_ns)
+sim_copy=$("$tools/deepum-sim" "$out/sxm.pb" --device h100-sxm --gpu-memory "$cap" \
+  --durations profile --policy plan --plan "$out/sxm.plan.pb" --json | python3 -c \
+  'import json, sys; print(json.load(sys.stdin)["iteration_us"])')
+echo "copy path: steady faults a step $faults_copy, $out_copy bytes copied out ($fallback_copy evicted instead), guard copied back $guard_copy; iteration: stand-in $(awk -v t="$time_copy" 'BEGIN { print t / 1000 }') us, deepum-sim $sim_copy us"
+awk -v o="$out_copy" -v f="$faults_copy" 'BEGIN { exit !(o > 0 && f == 0) }' &&
+  check ok "copy path: blocks copied out ($out_copy bytes), 0 demand faults in the steady steps" ||
+  check FAIL "copy path: blocks copied out ($out_copy bytes), $faults_copy demand faults a steady step"
+cmp -s "$out/sxm-plain.bin" "$out/sxm-copy.bin" &&
+  check ok "copy path: parameters bit-identical to the run without deepum" ||
+  check FAIL "copy path: parameters bit-identical to the run without deepum"
+awk -v s="$sim_copy" -v t="$time_copy" 'BEGIN { d = s * 1000 - t; if (d < 0) d = -d; exit !(t > 0 && d <= 0.01 * t) }' &&
+  check ok "copy path: iteration time within 1% of deepum-sim's" ||
+  check FAIL "copy path: iteration time within 1% of deepum-sim's ($sim_copy us against $time_copy ns)"
+env "${sxm[@]}" DEEPUM_STANDIN_GPU_MEMORY=1GiB DEEPUM_TEST_DROP_UM_RECORDS=0.34 \
+  "$tools/deepum-profile" --injection-library "$inj" --mode access-set --skip 1 --iterations 1 \
+  -o "$out/sxm-sampled.pb" -- "$ts" train 3 "$out/sxm-sampled-profiled.bin" \
+  > "$out/sxm-sampled-profile.log" 2>&1 || { cat "$out/sxm-sampled-profile.log"; exit 1; }
+"$tools/deepum-plan" "$out/sxm-sampled.pb" -o "$out/sxm-sampled.plan.pb" --gpu-memory "$cap" \
+  --device-model h100-sxm --ignore-arguments > "$out/sxm-sampled-plan.log" 2>&1 ||
+  { cat "$out/sxm-sampled-plan.log"; exit 1; }
+read -r faults_g out_g guard_g fallback_g < <(copy_replay sxm-guard "$out/sxm-sampled.plan.pb")
+read -r faults_b out_b guard_b fallback_b < <(copy_replay sxm-bare "$out/sxm-sampled.plan.pb" \
+  DEEPUM_TEST_NO_LAUNCH_GUARD=1)
+echo "a third of the UM records dropped, planned from the faults alone: guard on: $out_g bytes copied out, $guard_g copied back by the guard, $faults_g faults a step; guard off: $out_b copied out, $faults_b faults a step"
+awk -v o="$out_g" -v g="$guard_g" 'BEGIN { exit !(o > 0 && g > 0) }' &&
+  cmp -s "$out/sxm-plain.bin" "$out/sxm-guard.bin" &&
+  check ok "copy path, a plan that misses tensors: the guard copies them back ($guard_g bytes), parameters bit-identical" ||
+  check FAIL "copy path, a plan that misses tensors: the guard copies them back ($guard_g bytes), parameters bit-identical"
+awk -v o="$out_b" 'BEGIN { exit !(o > 0) }' && ! cmp -s "$out/sxm-plain.bin" "$out/sxm-bare.bin" &&
+  check ok "copy path, a plan that misses tensors, guard off: kernels read discarded pages, parameters differ" ||
+  check FAIL "copy path, a plan that misses tensors, guard off: the parameters should differ (they do not, or nothing was copied out)"
 exit $fail

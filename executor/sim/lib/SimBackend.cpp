@@ -82,13 +82,8 @@ BackendStatus SimBackend::prefetchBatch(int, std::span<const MemRange> Ranges, i
   std::vector<deepum::sim::Engine::Range> Batch;
   Batch.reserve(Ranges.size());
   for (const MemRange &R : Ranges)
-    if (InPool.empty() || !InPool.count(R.Address / kBlockBytes))
-      Batch.push_back({R.Address, R.Bytes});
+    Batch.push_back({R.Address, R.Bytes});
   StreamClock &S = Streams[Stream];
-  if (Batch.empty() && !Ranges.empty()) { // the populate of a copy back: the copy charges it
-    Eng.hostCall(static_cast<unsigned>(Ranges.size()));
-    return BackendStatus::success();
-  }
   const bool ToHost = Location == kHostLocation;
   if (ToHost)
     Eng.evictBatchToHost(Batch, S.FloorNs);
@@ -105,25 +100,22 @@ BackendStatus SimBackend::allocatePinned(int, uint64_t Bytes, void **Out) {
   return BackendStatus::success();
 }
 
-BackendStatus SimBackend::copyAsync(int, void *Dst, const void *Src, uint64_t Bytes,
+BackendStatus SimBackend::copyAsync(int, void *Dst, const void *, uint64_t Bytes,
                                     StreamHandle Stream) {
+  // As the CUDA stand-in times it: an explicit copy on the copy engines
+  // after the work its stream issued before (the populate before a copy
+  // back; the program's kernels, for a copy on the program's stream); into
+  // managed memory, the pages' contents arrive with it.
   const bool ToDevice = reinterpret_cast<uint64_t>(Dst) < (uint64_t{1} << 46);
-  const uint64_t Managed = reinterpret_cast<uint64_t>(ToDevice ? Dst : Src);
-  // The program's stream (a copy the launch waits for): the engine's kernel
-  // waits for its pages' arrival.
   auto It = Streams.find(Stream);
-  Eng.copyManagedBatch(ToDevice, {{Managed, Bytes}}, It == Streams.end() ? 0 : It->second.FloorNs);
-  for (uint64_t B = Managed / kBlockBytes; B < (Managed + Bytes + kBlockBytes - 1) / kBlockBytes;
-       ++B)
-    if (ToDevice) {
-      InPool.erase(B);
-    } else { // the discard that follows keeps what the copy took
-      Pooled[B] = 1;
-      InPool[B] = 1;
-    }
+  const uint64_t After = It == Streams.end()
+                             ? Eng.computeEndNs()
+                             : std::max(It->second.EndNs, It->second.FloorNs);
+  const uint64_t End = Eng.explicitCopy(ToDevice, Bytes, After, /*FromManaged=*/!ToDevice);
+  if (ToDevice)
+    Eng.copiedInto(reinterpret_cast<uint64_t>(Dst), Bytes, End);
   if (It != Streams.end())
-    It->second.EndNs = std::max({It->second.EndNs, It->second.FloorNs, Eng.issueNs(),
-                                 Eng.copyEndNs(ToDevice)});
+    It->second.EndNs = std::max(It->second.EndNs, End);
   return BackendStatus::success();
 }
 
@@ -131,27 +123,11 @@ BackendStatus SimBackend::discardBatch(int, std::span<const MemRange> Ranges,
                                        StreamHandle Stream) {
   std::vector<deepum::sim::Engine::Range> Batch;
   Batch.reserve(Ranges.size());
-  // A copied-out block's contents are in the pool, not lost: the discard
-  // that follows its copy only unmaps what the copy took off the GPU.
-  bool AnyPooled = false;
   for (const MemRange &R : Ranges)
-    if (Pooled.empty())
-      Batch.push_back({R.Address, R.Bytes});
-    else
-      for (uint64_t A = R.Address, End = R.Address + R.Bytes; A < End;) {
-      const uint64_t Cut = std::min(End, (A / kBlockBytes + 1) * kBlockBytes);
-      if (Pooled.erase(A / kBlockBytes) != 0)
-        AnyPooled = true;
-      else if (!Batch.empty() && Batch.back().Address + Batch.back().Bytes == A)
-        Batch.back().Bytes += Cut - A;
-      else
-        Batch.push_back({A, Cut - A});
-      A = Cut;
-    }
+    Batch.push_back({R.Address, R.Bytes});
   StreamClock &S = Streams[Stream];
-  if (Batch.empty() && AnyPooled)
-    Eng.hostCall(static_cast<unsigned>(Ranges.size()));
-  Eng.discardBatch(Batch, S.FloorNs);
+  // After the work its stream issued before (a copy-out's copies).
+  Eng.discardBatch(Batch, std::max(S.FloorNs, S.EndNs));
   S.EndNs = std::max({S.EndNs, S.FloorNs, Eng.issueNs()});
   return BackendStatus::success();
 }

@@ -175,15 +175,6 @@ public:
   void prefetchBatchToDevice(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs = 0);
   void evictBatchToHost(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs = 0);
   void discardBatch(llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs = 0);
-  /// libdeepum's copy path: one cudaMemcpyAsync per range between managed
-  /// memory and a pinned pool. Out: the resident pages of the range leave
-  /// the GPU at the managed-to-host explicit-copy rate (the pinned copy holds
-  /// their contents; the discard that follows on the GPU frees nothing more).
-  /// In: the pages are populated on the GPU (the driver's populate of
-  /// discarded memory, PopulateBlockUs a block) and the copy brings their
-  /// contents at the host-to-device explicit-copy rate, room made as for a
-  /// prefetch. Both on the copy engines of explicit copies.
-  void copyManagedBatch(bool ToDevice, llvm::ArrayRef<Range> Ranges, uint64_t NotBeforeNs = 0);
   /// cudaMemAdvise: read-mostly (the host duplicate of unwritten pages is
   /// kept: never copied back, even with eviction_copies_clean) and
   /// preferred-location device (evicted only when nothing else is left);
@@ -274,6 +265,11 @@ public:
   uint64_t issueNs() const { return IssueNs; }
   /// End of the last kernel, ns.
   uint64_t computeEndNs() const { return ComputeEndNs; }
+  /// An explicit copy into GPU-resident managed pages of [Address, +Bytes)
+  /// ends at `EndNs`: their contents arrive then (a kernel using them waits
+  /// for it), and a populate of them is no longer pending (the copy, stream
+  /// ordered after it, wrote them).
+  void copiedInto(uint64_t Address, uint64_t Bytes, uint64_t EndNs);
   /// The next kernel starts no earlier than `Ns` (the end of an explicit
   /// copy its stream issued before it: the CUDA stand-in's stream order).
   void computeNotBefore(uint64_t Ns) { ComputeEndNs = std::max(ComputeEndNs, Ns); }
@@ -335,14 +331,10 @@ private:
   uint64_t makeRoom(uint64_t Pages, uint64_t AtNs, int64_t ProtectUpTo);
   /// Moves pages `Mask` of `Block` (none resident) to the GPU starting no
   /// earlier than `AtNs`; returns the arrival time.
-  /// `Populate` (a Copy into managed memory): the driver maps the discarded
-  /// pages first, on the copy's engine.
-  uint64_t fetch(uint32_t Block, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C,
-                 bool Populate = false);
+  uint64_t fetch(uint32_t Block, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C);
   /// `Copy`: by an explicit copy (copyOutPages) rather than UVM's eviction.
-  /// `FromManaged`: a copy reads managed memory (its own rate).
   void evict(uint32_t Block, uint32_t Mask, uint64_t AtNs, bool ByUser = false,
-             bool Copy = false, bool FromManaged = false);
+             bool Copy = false);
   /// Address of page `Page` of dense block `Block` (UmEvent::Address).
   uint64_t pageAddress(uint32_t Block, uint32_t Page) const;
   void logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t Block, uint32_t Mask, uint64_t Bytes,
@@ -394,7 +386,6 @@ private:
   uint64_t CapacityPages;
   double NsPerByte, NsPerByteDtoH;
   double NsPerByteCopyHtoD, NsPerByteCopyDtoH; // explicit copies
-  double NsPerByteCopyManagedDtoH;             // explicit copies out of managed memory
   /// UM block -> dense id. Blocks come from files (plans name any uint64):
   /// not a DenseMap, which reserves 2^64-1 and 2^64-2.
   std::unordered_map<uint64_t, uint32_t> Ids;

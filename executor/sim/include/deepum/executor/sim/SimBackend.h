@@ -58,10 +58,10 @@ public:
   BackendStatus discardBatch(int Device, std::span<const MemRange> Ranges,
                              StreamHandle Stream) override;
   BackendStatus advise(int Device, MemRange Range, MemAdvice Advice) override;
-  /// The copy path on the engine (Engine::copyManagedBatch): the pool is
-  /// address space of its own; a copy out of managed memory takes the pages
-  /// off the GPU, and the discard that follows it keeps their contents (they
-  /// are in the pool) while it charges its call.
+  /// The copy path on the engine, timed as the CUDA stand-in times it: the
+  /// pool is address space of its own; a copy is an explicit copy
+  /// (Engine::explicitCopy), the discard after a copy out and the populate
+  /// before a copy back are the engine's own.
   BackendStatus allocatePinned(int, uint64_t Bytes, void **Out) override;
   BackendStatus freePinned(int, void *) override { return BackendStatus::success(); }
   BackendStatus copyAsync(int Device, void *Dst, const void *Src, uint64_t Bytes,
@@ -85,12 +85,7 @@ private:
   LaunchObserver *Observer = nullptr;
   uint64_t NextAddress = uint64_t{1} << 40; // 2 MiB aligned, never 0
   uint64_t NextPinned = uint64_t{1} << 46;  // the pool's addresses, apart from managed ones
-  /// Managed blocks (address / 2 MiB) a copy took to the pool whose discard
-  /// has not come yet, and those whose contents are in the pool until a copy
-  /// brings them back (the populate before that copy is the copy's, charged
-  /// by the engine with it).
-  std::unordered_map<uint64_t, uint32_t> Pooled; // block -> pages
-  std::unordered_map<uint64_t, uint32_t> InPool;
+
   uintptr_t NextHandle = 1;
   /// Per stream the backend created: when the work issued on it ends, and
   /// the earliest its next command may start (the events it waits for).

@@ -317,6 +317,43 @@ int main(int Argc, char **Argv) {
       Plans.emplace_back(NP.Name + (S == planner::Strategy::Prefetch ? "-prefetch" : "-swap"),
                          std::move(R->Plan));
     }
+  // The copy path: the first prefetch plan with a COPY_OUT of its first
+  // arena block after the first launch, back by a COPY_IN before the last
+  // (the synthetic profiles fit their capacity: deepum-plan copies nothing).
+  for (size_t I = 0, N = Plans.size(); I < N; ++I) {
+    if (Plans[I].first.find("-prefetch") == std::string::npos ||
+        Plans[I].second.position_ids_size() < 3)
+      continue;
+    v1::Plan P = Plans[I].second;
+    const uint64_t Block = P.metadata().um_block_bytes();
+    std::vector<v1::Action> Acts(P.actions().begin(), P.actions().end());
+    for (auto [Kind, At] : {std::pair{v1::ACTION_KIND_COPY_OUT, 1},
+                            std::pair{v1::ACTION_KIND_COPY_IN, P.position_ids_size() - 1}}) {
+      v1::Action A;
+      A.set_kind(Kind);
+      A.set_position(static_cast<uint32_t>(At));
+      A.set_due_position(Kind == v1::ACTION_KIND_COPY_OUT ? 0 : static_cast<uint32_t>(At));
+      A.set_dirty(Kind == v1::ACTION_KIND_COPY_OUT);
+      v1::ArenaRange *R = A.add_ranges();
+      R->set_offset(0);
+      R->set_bytes(Block);
+      Acts.push_back(A);
+    }
+    std::stable_sort(Acts.begin(), Acts.end(), [](const v1::Action &X, const v1::Action &Y) {
+      return X.position() < Y.position();
+    });
+    P.clear_actions();
+    for (v1::Action &A : Acts)
+      *P.add_actions() = std::move(A);
+    P.mutable_metadata()->set_copy_pool_bytes(Block);
+    if (llvm::Error E = format::validatePlan(P)) {
+      llvm::errs() << "fuzz_corpus_generator: the copy-path seed: " << llvm::toString(std::move(E))
+                   << "\n";
+      return 1;
+    }
+    Plans.emplace_back("copy-path", std::move(P));
+    break;
+  }
   for (const auto &[Name, Plan] : Plans) {
     write("fuzz_plan_read", Name + ".plan.pb", binary(Plan));
     write("fuzz_plan_reader_diff", Name + ".plan.pb", binary(Plan));
@@ -371,6 +408,34 @@ int main(int Argc, char **Argv) {
     P = *Richest;
     P.add_position_ids(P.position_ids(0));
     write(Target, "extra-position.plan.pb", binary(P));
+    // The copy path's rules, broken one at a time: a slot past the pool, a
+    // copy of part of a block, a pool offset on another kind, a pool of part
+    // of a block.
+    for (const auto &[Name, Plan] : Plans) {
+      if (Name != "copy-path")
+        continue;
+      auto FirstOf = [](v1::Plan &Q, v1::ActionKind K) -> v1::Action * {
+        for (v1::Action &A : *Q.mutable_actions())
+          if (A.kind() == K)
+            return &A;
+        return nullptr;
+      };
+      P = Plan;
+      if (v1::Action *A = FirstOf(P, v1::ACTION_KIND_COPY_OUT))
+        A->set_pool_offset(P.metadata().copy_pool_bytes());
+      write(Target, "copy-slot-past-pool.plan.pb", binary(P));
+      P = Plan;
+      if (v1::Action *A = FirstOf(P, v1::ACTION_KIND_COPY_IN))
+        A->mutable_ranges(0)->set_bytes(A->ranges(0).bytes() - 4096);
+      write(Target, "copy-part-of-a-block.plan.pb", binary(P));
+      P = Plan;
+      if (v1::Action *A = FirstOf(P, v1::ACTION_KIND_COPY_IN))
+        A->set_pool_offset(format::kUmBlockBytes);
+      write(Target, "pool-offset-on-a-copy-in.plan.pb", binary(P));
+      P = Plan;
+      P.mutable_metadata()->set_copy_pool_bytes(P.metadata().copy_pool_bytes() + 4096);
+      write(Target, "copy-pool-part-of-a-block.plan.pb", binary(P));
+    }
     // A plan of the previous format: deepum-plan before lifetimes wrote no
     // live_begin, live_end, wrap_end or ticks (nor call indices), and its
     // per-iteration placements share bytes.

@@ -499,6 +499,31 @@ arguments() {
     "$name.replay-args.profile.pb.gz" "$name.args.plan.pb"
 }
 
+# The copy path against Unified Memory's path alone on model NAME, in one
+# call: the arguments profile of `arguments NAME` (which must have run in this
+# folder) planned at its budget with the copy path and without it
+# (--no-copy-path), each replayed (NAME.copy, NAME.uvm: step times, and the
+# stats JSON's copy and guard counts). docs/executor.md, "The copy path".
+copy_path() {
+  local name=$1 device budget v
+  local -a devfile extra
+  device=$(device_model)
+  device_file
+  if [[ ! -s $work/$name.args.profile.pb.gz || ! -s $work/$name.args.budget ]]; then
+    say "copy_path $name: no arguments profile here (run 'arguments $name' first)"
+    return 2
+  fi
+  budget=$(cat "$work/$name.args.budget")
+  for v in copy uvm; do
+    extra=()
+    [[ $v == uvm ]] && extra=(--no-copy-path)
+    step "$name.plan-$v" 120 "$g/bin/deepum-plan" "$work/$name.args.profile.pb.gz" \
+      --gpu-memory "$budget" --device "$device" "${devfile[@]}" "${extra[@]}" \
+      -o "$work/$name.$v.plan.pb" || return 1
+    replay_plan "$name" "$v" "$work/$name.$v.plan.pb" "$budget" "${DEEPUM_GPU_STEPS:-12}"
+  done
+}
+
 # Kernel time per step of model NAME by PyTorch's profiler (no Unified Memory
 # counters): what the natural profile's kernel durations are held against.
 kernel_times() {
@@ -527,8 +552,10 @@ replay_plan() {
 #   run.sh lease    call 1: the device, calibration, the bit-for-bit check,
 #                   ResNet-50's plans at 1.0x, 1.5x and 2.0x by the planner's
 #                   own footprint, each beside the same call's controls
-#   run.sh lease2   call 2: the alternatives at the same memory, the kernel
-#                   waiting for its prefetches, the --mode kernels probe, GPT-2
+#   run.sh lease2   call 2: the copy path against Unified Memory's alone on
+#                   ResNet-50 and GPT-2 medium, then the alternatives at the
+#                   same memory, the kernel waiting for its prefetches, the
+#                   --mode kernels probe, GPT-2
 # Each prints its time plan first (items in priority order with their
 # estimates; what will not fit is listed as skipped), then runs the items in
 # that order, skipping, with a line saying so, any whose estimate no longer
@@ -564,7 +591,7 @@ lease_items() {
     "25|replay_profile resnet50 r2.0" "25|replay_profile resnet50 demand2.0" \
     "10|lease_simulate resnet50" "60|arguments resnet50 access-set" ;;
   2) printf '%s\n' \
-    "90|arguments gpt2 natural" \
+    "40|copy_path resnet50" "90|arguments gpt2 natural" "50|copy_path gpt2" \
     "25|alternative resnet50 checkpoint r2.0" "30|alternative resnet50 save_on_cpu r2.0" \
     "30|alternative resnet50 offload r2.0" "25|lease_run resnet50 r2.0-waits" \
     "25|replay_profile_waits resnet50 r2.0" "30|kernels_probe resnet50" \
@@ -591,7 +618,6 @@ lease_plan() {
       plan_lines+=("skip|$e|$s")
     fi
   done < <(lease_items "$call")
-  echo "not in this lease: the eviction by copy (not in this bundle's libdeepum)"
 }
 
 # Runs call CALL's plan: each item that fits, unless the call's deadline no
@@ -840,8 +866,11 @@ dry_run_lease() {
   local root=$1 p1 p2 r want got
   p1=$(lease_plan 1) && p2=$(lease_plan 2) || return 1
   printf '%s\n%s\n' "$p1" "$p2"
+  # Call 2 compares the copy path with Unified Memory's alone on both models.
   grep -q '^call 1: 540 s' <<<"$p1" && ! grep -q 'skipped' <<<"$p1" &&
-    grep -q '^  model gpt2 .*skipped: does not fit' <<<"$p2" || {
+    grep -q '^  model gpt2 .*skipped: does not fit' <<<"$p2" &&
+    grep -Eq '^  copy_path resnet50 +[0-9]+ s +[0-9]+ s$' <<<"$p2" &&
+    grep -Eq '^  copy_path gpt2 +[0-9]+ s +[0-9]+ s$' <<<"$p2" || {
     echo "dry-run: the lease's time plan is not as it should be" >&2
     return 1
   }

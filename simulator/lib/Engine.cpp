@@ -494,6 +494,12 @@ uint64_t Engine::explicitCopy(bool ToDevice, uint64_t Bytes, uint64_t NotBeforeN
   const double NsPerB = 1e9 * std::max(1u, Device.CopyEnginesPerDirection) / std::max(Rate, 1.0);
   const uint64_t Start = std::max({*It, NotBeforeNs, IssueNs});
   *It = Start + static_cast<uint64_t>(std::llround(static_cast<double>(Bytes) * NsPerB));
+  (ToDevice ? Stats.BytesCopiedIn : Stats.BytesCopiedOut) += Bytes;
+  (ToDevice ? Stats.BytesHtoD : Stats.BytesDtoH) += Bytes;
+  if (Timeline)
+    Timeline->span(Pid, ToDevice ? TidHtoD : TidDtoH, ToDevice ? "copy in" : "copy out",
+                   ToDevice ? "htod" : "dtoh", Start, *It - Start,
+                   llvm::json::Object{{"bytes", static_cast<int64_t>(Bytes)}});
   return *It;
 }
 

@@ -501,6 +501,25 @@ void detail::evictInCalls(Backend &Back, DeviceState &D, MemRange R, bool Budget
   }
 }
 
+namespace {
+/// Discards `Pages` on `Stream` as one call marked with the blocks in
+/// D.Leaving; new owners of those bytes wait for `After`, recorded after it
+/// (`InFlight` counts it: see tryPlace). AllocMu and LaunchMu held.
+void discardMarked(Backend &Back, DeviceState &D, const std::vector<MemRange> &Pages,
+                   StreamHandle Stream, std::atomic<uint64_t> &InFlight, EventHandle &After) {
+  BackendStatus S = Back.discardBatch(D.Device, Pages, Stream);
+  markRelease(Back, D, Stream);
+  noteError(D, S);
+  if (S.ok()) {
+    bump(D.C.DiscardBatches);
+    bump(D.C.DiscardBytes, rangeBytes(Pages));
+  }
+  InFlight.fetch_add(1, std::memory_order_release);
+  if (ensureEvent(Back, D, After))
+    noteError(D, Back.recordEvent(D.Device, After, Stream));
+}
+} // namespace
+
 /// Launches a discard waits for its range to be freed before it becomes an
 /// eviction instead: PyTorch frees a tensor just after the launch of its last
 /// use returns, so a discard planned at that position usually finds the tensor
@@ -587,33 +606,14 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
     for (const CopyOutRange &R : Chosen)
       if (D.SlotOf[R.Arena.Address / BB])
         markGone(D, R.Arena);
-    BackendStatus S = Back.discardBatch(D.Device, Copied, D.CopyOutStream);
-    markRelease(Back, D, D.CopyOutStream);
-    noteError(D, S);
-    if (S.ok()) {
-      bump(D.C.DiscardBatches);
-      bump(D.C.DiscardBytes, rangeBytes(Copied));
-    }
-    D.CopyOutsInFlight.fetch_add(1, std::memory_order_release);
-    if (ensureEvent(Back, D, D.CopyOutEvent))
-      noteError(D, Back.recordEvent(D.Device, D.CopyOutEvent, D.CopyOutStream));
+    discardMarked(Back, D, Copied, D.CopyOutStream, D.CopyOutsInFlight, D.CopyOutEvent);
   }
   if (DiscardPages.empty())
     return;
   D.Leaving.clear();
   for (const MemRange &R : Discard)
     markGone(D, R);
-  BackendStatus S = Back.discardBatch(D.Device, DiscardPages, D.DiscardStream);
-  markRelease(Back, D, D.DiscardStream);
-  noteError(D, S);
-  if (S.ok()) {
-    bump(D.C.DiscardBatches);
-    bump(D.C.DiscardBytes, rangeBytes(DiscardPages));
-  }
-  // New owners of these ranges wait for this event (see tryPlace).
-  D.DiscardsInFlight.fetch_add(1, std::memory_order_release);
-  if (ensureEvent(Back, D, D.DiscardEvent))
-    noteError(D, Back.recordEvent(D.Device, D.DiscardEvent, D.DiscardStream));
+  discardMarked(Back, D, DiscardPages, D.DiscardStream, D.DiscardsInFlight, D.DiscardEvent);
 }
 
 /// Evictions and discards of one list (ReleaseBefore or AfterLaunch of a position).

@@ -42,25 +42,26 @@ BackendStatus FakeBackend::record(FakeCall C) {
   return BackendStatus::success();
 }
 
+uintptr_t FakeBackend::obtain(uint64_t Bytes) {
+  // 2 MiB aligned, as managed allocations are.
+  constexpr uint64_t Align = uint64_t{2} << 20;
+  const uint64_t Rounded = (Bytes + Align - 1) / Align * Align;
+  if (Opts.RealMemory)
+    return reinterpret_cast<uintptr_t>(std::aligned_alloc(Align, Rounded));
+  const uintptr_t Addr = NextAddress;
+  NextAddress += Rounded;
+  return Addr;
+}
+
 BackendStatus FakeBackend::allocateManaged(int Device, uint64_t Bytes, void **Out) {
   *Out = nullptr;
   {
     std::lock_guard<std::mutex> Lock(Mu);
     if (shouldFail(FakeCallKind::AllocateManaged) || ManagedBytes.load() + Bytes > ManagedLimit)
       return BackendStatus::failure(2, "cudaMallocManaged", "out of memory");
-    uintptr_t Addr;
-    if (Opts.RealMemory) {
-      // 2 MiB aligned, as managed allocations are.
-      constexpr uint64_t Align = uint64_t{2} << 20;
-      void *P = std::aligned_alloc(Align, (Bytes + Align - 1) / Align * Align);
-      if (!P)
-        return BackendStatus::failure(2, "cudaMallocManaged", "out of host memory");
-      Addr = reinterpret_cast<uintptr_t>(P);
-    } else {
-      Addr = NextAddress;
-      // Keep fake segments 2 MiB aligned like real managed allocations.
-      NextAddress += (Bytes + (uint64_t{2} << 20) - 1) / (uint64_t{2} << 20) * (uint64_t{2} << 20);
-    }
+    const uintptr_t Addr = obtain(Bytes);
+    if (!Addr)
+      return BackendStatus::failure(2, "cudaMallocManaged", "out of host memory");
     Allocations[Addr] = Bytes;
     ManagedBytes += Bytes;
     *Out = reinterpret_cast<void *>(Addr);
@@ -178,16 +179,9 @@ BackendStatus FakeBackend::allocatePinned(int Device, uint64_t Bytes, void **Out
     std::lock_guard<std::mutex> Lock(Mu);
     if (shouldFail(FakeCallKind::AllocatePinned) || PinnedBytes + Bytes > PinnedLimit)
       return BackendStatus::failure(2, "cudaHostAlloc", "out of memory");
-    uintptr_t Addr;
-    if (Opts.RealMemory) {
-      void *P = std::aligned_alloc(4096, (Bytes + 4095) / 4096 * 4096);
-      if (!P)
-        return BackendStatus::failure(2, "cudaHostAlloc", "out of host memory");
-      Addr = reinterpret_cast<uintptr_t>(P);
-    } else {
-      Addr = NextAddress;
-      NextAddress += (Bytes + (uint64_t{2} << 20) - 1) / (uint64_t{2} << 20) * (uint64_t{2} << 20);
-    }
+    const uintptr_t Addr = obtain(Bytes);
+    if (!Addr)
+      return BackendStatus::failure(2, "cudaHostAlloc", "out of host memory");
     Pinned[Addr] = Bytes;
     PinnedBytes += Bytes;
     *Out = reinterpret_cast<void *>(Addr);

@@ -118,6 +118,9 @@ public:
 
 private:
   BackendStatus record(FakeCall C);
+  /// Memory for an allocation of `Bytes`: real (RealMemory) or a fake
+  /// address, 2 MiB aligned; 0 when the host has none. Mu held.
+  uintptr_t obtain(uint64_t Bytes);
   bool shouldFail(FakeCallKind Kind);
 
   FakeBackendOptions Opts;

@@ -24,7 +24,6 @@
 
 #include <algorithm>
 #include <mutex>
-#include <unistd.h>
 
 namespace deepum::executor {
 
@@ -32,11 +31,6 @@ using namespace detail;
 using base::formatBytes;
 
 namespace {
-uint64_t physicalMemoryBytes() {
-  const long Pages = sysconf(_SC_PHYS_PAGES), Page = sysconf(_SC_PAGESIZE);
-  return Pages > 0 && Page > 0 ? static_cast<uint64_t>(Pages) * static_cast<uint64_t>(Page) : 0;
-}
-
 /// Runs of adjacent blocks of `Blocks` whose slots are adjacent too
 /// (`Slot(K)`: pool offset of Blocks[K]): one copy each, Run(first, end).
 template <typename SlotFn, typename RunFn>
@@ -81,11 +75,6 @@ bool detail::setUpCopyPath(Backend &Back, DeviceState &D, bool ReportsArguments)
   if (!ReportsArguments)
     return Refuse(std::string("the ") + Back.name() +
                   " backend cannot show every launch's arguments to the launch-time guard");
-  const uint64_t Physical = physicalMemoryBytes();
-  if (Physical && P.CopyPoolBytes > Physical / 2)
-    return Refuse("the plan's " + formatBytes(P.CopyPoolBytes) +
-                  " copy pool is more than half of this machine's " + formatBytes(Physical) +
-                  " of memory");
   void *Pool = nullptr;
   BackendStatus S = Back.allocatePinned(D.Device, P.CopyPoolBytes, &Pool);
   if (!S.ok() || !Pool)

@@ -1249,20 +1249,23 @@ Schedule schedulePrefetch(const Trace &T, const CostModel &M, uint64_t GpuMemory
 uint64_t assignCopySlots(const Trace &T, std::vector<Action> &Actions) {
   const uint64_t BB = T.BlockBytes;
   // Each block copied out holds a slot from its COPY_OUT's position until
-  // the next action on it (the copy back, a prefetch, a discard) issues,
-  // cyclically: [Out, In) on the ring of positions.
+  // the next action that brings it back or drops it (a copy back, a
+  // prefetch, a discard) issues, cyclically: [Out, In) on the ring of
+  // positions. An eviction or advice of it does not end the hold.
   struct Hold {
     uint32_t Out, In; // In <= Out: wraps past the iteration's end
     uint64_t Block;
     uint64_t Slot = 0;
   };
-  std::vector<std::vector<uint32_t>> ActionsOf(T.Blocks); // positions of each block's actions
+  std::vector<std::vector<uint32_t>> ActionsOf(T.Blocks); // where each block comes back or dies
   std::vector<Hold> Holds;
   for (const Action &A : Actions)
     for (const ArenaRange &R : A.ranges())
       for (uint64_t B = R.offset() / BB; B < (R.offset() + R.bytes() + BB - 1) / BB && B < T.Blocks;
            ++B) {
-        ActionsOf[B].push_back(A.position());
+        if (A.kind() == ACTION_KIND_PREFETCH || A.kind() == ACTION_KIND_COPY_IN ||
+            A.kind() == ACTION_KIND_DISCARD)
+          ActionsOf[B].push_back(A.position());
         if (A.kind() == ACTION_KIND_COPY_OUT)
           Holds.push_back({A.position(), A.position(), B});
       }
@@ -1272,7 +1275,9 @@ uint64_t assignCopySlots(const Trace &T, std::vector<Action> &Actions) {
     std::vector<uint32_t> &Ps = ActionsOf[H.Block];
     std::sort(Ps.begin(), Ps.end());
     auto It = std::upper_bound(Ps.begin(), Ps.end(), H.Out);
-    H.In = It != Ps.end() ? *It : Ps.front(); // the first after, else the next iteration's first
+    // The first after, else the next iteration's first (none: it holds its
+    // slot for good).
+    H.In = It != Ps.end() ? *It : Ps.empty() ? H.Out : Ps.front();
   }
   // Holds within the iteration share slots (interval partitioning, earliest
   // free slot first); those that wrap keep a slot of their own, so that every
@@ -1301,9 +1306,14 @@ uint64_t assignCopySlots(const Trace &T, std::vector<Action> &Actions) {
   const Hold *Prev = nullptr;
   for (Hold &H : Holds) {
     const uint64_t Next = Prev ? Prev->Slot + 1 : 0;
+    // A hold that wraps also holds its slot from the iteration's start: only
+    // a slot nobody has held yet will do.
+    const bool Wraps = H.In <= H.Out;
     if (Prev && Prev->Out == H.Out && Prev->Block + 1 == H.Block &&
-        (Next == SlotEnd.size() || SlotEnd[Next] < H.Out)) {
+        (Next == SlotEnd.size() || (!Wraps && SlotEnd[Next] < H.Out))) {
       H.Slot = Take(Next, H);
+    } else if (Wraps) {
+      H.Slot = Take(SlotEnd.size(), H);
     } else {
       while (!FreeAt.empty() && SlotEnd[FreeAt.top().second] != FreeAt.top().first)
         FreeAt.pop(); // taken again since

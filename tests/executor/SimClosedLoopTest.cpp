@@ -434,9 +434,15 @@ TEST(SimClosedLoopTest, ExecutorMatchesThePlannersPrediction) {
       ASSERT_TRUE(static_cast<bool>(Planned)) << llvm::toString(Planned.takeError());
       double Predicted = Planned->Plan.metadata().predicted_iteration_us();
       ASSERT_GT(Predicted, 0);
-      auto Replayed = sim::replayPlan(*Profile, Planned->Plan, O);
+      deepum_stats_t Stats{};
+      auto Replayed = sim::replayPlan(*Profile, Planned->Plan, O, &Stats);
       ASSERT_TRUE(static_cast<bool>(Replayed)) << llvm::toString(Replayed.takeError());
       const bool Copies = Planned->Plan.metadata().copy_pool_bytes() > 0;
+      // Every copy-out the plan asks for finds its slot free: the planner's
+      // slots hold at run time (a slot it handed out twice at once would
+      // send blocks through Unified Memory instead).
+      EXPECT_EQ(Stats.copy_fallback_bytes, 0u);
+      EXPECT_EQ(Stats.copy_out_bytes > 0, Copies);
       EXPECT_NEAR(Replayed->IterationUs, Predicted, (Copies ? 0.10 : 0.01) * Predicted);
       EXPECT_EQ(Copies, CopyPath && Planned->Stats.CopyOuts > 0);
       EXPECT_EQ(Replayed->Faults, 0);

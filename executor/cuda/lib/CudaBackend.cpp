@@ -56,6 +56,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <unistd.h>
+
 namespace deepum::executor::cuda {
 
 using cupti::CuptiHandlerId;
@@ -748,7 +750,18 @@ public:
                  "cudaMemDiscardBatchAsync");
   }
 
+  /// Refused without a call where it would take more than half of the
+  /// machine's memory: pinned pages cannot be swapped, and the training
+  /// process needs the rest.
   BackendStatus allocatePinned(int Device, uint64_t Bytes, void **Out) override {
+    *Out = nullptr;
+    const long Pages = sysconf(_SC_PHYS_PAGES), Page = sysconf(_SC_PAGESIZE);
+    const uint64_t Physical =
+        Pages > 0 && Page > 0 ? static_cast<uint64_t>(Pages) * static_cast<uint64_t>(Page) : 0;
+    if (Physical && Bytes > Physical / 2)
+      return BackendStatus::failure(
+          static_cast<int>(cudaErrorMemoryAllocation), "cudaHostAlloc",
+          "more than half of this machine's " + std::to_string(Physical >> 20) + " MiB of memory");
     DeviceGuard G(Device);
     return check(cudaHostAlloc(Out, Bytes, cudaHostAllocPortable), "cudaHostAlloc");
   }

@@ -87,7 +87,7 @@ text += [
     "policy beats (each direction at its fastest legal path); *best baseline*: the fastest of "
     "um, deepum, swap-layer, swap-opt and offload, each charged its own mechanism "
     "(docs/simulator.md); *lead*: best baseline / plan; *out*: GiB copied out to the pinned pool "
-    "per run of the simulation; *pool*: the plan's pinned pool.",
+    "per iteration; *pool*: the plan's pinned pool.",
     "",
     "| device | model | ideal | bound | plan | UVM only | plan / bound | best baseline | lead | out GiB | pool |",
     "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",

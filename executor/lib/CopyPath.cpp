@@ -100,13 +100,21 @@ bool detail::setUpCopyPath(Backend &Back, DeviceState &D, bool ReportsArguments)
   return true;
 }
 
-void detail::dropSlot(DeviceState &D, uint32_t B) {
-  if (B >= D.SlotOf.size() || !D.SlotOf[B])
-    return;
-  D.SlotOwner[(D.SlotOf[B] - 1) / D.blockBytes()] = 0;
+namespace {
+/// Block `B` leaves the pool (copied back, or its contents dead): its slot is
+/// free again. Returns the slot's index in pool blocks.
+uint64_t releaseSlot(DeviceState &D, uint32_t B) {
+  const uint64_t SlotBlock = (D.SlotOf[B] - 1) / D.blockBytes();
+  D.SlotOwner[SlotBlock] = 0;
   D.SlotOf[B] = 0;
   D.PooledBlocks.fetch_sub(1);
-  bump(D.C.SlotsDropped);
+  return SlotBlock;
+}
+} // namespace
+
+void detail::dropSlot(DeviceState &D, uint32_t B) {
+  if (B < D.SlotOf.size() && D.SlotOf[B])
+    releaseSlot(D, B);
 }
 
 void detail::dropFreedSlots(DeviceState &D) {
@@ -270,12 +278,8 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
           return; // the slot keeps the contents; the next restore tries again
         for (size_t K = I; K < J; ++K) {
           const uint32_t B = Blocks[K];
-          const uint64_t SlotBlock = (D.SlotOf[B] - 1) / BB;
-          D.SlotOwner[SlotBlock] = 0;
-          D.SlotReadBy[SlotBlock] = Seq;
-          D.SlotOf[B] = 0;
+          D.SlotReadBy[releaseSlot(D, B)] = Seq;
           D.CopiedInWith[B] = Seq;
-          D.PooledBlocks.fetch_sub(1);
           if (!D.Resident[B]) {
             D.Resident[B] = 1;
             D.ResidentBlocks.fetch_add(1);

@@ -74,7 +74,7 @@ struct Counters {
       EvictBytes{0}, DiscardBatches{0}, DiscardBytes{0}, DiscardsKeptLive{0}, Advises{0},
       AdviseBytes{0}, BudgetEvictions{0}, BackendErrors{0}, Launches{0}, GuardRestores{0},
       GuardRestoreBytes{0}, GuardWaits{0}, CopyOutBytes{0}, CopyInBytes{0}, CopyFallbackBytes{0},
-      GuardCopyInBytes{0}, BlindLaunches{0}, SlotsDropped{0}, RestoreAllBytes{0};
+      GuardCopyInBytes{0}, BlindLaunches{0}, RestoreAllBytes{0};
 };
 
 /// A byte range of the arena and who owns it. Freed ranges stay (until

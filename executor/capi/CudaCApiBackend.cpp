@@ -38,6 +38,12 @@ public:
     return Inner->streamWaitEvent(D, S, E);
   }
   EventState queryEvent(int D, EventHandle E) override { return Inner->queryEvent(D, E); }
+  BackendStatus createTimedEvent(int D, EventHandle *Out) override {
+    return Inner->createTimedEvent(D, Out);
+  }
+  bool elapsedNs(int D, EventHandle Start, EventHandle End, uint64_t &Ns) override {
+    return Inner->elapsedNs(D, Start, End, Ns);
+  }
   BackendStatus prefetchBatch(int D, std::span<const MemRange> R, int Location,
                               StreamHandle S) override {
     return Inner->prefetchBatch(D, R, Location, S);

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <utility>
 
 namespace deepum::executor {
 
@@ -32,6 +33,14 @@ void detail::noteError(Executor::DeviceState &D, const BackendStatus &S) {
                   "device %d: %s failed: %s (counted in backend_errors; deepum carries on, further "
                   "failures are not logged)",
                   D.Device, S.Call, S.Message.c_str());
+}
+
+EventHandle detail::takeSpareEvent(DeviceState &D) {
+  if (D.SpareEvents.empty())
+    return 0;
+  const EventHandle E = D.SpareEvents.back();
+  D.SpareEvents.pop_back();
+  return E;
 }
 
 bool detail::ensureEvent(Backend &Back, Executor::DeviceState &D, EventHandle &E) {
@@ -163,11 +172,7 @@ void detail::markRelease(Backend &Back, DeviceState &D, StreamHandle Stream) {
   const uint64_t Blocks = D.Leaving.size();
   if (!Blocks)
     return;
-  EventHandle E = 0;
-  if (!D.SpareEvents.empty()) {
-    E = D.SpareEvents.back();
-    D.SpareEvents.pop_back();
-  }
+  EventHandle E = takeSpareEvent(D);
   if (ensureEvent(Back, D, E)) {
     BackendStatus S = Back.recordEvent(D.Device, E, Stream);
     noteError(D, S);
@@ -212,7 +217,8 @@ void detail::waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied) {
 namespace {
 void stampBlocks(Executor::DeviceState &D, uint64_t Off, uint64_t Bytes, uint64_t &Incoming) {
   const uint64_t BB = D.blockBytes();
-  for (uint64_t B = Off / BB; B < (Off + Bytes + BB - 1) / BB && B < D.Resident.size(); ++B) {
+  const uint64_t Last = std::min<uint64_t>((Off + Bytes + BB - 1) / BB, D.Resident.size());
+  for (uint64_t B = Off / BB; B < Last; ++B) {
     if (D.NeededStamp[B] == D.Stamp)
       continue;
     D.NeededStamp[B] = D.Stamp;
@@ -536,6 +542,8 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
                          const std::vector<MemRange> &DiscardIn,
                          const std::vector<CopyOutRange> &CopyOut) {
   const uint64_t Now = D.C.Launches.load(std::memory_order_relaxed);
+  // Read before the split: a free after this is seen by the next look.
+  const uint64_t Frees = D.C.Frees.load(std::memory_order_acquire);
   dropFreedSlots(D); // before AllocMu: it takes it
   std::vector<MemRange> Discard;      // free parts, arena offsets
   std::vector<MemRange> DiscardPages; // their whole pages, addresses
@@ -573,6 +581,10 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
     Split(Def.Range, Def.Deadline);
   for (const MemRange &R : DiscardIn)
     Split(R, Now + kDiscardDeferralLaunches);
+  D.DeferredFreesSeen = Frees;
+  D.DeferredDue = ~uint64_t{0};
+  for (const auto &Def : D.Deferred)
+    D.DeferredDue = std::min(D.DeferredDue, Def.Deadline);
   for (const MemRange &R : Discard)
     if (MemRange Pages = pagesInside(D, R); Pages.Bytes)
       DiscardPages.push_back(Pages);
@@ -636,6 +648,76 @@ void detail::issueReleases(Backend &Back, DeviceState &D, const std::vector<Plan
 }
 
 
+void detail::collectGuardTimings(Backend &Back, DeviceState &D) {
+  while (!D.GuardTimings.empty()) {
+    const DeviceState::GuardTiming T = D.GuardTimings.front();
+    if (Back.queryEvent(D.Device, T.End) == EventState::Pending)
+      return;
+    uint64_t Ns = 0;
+    if (Back.elapsedNs(D.Device, T.Start, T.End, Ns))
+      bump(D.C.GuardWaitNs, Ns);
+    D.SpareTimedEvents.push_back(T.Start);
+    D.SpareTimedEvents.push_back(T.End);
+    D.GuardTimings.pop_front();
+  }
+}
+
+namespace {
+/// At most this many guard waits are timed at once; later ones go untimed
+/// until the GPU catches up (the wait time is then a lower bound).
+constexpr size_t kMaxGuardTimings = 64;
+
+/// Times what a launch's stream waits for between its construction and its
+/// end (the guard's restores, copy-ins and waits on releases): an event
+/// before and one after, on the launch's stream, read later. Only launches
+/// the guard gives work pay for the two records.
+class GuardTimer {
+public:
+  GuardTimer(Backend &B, DeviceState &Dev, StreamHandle S, bool Works)
+      : Back(B), D(Dev), Launch(S) {
+    collectGuardTimings(Back, D);
+    if (!Works || D.GuardTimings.size() >= kMaxGuardTimings || !take(T.Start) || !take(T.End))
+      return;
+    if (!Back.recordEvent(D.Device, T.Start, Launch).ok())
+      giveBack();
+  }
+  ~GuardTimer() {
+    if (!T.End)
+      return;
+    if (Back.recordEvent(D.Device, T.End, Launch).ok())
+      D.GuardTimings.push_back(T);
+    else
+      giveBack();
+  }
+  GuardTimer(const GuardTimer &) = delete;
+  GuardTimer &operator=(const GuardTimer &) = delete;
+
+private:
+  bool take(EventHandle &E) {
+    if (!D.SpareTimedEvents.empty()) {
+      E = D.SpareTimedEvents.back();
+      D.SpareTimedEvents.pop_back();
+      return true;
+    }
+    if (Back.createTimedEvent(D.Device, &E).ok() && E)
+      return true;
+    E = 0;
+    giveBack();
+    return false;
+  }
+  void giveBack() {
+    for (EventHandle *E : {&T.Start, &T.End})
+      if (*E)
+        D.SpareTimedEvents.push_back(std::exchange(*E, 0));
+  }
+
+  Backend &Back;
+  DeviceState &D;
+  StreamHandle Launch;
+  DeviceState::GuardTiming T{0, 0};
+};
+} // namespace
+
 void detail::guardLaunch(Backend &Back, Executor::DeviceState &D, StreamHandle Launch,
                          std::span<const uint64_t> Words) {
   // ArenaBase and ArenaBytes are set before the plan is on: no lock for a
@@ -667,8 +749,8 @@ void detail::guardLaunch(Backend &Back, Executor::DeviceState &D, StreamHandle L
         continue;
       // The whole allocation the word points into: a kernel may index
       // anywhere in a tensor it is handed.
-      for (uint64_t B = It->first / BB; B < (It->second.End + BB - 1) / BB && B < D.Resident.size();
-           ++B) {
+      const uint64_t Last = std::min<uint64_t>((It->second.End + BB - 1) / BB, D.Resident.size());
+      for (uint64_t B = It->first / BB; B < Last; ++B) {
         if (CopyPath) {
           Named.push_back(static_cast<uint32_t>(B));
           if (D.SlotOf[B]) { // only in the pool: never run the kernel before it is back
@@ -691,10 +773,11 @@ void detail::guardLaunch(Backend &Back, Executor::DeviceState &D, StreamHandle L
   }
   if (Incoming)
     enforceBudget(Back, D, Incoming);
+  // Timed only where the guard brings something back: a wait for the plan's
+  // own copy-ins in flight is the plan's, not the guard's.
+  GuardTimer Timer(Back, D, Launch, !Copy.empty() || !Need.empty());
   if (!Copy.empty()) {
-    const uint64_t Bytes = Copy.size() * BB;
-    copyIn(Back, D, Copy, Launch);
-    bump(D.C.GuardCopyInBytes, Bytes);
+    bump(D.C.GuardCopyInBytes, copyIn(Back, D, Copy, Launch));
     bump(D.C.GuardRestores);
   }
   if (CopyPath && !D.CopyInsPending.empty())

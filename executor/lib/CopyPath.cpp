@@ -288,11 +288,7 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
         Brought += Bytes;
       });
   bump(D.C.CopyInBytes, Brought);
-  EventHandle E = 0;
-  if (!D.SpareEvents.empty()) {
-    E = D.SpareEvents.back();
-    D.SpareEvents.pop_back();
-  }
+  EventHandle E = takeSpareEvent(D);
   if (ensureEvent(Back, D, E) && !Back.recordEvent(D.Device, E, Stream).ok())
     E = 0; // untracked: waited for by nothing (the error is counted)
   D.CopyInsPending.push_back({E, Seq});
@@ -306,7 +302,7 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
   const uint64_t Now = D.ResidentBlocks.load();
   if (Now > D.PeakResidentBlocks.load(std::memory_order_relaxed))
     D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);
-  return Seq;
+  return Brought;
 }
 
 void detail::restoreAllPooled(Backend &Back, DeviceState &D, StreamHandle Stream, bool Launch) {
@@ -320,10 +316,8 @@ void detail::restoreAllPooled(Backend &Back, DeviceState &D, StreamHandle Stream
   for (uint32_t B = 0; B < D.SlotOf.size(); ++B)
     if (D.SlotOf[B])
       All.push_back(B);
-  const uint64_t Bytes = All.size() * D.blockBytes();
   enforceBudget(Back, D, All.size());
-  copyIn(Back, D, All, Stream);
-  bump(Launch ? D.C.GuardCopyInBytes : D.C.RestoreAllBytes, Bytes);
+  bump(Launch ? D.C.GuardCopyInBytes : D.C.RestoreAllBytes, copyIn(Back, D, All, Stream));
 }
 
 } // namespace deepum::executor

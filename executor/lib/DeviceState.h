@@ -74,7 +74,7 @@ struct Counters {
       EvictBytes{0}, DiscardBatches{0}, DiscardBytes{0}, DiscardsKeptLive{0}, Advises{0},
       AdviseBytes{0}, BudgetEvictions{0}, BackendErrors{0}, Launches{0}, GuardRestores{0},
       GuardRestoreBytes{0}, GuardWaits{0}, CopyOutBytes{0}, CopyInBytes{0}, CopyFallbackBytes{0},
-      GuardCopyInBytes{0}, BlindLaunches{0}, RestoreAllBytes{0};
+      GuardCopyInBytes{0}, BlindLaunches{0}, RestoreAllBytes{0}, GuardWaitNs{0};
 };
 
 /// A byte range of the arena and who owns it. Freed ranges stay (until
@@ -167,10 +167,27 @@ struct Executor::DeviceState {
   std::vector<uint64_t> LeftWith;
   std::vector<uint32_t> Leaving;        // scratch: blocks of the release being marked
   std::vector<EventHandle> SpareEvents; // marks' events, free for reuse
+  /// The guard's waits being timed (Actions.cpp, GuardTimer): events
+  /// recorded on a launch's stream before and after what the launch waits
+  /// for, read once complete into C.GuardWaitNs.
+  struct GuardTiming {
+    EventHandle Start, End;
+  };
+  std::deque<GuardTiming> GuardTimings;
+  std::vector<EventHandle> SpareTimedEvents;
   std::vector<StreamClock> ComputeClocks;
   std::vector<uint8_t> Resident;
   std::vector<uint64_t> NeededStamp;
   uint64_t Stamp = 0;
+  /// Per arena block, the position of its next use (past the plan's length:
+  /// the next iteration; ~0: never used), as found by the budget's last scan
+  /// in epoch NextUseEpoch[B] (Budget.cpp). Within an epoch the position
+  /// only moves forward, so an entry stays right until the position reaches it.
+  std::vector<uint64_t> NextUseAt;
+  std::vector<uint32_t> NextUseEpoch;
+  uint32_t UseEpoch = 1;
+  uint32_t LastScanPosition = 0;
+  std::vector<std::pair<uint64_t, uint32_t>> Victims; // scratch of the budget's scan
   std::atomic<uint64_t> ResidentBlocks{0};
   std::atomic<uint64_t> PeakResidentBlocks{0}; // written under LaunchMu
   uint64_t Budget = 0;
@@ -184,6 +201,11 @@ struct Executor::DeviceState {
     uint64_t Deadline; // launch count after which it becomes an eviction
   };
   std::vector<DeferredDiscard> Deferred; // written under LaunchMu and AllocMu
+  /// When Deferred needs a look again (launchEnd): a free since the frees
+  /// counted at the last look (C.Frees), or the launch count reaching the
+  /// first deadline. Until then every range in it is still live.
+  uint64_t DeferredFreesSeen = 0;
+  uint64_t DeferredDue = ~uint64_t{0};
   std::vector<MemRange> Ranges;          // scratch
   std::vector<uint32_t> Blocks;          // scratch
   /// One prefetch range of a position (issueBefore's scratch).
@@ -266,6 +288,8 @@ StreamClock &clockFor(std::vector<StreamClock> &Clocks, StreamHandle S);
 // Actions.cpp
 /// Counts a failed backend call and logs the first.
 void noteError(DeviceState &D, const BackendStatus &S);
+/// A recorded-before event free for reuse (0: none; ensureEvent makes one).
+EventHandle takeSpareEvent(DeviceState &D);
 /// Creates event `E` when it is 0 (a failure counted, `E` left 0); whether
 /// there is one.
 bool ensureEvent(Backend &Back, DeviceState &D, EventHandle &E);
@@ -325,6 +349,8 @@ void issueReleases(Backend &Back, DeviceState &D, const std::vector<PlanAction> 
 /// faulting. LaunchMu held; takes AllocMu.
 void guardLaunch(Backend &Back, DeviceState &D, StreamHandle Launch,
                  std::span<const uint64_t> Words);
+/// Adds the guard's completed timed waits to C.GuardWaitNs. LaunchMu held.
+void collectGuardTimings(Backend &Back, DeviceState &D);
 
 // CopyPath.cpp
 /// Sets up the copy path for a plan with a pool (LaunchMu and AllocMu held,
@@ -354,7 +380,8 @@ std::vector<MemRange> issueCopyOuts(Backend &Back, DeviceState &D,
 /// after the releases of them still pending; they become resident in the
 /// model (the caller made the room). On the prefetch or late stream, new
 /// owners of arena bytes wait for it (CopyInEvent, CopyInLateEvent). Returns
-/// the mark. LaunchMu held.
+/// the bytes copied back (a failed copy leaves its blocks in the pool).
+/// LaunchMu held.
 uint64_t copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Blocks, StreamHandle Stream);
 /// Makes `Stream` wait for the copy-ins that brought back any of `Blocks`
 /// and are not known complete. LaunchMu held.

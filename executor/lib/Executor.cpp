@@ -304,6 +304,10 @@ bool Executor::setPlanLocked(DeviceState &D, CompiledPlan CP, uint64_t Budget) {
   D.CallAlign = {};
   D.Resident = std::move(Resident);
   D.NeededStamp = std::move(NeededStamp);
+  D.NextUseAt.assign(D.Resident.size(), 0);
+  D.NextUseEpoch.assign(D.Resident.size(), 0);
+  D.UseEpoch = 1;
+  D.LastScanPosition = 0;
   D.LeftWith.assign(D.Resident.size(), 0);
   D.Budget = Budget;
   D.Plan = std::move(Plan);

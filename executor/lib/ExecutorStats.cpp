@@ -59,6 +59,8 @@ bool Executor::stats(int Device, deepum_stats_t &Out) const {
   Out.plan_active = D->PlanOn.load() ? 1 : 0;
   Out.launch_tracking = Tracking ? 1 : 0;
   std::lock_guard<std::mutex> Lock(D->LaunchMu);
+  collectGuardTimings(Back, *D);
+  Out.guard_wait_ns = C.GuardWaitNs.load();
   Out.budget_bytes = D->Budget;
   if (D->Cursor) {
     const CursorStats &CS = D->Cursor->stats();
@@ -226,6 +228,7 @@ void deviceJson(std::string &O, int Device, const DeviceReport &R) {
   jsonField(O, "bytes", S.guard_restore_bytes);
   jsonField(O, "waits", S.guard_waits);
   jsonField(O, "copy_in_bytes", S.guard_copy_in_bytes);
+  jsonField(O, "wait_ns", S.guard_wait_ns);
   jsonField(O, "blind_launches", S.blind_launches);
   O += '}';
   jsonKey(O, "copy");

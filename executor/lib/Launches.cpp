@@ -132,7 +132,9 @@ void Executor::launchEnd(int Device, StreamHandle Stream) {
   // The launch is enqueued now: releases issued from here on wait for it (the
   // ones before it were ordered after what had been enqueued then).
   clockFor(D->ComputeClocks, Stream).Dirty = true;
-  if (!D->Deferred.empty())
+  if (!D->Deferred.empty() &&
+      (D->C.Frees.load(std::memory_order_acquire) != D->DeferredFreesSeen ||
+       D->C.Launches.load(std::memory_order_relaxed) >= D->DeferredDue))
     issueRanges(Back, *D, {}, {});
   if (D->Pending.empty())
     return;

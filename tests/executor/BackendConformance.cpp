@@ -79,6 +79,35 @@ TEST_P(BackendConformance, EventsRecordedOnAStreamComplete) {
   EXPECT_TRUE(backend().destroyEvent(0, E).ok());
 }
 
+// The launch-time guard's wait time (guard.wait_ns) is read this way.
+TEST_P(BackendConformance, TimedEventsMeasureTheWorkBetweenThem) {
+  void *P = nullptr;
+  ASSERT_TRUE(backend().allocateManaged(0, 64 * kMiB, &P).ok());
+  StreamHandle S = 0;
+  ASSERT_TRUE(backend().createStream(0, &S).ok());
+  EventHandle Start = 0, End = 0;
+  ASSERT_TRUE(backend().createTimedEvent(0, &Start).ok());
+  ASSERT_TRUE(backend().createTimedEvent(0, &End).ok());
+  ASSERT_TRUE(backend().recordEvent(0, Start, S).ok());
+  const MemRange R{reinterpret_cast<uintptr_t>(P), 64 * kMiB};
+  BackendStatus St = backend().prefetchBatch(0, {&R, 1}, 0, S);
+  EXPECT_TRUE(St.ok()) << describe(St);
+  ASSERT_TRUE(backend().recordEvent(0, End, S).ok());
+  Target->synchronize();
+  uint64_t Ns = 0;
+  if (!Target->timesEvents()) {
+    EXPECT_FALSE(backend().elapsedNs(0, Start, End, Ns));
+  } else {
+    ASSERT_TRUE(backend().elapsedNs(0, Start, End, Ns));
+    // 64 MiB over any link there is takes more than 100 us.
+    EXPECT_GT(Ns, 100'000u);
+    EXPECT_LT(Ns, 1'000'000'000u);
+  }
+  EXPECT_TRUE(backend().destroyEvent(0, Start).ok());
+  EXPECT_TRUE(backend().destroyEvent(0, End).ok());
+  EXPECT_TRUE(backend().freeManaged(0, P).ok());
+}
+
 TEST_P(BackendConformance, MigrationsAndAdviceAreAcceptedAndMoveTheRange) {
   void *P = nullptr;
   ASSERT_TRUE(backend().allocateManaged(0, 4 * kMiB, &P).ok());

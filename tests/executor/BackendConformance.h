@@ -45,6 +45,9 @@ public:
   virtual bool tracksLaunches() { return true; }
   /// Waits for everything issued on device 0.
   virtual void synchronize() {}
+  /// Whether the backend times events (Backend::elapsedNs); one that cannot
+  /// must say so (false), never answer 0.
+  virtual bool timesEvents() { return false; }
 
   enum class Where { Device, Host, Unknown };
   /// Where the backend last moved [Ptr, Ptr + Bytes): Unknown where it cannot

@@ -41,6 +41,7 @@ public:
   Backend &backend() override { return *B; }
   bool tracksLaunches() override { return false; }
   void synchronize() override { EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess); }
+  bool timesEvents() override { return true; }
   Where location(uintptr_t Ptr, uint64_t Bytes) override {
     auto *volatile Query = &cudaMemRangeGetAttribute;
     if (!Query)

@@ -11,6 +11,7 @@
 #include "deepum/sim/Engine.h"
 #include "deepum/sim/Simulator.h"
 
+#include <algorithm>
 #include <optional>
 
 using namespace deepum::executor;
@@ -39,6 +40,11 @@ public:
     if (llvm::Error E = Sim->launch(Id, {}, 10'000))
       ADD_FAILURE() << "the engine refused a launch: " << llvm::toString(std::move(E));
   }
+  void synchronize() override {
+    Eng->hostWaitUntil(
+        std::max({Eng->computeEndNs(), Eng->copyEndNs(true), Eng->copyEndNs(false)}));
+  }
+  bool timesEvents() override { return true; }
   Where location(uintptr_t Ptr, uint64_t Bytes) override {
     bool All = true, None = true;
     for (uint64_t B = Ptr / kUmBlockBytes; B < (Ptr + Bytes + kUmBlockBytes - 1) / kUmBlockBytes;

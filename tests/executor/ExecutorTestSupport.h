@@ -138,6 +138,13 @@ public:
   executor::EventState queryEvent(int D, executor::EventHandle E) override {
     return Inner.queryEvent(D, E);
   }
+  executor::BackendStatus createTimedEvent(int D, executor::EventHandle *O) override {
+    return Inner.createTimedEvent(D, O);
+  }
+  bool elapsedNs(int D, executor::EventHandle Start, executor::EventHandle End,
+                 uint64_t &Ns) override {
+    return Inner.elapsedNs(D, Start, End, Ns);
+  }
   executor::BackendStatus prefetchBatch(int D, std::span<const executor::MemRange> R, int L,
                                         executor::StreamHandle S) override {
     return Inner.prefetchBatch(D, R, L, S);

@@ -306,7 +306,7 @@ TEST(StatsTest, JsonFieldsArePinnedPerSchemaVersion) {
         "prefetch.calls", "prefetch.bytes", "evict", "evict.calls", "evict.bytes", "discard",
         "discard.calls", "discard.bytes", "advise", "advise.calls", "advise.bytes",
         "discards_kept_live_bytes", "budget_eviction_bytes", "backend_errors", "guard",
-        "guard.restores", "guard.bytes", "guard.waits", "guard.copy_in_bytes",
+        "guard.restores", "guard.bytes", "guard.waits", "guard.copy_in_bytes", "guard.wait_ns",
         "guard.blind_launches", "copy", "copy.pool_bytes", "copy.out_bytes", "copy.in_bytes",
         "copy.fallback_bytes", "copy.pooled_bytes", "copy.peak_pooled_bytes",
         "copy.restore_all_bytes", "budget_bytes",

@@ -238,26 +238,27 @@ for source in both faults; do
     { cat "$out/sampled-$source-plan.log"; exit 1; }
   grep '^access sets' "$out/sampled-$source-plan.log"
 done
-replay() { # replay NAME PLAN [VAR=VALUE...]: the steady faults a step, and the guard's restores
+replay() { # replay NAME PLAN [VAR=VALUE...]: the steady faults a step, the guard's restores and wait (ns)
   env DEEPUM_STANDIN_GPU_MEMORY="$cap" DEEPUM_TRAIN_LIBDEEPUM="$libdeepum" DEEPUM_PLAN="$2" \
     DEEPUM_GPU_MEMORY="$cap" DEEPUM_STATS="$out/$1.stats.json" "${@:3}" "$ts" train $steps \
     "$out/$1.bin" > "$out/$1.log" 2>&1 || { cat "$out/$1.log"; exit 1; }
   echo "$(steady "$out/$1.log" faults) $(python3 -c 'import json, sys
-print(json.load(open(sys.argv[1]))["devices"][0]["guard"]["restores"])' "$out/$1.stats.json")"
+g = json.load(open(sys.argv[1]))["devices"][0]["guard"]
+print(g["restores"], g["wait_ns"])' "$out/$1.stats.json")"
 }
-read -r faults_both restores_both < <(replay sampled-both "$out/sampled-both.plan.pb")
-read -r faults_guard restores_guard < <(replay sampled-guard "$out/sampled-faults.plan.pb")
-read -r faults_bare restores_bare < <(replay sampled-bare "$out/sampled-faults.plan.pb" \
+read -r faults_both restores_both wait_both < <(replay sampled-both "$out/sampled-both.plan.pb")
+read -r faults_guard restores_guard wait_guard < <(replay sampled-guard "$out/sampled-faults.plan.pb")
+read -r faults_bare restores_bare wait_bare < <(replay sampled-bare "$out/sampled-faults.plan.pb" \
   DEEPUM_TEST_NO_LAUNCH_GUARD=1)
 dropped=$(grep -o '[0-9]* fault(s)' "$out/sampled-profile.log" | head -1 | sed 's/ .*//')
 named_only=$(sed -n 's/.*named and recorded, \(.*\) named only.*/\1/p' "$out/sampled-both-plan.log")
-echo "half the UM records dropped ($dropped faults kept; the arguments added $named_only): steady faults a step and guard restores: plan from arguments and faults $faults_both / $restores_both; from the faults alone $faults_guard / $restores_guard, without the guard $faults_bare / $restores_bare"
-awk -v d="$faults_both" -v r="$restores_both" 'BEGIN { exit !(d == 0 && r == 0) }' &&
+echo "half the UM records dropped ($dropped faults kept; the arguments added $named_only): steady faults a step and guard restores: plan from arguments and faults $faults_both / $restores_both; from the faults alone $faults_guard / $restores_guard (the launches waited $wait_guard ns for them), without the guard $faults_bare / $restores_bare"
+awk -v d="$faults_both" -v r="$restores_both" -v w="$wait_both" 'BEGIN { exit !(d == 0 && r == 0 && w == 0) }' &&
   check ok "half the fault records dropped: the plan from arguments and faults replays with 0 demand faults, the guard idle" ||
-  check FAIL "half the fault records dropped: the plan from arguments and faults replays with 0 demand faults, the guard idle ($faults_both a step, $restores_both restores)"
-awk -v d="$faults_guard" -v r="$restores_guard" 'BEGIN { exit !(d == 0 && r > 0) }' &&
-  check ok "a plan that misses tensors: the launch-time guard restores them ($restores_guard restores), 0 demand faults" ||
-  check FAIL "a plan that misses tensors: the launch-time guard restores them ($restores_guard restores, $faults_guard faults a step)"
+  check FAIL "half the fault records dropped: the plan from arguments and faults replays with 0 demand faults, the guard idle ($faults_both a step, $restores_both restores, $wait_both ns waited)"
+awk -v d="$faults_guard" -v r="$restores_guard" -v w="$wait_guard" 'BEGIN { exit !(d == 0 && r > 0 && w > 0) }' &&
+  check ok "a plan that misses tensors: the launch-time guard restores them ($restores_guard restores, the launches waited $wait_guard ns), 0 demand faults" ||
+  check FAIL "a plan that misses tensors: the launch-time guard restores them ($restores_guard restores, $wait_guard ns waited, $faults_guard faults a step)"
 awk -v d="$faults_bare" 'BEGIN { exit !(d > 0) }' &&
   check ok "a plan that misses tensors, guard off: the replay faults ($faults_bare a step)" ||
   check FAIL "a plan that misses tensors, guard off: the replay faults ($faults_bare a step)"
@@ -294,15 +295,15 @@ copy_replay() { # copy_replay NAME PLAN [VAR=VALUE...]: steady faults, bytes cop
     "$ts" train $steps "$out/$1.bin" > "$out/$1.log" 2>&1 || { cat "$out/$1.log"; exit 1; }
   echo "$(steady "$out/$1.log" faults) $(python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))["devices"][0]
-print(d["copy"]["out_bytes"], d["guard"]["copy_in_bytes"], d["copy"]["fallback_bytes"])' \
+print(d["copy"]["out_bytes"], d["guard"]["copy_in_bytes"], d["copy"]["fallback_bytes"], d["guard"]["wait_ns"])' \
     "$out/$1.stats.json")"
 }
-read -r faults_copy out_copy guard_copy fallback_copy < <(copy_replay sxm-copy "$out/sxm.plan.pb")
+read -r faults_copy out_copy guard_copy fallback_copy wait_copy < <(copy_replay sxm-copy "$out/sxm.plan.pb")
 time_copy=$(steady "$out/sxm-copy.log" model_time_ns)
 sim_copy=$("$tools/deepum-sim" "$out/sxm.pb" --device h100-sxm --gpu-memory "$cap" \
   --durations profile --policy plan --plan "$out/sxm.plan.pb" --json | python3 -c \
   'import json, sys; print(json.load(sys.stdin)["iteration_us"])')
-echo "copy path: steady faults a step $faults_copy, $out_copy bytes copied out ($fallback_copy evicted instead), guard copied back $guard_copy; iteration: stand-in $(awk -v t="$time_copy" 'BEGIN { print t / 1000 }') us, deepum-sim $sim_copy us"
+echo "copy path: steady faults a step $faults_copy, $out_copy bytes copied out ($fallback_copy evicted instead), guard copied back $guard_copy (waited $wait_copy ns); iteration: stand-in $(awk -v t="$time_copy" 'BEGIN { print t / 1000 }') us, deepum-sim $sim_copy us"
 awk -v o="$out_copy" -v f="$faults_copy" 'BEGIN { exit !(o > 0 && f == 0) }' &&
   check ok "copy path: blocks copied out ($out_copy bytes), 0 demand faults in the steady steps" ||
   check FAIL "copy path: blocks copied out ($out_copy bytes), $faults_copy demand faults a steady step"
@@ -319,14 +320,14 @@ env "${sxm[@]}" DEEPUM_STANDIN_GPU_MEMORY=1GiB DEEPUM_TEST_DROP_UM_RECORDS=0.34 
 "$tools/deepum-plan" "$out/sxm-sampled.pb" -o "$out/sxm-sampled.plan.pb" --gpu-memory "$cap" \
   --device-model h100-sxm --ignore-arguments > "$out/sxm-sampled-plan.log" 2>&1 ||
   { cat "$out/sxm-sampled-plan.log"; exit 1; }
-read -r faults_g out_g guard_g fallback_g < <(copy_replay sxm-guard "$out/sxm-sampled.plan.pb")
-read -r faults_b out_b guard_b fallback_b < <(copy_replay sxm-bare "$out/sxm-sampled.plan.pb" \
+read -r faults_g out_g guard_g fallback_g wait_g < <(copy_replay sxm-guard "$out/sxm-sampled.plan.pb")
+read -r faults_b out_b guard_b fallback_b wait_b < <(copy_replay sxm-bare "$out/sxm-sampled.plan.pb" \
   DEEPUM_TEST_NO_LAUNCH_GUARD=1)
-echo "a third of the UM records dropped, planned from the faults alone: guard on: $out_g bytes copied out, $guard_g copied back by the guard, $faults_g faults a step; guard off: $out_b copied out, $faults_b faults a step"
-awk -v o="$out_g" -v g="$guard_g" 'BEGIN { exit !(o > 0 && g > 0) }' &&
+echo "a third of the UM records dropped, planned from the faults alone: guard on: $out_g bytes copied out, $guard_g copied back by the guard (the launches waited $wait_g ns for them), $faults_g faults a step; guard off: $out_b copied out, $faults_b faults a step"
+awk -v o="$out_g" -v g="$guard_g" -v w="$wait_g" 'BEGIN { exit !(o > 0 && g > 0 && w > 0) }' &&
   cmp -s "$out/sxm-plain.bin" "$out/sxm-guard.bin" &&
-  check ok "copy path, a plan that misses tensors: the guard copies them back ($guard_g bytes), parameters bit-identical" ||
-  check FAIL "copy path, a plan that misses tensors: the guard copies them back ($guard_g bytes), parameters bit-identical"
+  check ok "copy path, a plan that misses tensors: the guard copies them back ($guard_g bytes, $wait_g ns waited), parameters bit-identical" ||
+  check FAIL "copy path, a plan that misses tensors: the guard copies them back ($guard_g bytes, $wait_g ns waited), parameters bit-identical"
 awk -v o="$out_b" 'BEGIN { exit !(o > 0) }' && ! cmp -s "$out/sxm-plain.bin" "$out/sxm-bare.bin" &&
   check ok "copy path, a plan that misses tensors, guard off: kernels read discarded pages, parameters differ" ||
   check FAIL "copy path, a plan that misses tensors, guard off: the parameters should differ (they do not, or nothing was copied out)"

@@ -671,6 +671,26 @@ public:
     return St;
   }
 
+  BackendStatus createTimedEvent(int Device, EventHandle *Out) override {
+    DeviceGuard G(Device);
+    cudaEvent_t E = nullptr;
+    BackendStatus St = check(cudaEventCreateWithFlags(&E, cudaEventDefault), "cudaEventCreateWithFlags");
+    *Out = reinterpret_cast<EventHandle>(E);
+    return St;
+  }
+
+  bool elapsedNs(int, EventHandle Start, EventHandle End, uint64_t &Ns) override {
+    ErrorScope Errors;
+    float Ms = 0;
+    if (cudaEventElapsedTime(&Ms, reinterpret_cast<cudaEvent_t>(Start),
+                             reinterpret_cast<cudaEvent_t>(End)) != cudaSuccess) {
+      clearOwnError();
+      return false;
+    }
+    Ns = static_cast<uint64_t>(std::max(0.0f, Ms) * 1e6f);
+    return true;
+  }
+
   BackendStatus destroyEvent(int, EventHandle Event) override {
     ErrorScope Errors;
     return check(cudaEventDestroy(reinterpret_cast<cudaEvent_t>(Event)), "cudaEventDestroy");

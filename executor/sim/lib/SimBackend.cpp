@@ -63,6 +63,14 @@ EventState SimBackend::queryEvent(int, EventHandle Event) {
                                                             : EventState::Pending;
 }
 
+bool SimBackend::elapsedNs(int, EventHandle Start, EventHandle End, uint64_t &Ns) {
+  auto S = EventNs.find(Start), E = EventNs.find(End);
+  if (S == EventNs.end() || E == EventNs.end() || E->second > Eng.issueNs())
+    return false;
+  Ns = E->second > S->second ? E->second - S->second : 0;
+  return true;
+}
+
 BackendStatus SimBackend::streamWaitEvent(int, StreamHandle Stream, EventHandle Event) {
   auto S = Streams.find(Stream);
   auto E = EventNs.find(Event);

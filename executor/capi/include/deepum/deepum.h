@@ -80,6 +80,10 @@ typedef struct deepum_stats {
   uint64_t peak_pooled_bytes;
   uint64_t blind_launches;
   uint64_t copy_restore_all_bytes;
+  /* GPU time the guard's launches spent waiting for what it brought back
+   * (their streams' time from before the restore to after it; measured
+   * where the backend can time events, else 0), ns. */
+  uint64_t guard_wait_ns;
 } deepum_stats_t;
 
 /* Starts deepum explicitly: `plan_path` applies to every device (NULL = no

@@ -124,6 +124,18 @@ public:
   /// `Stream` waits (on the GPU, not the CPU) until `Event` has completed.
   virtual BackendStatus streamWaitEvent(int Device, StreamHandle Stream, EventHandle Event) = 0;
   virtual EventState queryEvent(int Device, EventHandle Event) = 0;
+  /// An event that can time the work between two records on one stream
+  /// (the events above may not: timing makes a record dearer). Backends
+  /// that cannot time hand out a plain event.
+  virtual BackendStatus createTimedEvent(int Device, EventHandle *Out) {
+    return createEvent(Device, Out);
+  }
+  /// GPU time between two completed timed events, ns: false while either is
+  /// pending, or when the backend cannot time them.
+  virtual bool elapsedNs(int Device, EventHandle Start, EventHandle End, uint64_t &Ns) {
+    (void)Device, (void)Start, (void)End, (void)Ns;
+    return false;
+  }
 
   /// cudaMemPrefetchBatchAsync of `Ranges` to `Location` (device or host).
   virtual BackendStatus prefetchBatch(int Device, std::span<const MemRange> Ranges, int Location,

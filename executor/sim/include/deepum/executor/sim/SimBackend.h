@@ -53,6 +53,7 @@ public:
   BackendStatus recordEvent(int, EventHandle Event, StreamHandle Stream) override;
   BackendStatus streamWaitEvent(int, StreamHandle Stream, EventHandle Event) override;
   EventState queryEvent(int, EventHandle Event) override;
+  bool elapsedNs(int, EventHandle Start, EventHandle End, uint64_t &Ns) override;
   BackendStatus prefetchBatch(int Device, std::span<const MemRange> Ranges, int Location,
                               StreamHandle Stream) override;
   BackendStatus discardBatch(int Device, std::span<const MemRange> Ranges,

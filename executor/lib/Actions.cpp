@@ -35,11 +35,11 @@ void detail::noteError(Executor::DeviceState &D, const BackendStatus &S) {
                   D.Device, S.Call, S.Message.c_str());
 }
 
-EventHandle detail::takeSpareEvent(DeviceState &D) {
-  if (D.SpareEvents.empty())
+EventHandle detail::takeSpareEvent(std::vector<EventHandle> &Spares) {
+  if (Spares.empty())
     return 0;
-  const EventHandle E = D.SpareEvents.back();
-  D.SpareEvents.pop_back();
+  const EventHandle E = Spares.back();
+  Spares.pop_back();
   return E;
 }
 
@@ -172,7 +172,7 @@ void detail::markRelease(Backend &Back, DeviceState &D, StreamHandle Stream) {
   const uint64_t Blocks = D.Leaving.size();
   if (!Blocks)
     return;
-  EventHandle E = takeSpareEvent(D);
+  EventHandle E = takeSpareEvent(D.SpareEvents);
   if (ensureEvent(Back, D, E)) {
     BackendStatus S = Back.recordEvent(D.Device, E, Stream);
     noteError(D, S);
@@ -694,11 +694,8 @@ public:
 
 private:
   bool take(EventHandle &E) {
-    if (!D.SpareTimedEvents.empty()) {
-      E = D.SpareTimedEvents.back();
-      D.SpareTimedEvents.pop_back();
+    if ((E = takeSpareEvent(D.SpareTimedEvents)))
       return true;
-    }
     if (Back.createTimedEvent(D.Device, &E).ok() && E)
       return true;
     E = 0;

@@ -288,7 +288,7 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
         Brought += Bytes;
       });
   bump(D.C.CopyInBytes, Brought);
-  EventHandle E = takeSpareEvent(D);
+  EventHandle E = takeSpareEvent(D.SpareEvents);
   if (ensureEvent(Back, D, E) && !Back.recordEvent(D.Device, E, Stream).ok())
     E = 0; // untracked: waited for by nothing (the error is counted)
   D.CopyInsPending.push_back({E, Seq});

@@ -288,8 +288,9 @@ StreamClock &clockFor(std::vector<StreamClock> &Clocks, StreamHandle S);
 // Actions.cpp
 /// Counts a failed backend call and logs the first.
 void noteError(DeviceState &D, const BackendStatus &S);
-/// A recorded-before event free for reuse (0: none; ensureEvent makes one).
-EventHandle takeSpareEvent(DeviceState &D);
+/// An event of `Spares` (SpareEvents, SpareTimedEvents) free for reuse, taken
+/// out of it (0: none; the caller makes one).
+EventHandle takeSpareEvent(std::vector<EventHandle> &Spares);
 /// Creates event `E` when it is 0 (a failure counted, `E` left 0); whether
 /// there is one.
 bool ensureEvent(Backend &Back, DeviceState &D, EventHandle &E);

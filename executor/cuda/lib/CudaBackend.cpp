@@ -663,20 +663,11 @@ public:
   }
 
   BackendStatus createEvent(int Device, EventHandle *Out) override {
-    DeviceGuard G(Device);
-    cudaEvent_t E = nullptr;
-    BackendStatus St =
-        check(cudaEventCreateWithFlags(&E, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    *Out = reinterpret_cast<EventHandle>(E);
-    return St;
+    return createEventWithFlags(Device, cudaEventDisableTiming, Out);
   }
 
   BackendStatus createTimedEvent(int Device, EventHandle *Out) override {
-    DeviceGuard G(Device);
-    cudaEvent_t E = nullptr;
-    BackendStatus St = check(cudaEventCreateWithFlags(&E, cudaEventDefault), "cudaEventCreateWithFlags");
-    *Out = reinterpret_cast<EventHandle>(E);
-    return St;
+    return createEventWithFlags(Device, cudaEventDefault, Out);
   }
 
   bool elapsedNs(int, EventHandle Start, EventHandle End, uint64_t &Ns) override {
@@ -874,6 +865,15 @@ public:
   void stopLaunchTracking() override {
     Tracker &T = tracker();
     T.Observer.store(nullptr, std::memory_order_release);
+  }
+
+private:
+  static BackendStatus createEventWithFlags(int Device, unsigned Flags, EventHandle *Out) {
+    DeviceGuard G(Device);
+    cudaEvent_t E = nullptr;
+    BackendStatus St = check(cudaEventCreateWithFlags(&E, Flags), "cudaEventCreateWithFlags");
+    *Out = reinterpret_cast<EventHandle>(E);
+    return St;
   }
 };
 

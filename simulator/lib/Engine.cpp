@@ -211,7 +211,7 @@ void Engine::logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t B, uint32_t Ma
   Events->push_back(E);
 }
 
-void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser, bool Copy) {
+void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, UmEvent::Cause Why, bool Copy) {
   uint32_t Out = Mask & Resident[B];
   if (!Out)
     return;
@@ -242,9 +242,7 @@ void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser, bool C
       Stats.BytesCopiedOut += Bytes;
     // A copy is no migration: CUPTI's Unified Memory counters do not see it.
     if (Events && !Copy)
-      logEvent(UmEvent::Kind::MigrationDtoH,
-               ByUser ? UmEvent::Cause::User : UmEvent::Cause::Eviction, B, Dirty, Bytes, Start,
-               Done);
+      logEvent(UmEvent::Kind::MigrationDtoH, Why, B, Dirty, Bytes, Start, Done);
     if (Timeline)
       Timeline->span(Pid, TidDtoH, Copy ? "copy out" : "evict", "dtoh", Start, Done - Start,
                      llvm::json::Object{{"block", static_cast<int64_t>(B)},
@@ -252,6 +250,7 @@ void Engine::evict(uint32_t B, uint32_t Mask, uint64_t AtNs, bool ByUser, bool C
   }
   HostValid[B] |= Out & Valid[B];
   Resident[B] &= ~Out;
+  residencyChanged(B);
   ResidentPages -= pages(Out);
   PendingFree.push({Done, pages(Out)});
   PendingPages += pages(Out);
@@ -422,6 +421,7 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
     lrmRemove(B);
   lrmPushBack(B); // most recently migrated
   Resident[B] |= Mask;
+  residencyChanged(B);
   ResidentPages += pages(Mask);
   ArrivalNs[B] = std::max(ArrivalNs[B], Done);
   for (uint32_t M = Mask; M; M &= M - 1)
@@ -504,7 +504,7 @@ uint64_t Engine::explicitCopy(bool ToDevice, uint64_t Bytes, uint64_t NotBeforeN
 }
 
 void Engine::copyOutPages(uint32_t B, uint32_t Mask) {
-  evict(B, Mask, userNs(), /*ByUser=*/true, /*Copy=*/true);
+  evict(B, Mask, userNs(), UmEvent::Cause::User, /*Copy=*/true);
 }
 
 void Engine::copyInPages(uint32_t B, uint32_t Mask) {
@@ -536,7 +536,41 @@ uint64_t Engine::preEvictTo(uint64_t FreeBytes) {
   return Evicted * PageBytes;
 }
 
-void Engine::evictPages(uint32_t B, uint32_t Mask) { evict(B, Mask, userNs(), /*ByUser=*/true); }
+void Engine::evictPages(uint32_t B, uint32_t Mask) {
+  evict(B, Mask, userNs(), UmEvent::Cause::User);
+}
+
+uint32_t Engine::hostDuplicateMask(uint32_t B) const {
+  return (Flags[B] & FlReadMostly) ? Resident[B] & HostValid[B] : 0;
+}
+
+bool Engine::hostFault(uint64_t Address, bool Write) {
+  auto It = Ids.find(Address / (PageBytes * PagesPerBlock));
+  if (It == Ids.end())
+    return false;
+  const uint32_t B = It->second;
+  const uint32_t Mask = uint32_t{1} << ((Address / PageBytes) % PagesPerBlock);
+  if (!(Resident[B] & Mask))
+    return false;
+  const bool Duplicate = hostDuplicateMask(B) & Mask;
+  if (Duplicate && !Write)
+    return true;
+  ++Stats.HostFaults;
+  // Work runs in issue order here: the touch comes after the last kernel
+  // using the page and after the page arrived; the driver's service follows.
+  const uint64_t AtNs = std::max({userNs(), BusyUntilNs[B], ArrivalNs[B]}) +
+                        static_cast<uint64_t>(std::llround(Device.FaultBatchLatencyUs * 1e3));
+  uint64_t DoneNs = AtNs;
+  if (Duplicate) {
+    // The host's copy is current: the GPU's is invalidated, nothing moves.
+    dropPages(B, Mask);
+  } else {
+    evict(B, Mask, AtNs, UmEvent::Cause::Demand);
+    DoneNs = std::max(DoneNs, HostReadyNs[B]);
+  }
+  hostWaitUntil(DoneNs);
+  return true;
+}
 
 uint32_t Engine::dropPages(uint32_t B, uint32_t Mask) {
   uint32_t Dropped = Mask & Resident[B];
@@ -547,6 +581,7 @@ uint32_t Engine::dropPages(uint32_t B, uint32_t Mask) {
   if (CheckInvariants && Ready < BusyUntilNs[B])
     ++Stats.InvariantViolations;
   Resident[B] &= ~Dropped;
+  residencyChanged(B);
   ResidentPages -= pages(Dropped);
   PendingFree.push({Ready, pages(Dropped)});
   PendingPages += pages(Dropped);
@@ -791,6 +826,8 @@ void Engine::runKernel(llvm::ArrayRef<BlockUse> Uses, uint64_t StartNs, uint64_t
       ++Stats.InvariantViolations;
     BusyUntilNs[B] = std::max(BusyUntilNs[B], EndNs);
     if (writes(U.Mode)) {
+      if (HostValid[B] & U.PageMask & Resident[B])
+        residencyChanged(B); // a duplicate the host could read is gone
       HostValid[B] &= ~U.PageMask;
       Valid[B] |= U.PageMask;
     }
@@ -965,9 +1002,11 @@ void Engine::advise(deepum::v1::Advice A, uint64_t Address, uint64_t Bytes) {
     switch (A) {
     case deepum::v1::ADVICE_SET_READ_MOSTLY:
       Flags[B] |= FlReadMostly;
+      residencyChanged(B);
       break;
     case deepum::v1::ADVICE_UNSET_READ_MOSTLY:
       Flags[B] &= static_cast<uint8_t>(~FlReadMostly);
+      residencyChanged(B);
       break;
     case deepum::v1::ADVICE_SET_PREFERRED_LOCATION_DEVICE:
       Flags[B] |= FlPreferDevice;

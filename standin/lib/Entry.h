@@ -39,7 +39,7 @@ CUgraphNode_st &addNode(CUgraph_st &G, cudaGraphNodeType T);
 #define ENTER()                                                                                    \
   deepum::standin::initializeInjection();                                                          \
   deepum::standin::Model &M = deepum::standin::Model::get();                                       \
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);                                                \
+  deepum::standin::ModelLock Lock(M);                                                            \
   if (M.Sticky != cudaSuccess)                                                                     \
     return deepum::standin::ret(M.Sticky);                                                         \
   if (!M.ConfigError.empty())                                                                      \

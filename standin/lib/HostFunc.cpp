@@ -15,6 +15,7 @@
 #include <algorithm>
 
 using deepum::standin::addNode;
+using deepum::standin::HostCodeScope;
 using deepum::standin::Model;
 using deepum::standin::refuseInCapture;
 using deepum::standin::ret;
@@ -44,6 +45,7 @@ cudaError_t launchHostFunc(cudaStream_t Stream, cudaHostFn_t Fn, void *User) {
     }
     runsNow(M, *S);
   }
+  HostCodeScope Host(Model::get());
   Fn(User);
   return cudaSuccess;
 }
@@ -64,6 +66,7 @@ cudaError_t addCallback(cudaStream_t Stream, cudaStreamCallback_t Fn, void *User
   }
   // A device error would have ended the call above (it is sticky), so the
   // work before the callback succeeded.
+  HostCodeScope Host(Model::get());
   Fn(Stream, cudaSuccess, User);
   return cudaSuccess;
 }

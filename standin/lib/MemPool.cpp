@@ -36,7 +36,6 @@ using Piece = CUmemPoolHandle_st::FreePiece;
 
 namespace {
 
-constexpr uint64_t kBlockBytes = uint64_t{2} << 20;
 constexpr uint64_t kGranule = 256; // cudaMalloc's alignment guarantee
 
 uint64_t roundUp(uint64_t V, uint64_t To) { return (V + To - 1) / To * To; }

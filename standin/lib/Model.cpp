@@ -13,8 +13,6 @@ namespace deepum::standin {
 
 namespace {
 
-constexpr uint64_t kBlockBytes = uint64_t{2} << 20;
-constexpr uint64_t kPageBytes = deepum::sim::Engine::PageBytes;
 // Kernel records kept for the counters' readers (the later CUPTI layer);
 // beyond this, launches are still counted but not recorded.
 constexpr size_t kMaxRecords = size_t{1} << 20;
@@ -95,6 +93,8 @@ Model::Model() {
   if (!ConfigError.empty())
     std::fprintf(stderr, "deepum stand-in: %s\n", ConfigError.c_str());
   Eng = std::make_unique<deepum::sim::Engine>(Dev, CapacityBytes);
+  if (const char *C = std::getenv("DEEPUM_STANDIN_HOST_FAULTS"); !C || std::strcmp(C, "0") != 0)
+    startHostFaults();
 
   const Identity *Id = nullptr;
   for (const Identity &I : kIdentities)
@@ -489,7 +489,7 @@ int deepum_standin_register_twin(const void *HostFun, const char *Name, deepum_s
   if (!Fn || (!HostFun && (!Name || !*Name)) || (ParamCount && !ParamSizes))
     return cudaErrorInvalidValue;
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   deepum::standin::Twin T;
   T.Fn = Fn;
   T.User = User;
@@ -542,7 +542,7 @@ int deepum_standin_get_stats(deepum_standin_stats *Out, size_t OutSize) {
   if (!Out || OutSize == 0)
     return cudaErrorInvalidValue;
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   const deepum::sim::EngineStats &S = M.Eng->stats();
   const deepum::sim::EngineStats &B = M.Base;
   deepum_standin_stats R{};
@@ -564,6 +564,7 @@ int deepum_standin_get_stats(deepum_standin_stats *Out, size_t OutSize) {
   R.memcpy_bytes = M.Count.MemcpyBytes;
   R.bytes_copied = M.Count.MemcpyTimedBytes;
   R.bytes_poisoned = M.Count.PoisonedBytes;
+  R.host_faults = M.Count.HostFaults;
   R.resident_bytes = M.Eng->residentBytes();
   R.capacity_bytes = M.CapacityBytes;
   R.device_allocated_bytes = M.DeviceBytes;
@@ -576,7 +577,7 @@ int deepum_standin_get_stats(deepum_standin_stats *Out, size_t OutSize) {
 size_t deepum_standin_kernel_records(deepum_standin_kernel_record *Out, size_t Capacity,
                                      size_t First) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   if (!Out)
     return M.Records.size();
   size_t N = 0;
@@ -587,7 +588,7 @@ size_t deepum_standin_kernel_records(deepum_standin_kernel_record *Out, size_t C
 
 void deepum_standin_reset_stats(void) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   M.Base = M.Eng->stats();
   M.FreeDiscardBase = M.Count.FreeDiscardBytes;
   M.Count.ModelRefused = 0;
@@ -597,6 +598,7 @@ void deepum_standin_reset_stats(void) {
   M.Count.MemcpyBytes = 0;
   M.Count.MemcpyTimedBytes = 0;
   M.Count.PoisonedBytes = 0;
+  M.Count.HostFaults = 0;
   M.Records.clear();
 }
 

@@ -112,6 +112,40 @@ namespace deepum::standin {
 
 enum class MemoryKind { Managed, Device, PinnedHost };
 
+/// The model's UM block (2 MiB) and page (64 KiB).
+inline constexpr uint64_t kBlockBytes = uint64_t{2} << 20;
+inline constexpr uint64_t kPageBytes = deepum::sim::Engine::PageBytes;
+
+class Model;
+
+/// The model's lock. A thread holding it acts for the GPU: its touches of
+/// managed memory (twins, copies, memsets, poison) are the device's, never
+/// host faults. When it lets go, the host's page protections follow the
+/// model's residency (HostFault.cpp).
+class ModelLock {
+public:
+  explicit ModelLock(Model &M);
+  ~ModelLock();
+  ModelLock(const ModelLock &) = delete;
+  ModelLock &operator=(const ModelLock &) = delete;
+
+private:
+  Model &M;
+};
+
+/// The program's own code run by a thread that holds the model's lock (a
+/// graph's host node): its touches of managed memory are the host's.
+class HostCodeScope {
+public:
+  explicit HostCodeScope(Model &M);
+  ~HostCodeScope();
+  HostCodeScope(const HostCodeScope &) = delete;
+  HostCodeScope &operator=(const HostCodeScope &) = delete;
+
+private:
+  int SavedDepth;
+};
+
 /// What a discarded byte of managed memory reads as (Model::discardBatch).
 inline constexpr unsigned char kDiscardPoison = 0xFF;
 
@@ -244,6 +278,22 @@ public:
   bool poll(uint64_t Ns, PollCount &P);
   static constexpr unsigned kSpinPolls = 1000;
 
+  // Host-side faults (HostFault.cpp): GPU-resident managed pages are
+  // protected on the host, and a host touch brings its page back.
+  struct HostProtection {
+    uint32_t None = 0, ReadOnly = 0; // page masks of a UM block
+  };
+  std::unordered_map<uint64_t, HostProtection> Protected; // by UM block
+  std::vector<uint32_t> ResidencyLog;                     // the engine's, drained here
+  bool HostFaultsOn = false;
+  /// Installs the SIGSEGV handler and starts following residency
+  /// (DEEPUM_STANDIN_HOST_FAULTS=0: never).
+  void startHostFaults();
+  /// Brings the host's protections in step with the model's residency.
+  void syncProtection();
+  /// An allocation's mapping is about to go: its protections are dropped.
+  void forgetProtection(uint64_t Address, uint64_t Bytes);
+
   // Counters.
   struct Counters {
     uint64_t ModelRefused = 0, MemcpyBytes = 0, FreeDiscardBytes = 0;
@@ -252,6 +302,7 @@ public:
     uint64_t MemcpyTimedBytes = 0; // copies over the link, timed on a copy engine
     uint64_t Oversubscribed = 0; // launches whose pages exceeded the capacity
     uint64_t ExtraPieces = 0;    // engine kernels beyond one per such launch
+    uint64_t HostFaults = 0;     // host touches that brought a page back (HostFault.cpp)
   } Count;
   deepum::sim::EngineStats Base; // engine stats at the last reset
   uint64_t FreeDiscardBase = 0;

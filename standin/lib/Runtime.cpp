@@ -36,7 +36,6 @@ using deepum::standin::ret;
 
 namespace {
 
-constexpr uint64_t kBlockBytes = uint64_t{2} << 20;
 
 struct ErrorText {
   cudaError_t Code;
@@ -220,6 +219,7 @@ cudaError_t release(Model &M, void *Ptr, bool Host) {
     M.Eng->discard(A.Base, A.Mapped);
     M.Count.FreeDiscardBytes += M.Eng->stats().BytesDiscarded - Before;
     M.ManagedBytes -= A.Bytes;
+    M.forgetProtection(A.Base, A.Mapped);
   }
   if (A.Kind == MemoryKind::Device)
     M.DeviceBytes -= A.Bytes;
@@ -364,7 +364,7 @@ cudaError_t tracedLaunch(uint32_t RtCbid, const char *RtName, const void *RtPara
   if (!hooked())
     return launchKernel(K, Grid, Block, Args, SharedMem, Stream);
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu); // keeps the correlation id ours
+  deepum::standin::ModelLock Lock(M); // keeps the correlation id ours
   const char *Symbol = K ? K->Name.c_str() : nullptr;
   ApiCall Rt(CUPTI_CB_DOMAIN_RUNTIME_API, RtCbid, RtName, RtParams, Symbol, M.NextCorrelation);
   if (!K)
@@ -422,7 +422,7 @@ void timeCopy(Model &M, void *Dst, const void *Src, uint64_t Bytes, CUstream_st 
 
 CUkern_st *kernelOf(const void *Func) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   auto It = M.Kernels.find(Func);
   return It == M.Kernels.end() ? nullptr : It->second.get();
 }
@@ -435,7 +435,7 @@ extern "C" {
 
 cudaError_t cudaGetLastError(void) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   if (M.Sticky != cudaSuccess)
     return M.Sticky;
   const cudaError_t E = LastError;
@@ -445,7 +445,7 @@ cudaError_t cudaGetLastError(void) {
 
 cudaError_t cudaPeekAtLastError(void) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   return M.Sticky != cudaSuccess ? M.Sticky : LastError;
 }
 
@@ -764,7 +764,7 @@ cudaError_t freeMemory(void *Ptr) {
 /// A correlation id for an API call that launches nothing.
 uint64_t nextCorrelation() {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   return M.NextCorrelation++;
 }
 
@@ -931,7 +931,7 @@ cudaError_t cudaMemcpy(void *Dst, const void *Src, size_t Bytes, cudaMemcpyKind 
   if (E == cudaSuccess) {
     // Synchronous for the host: it waits for the copy (and the stream's work before it).
     Model &M = Model::get();
-    std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+    deepum::standin::ModelLock Lock(M);
     M.hostWaitUntil(M.Legacy.LastNs);
   }
   return E;
@@ -1395,7 +1395,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t Exec, cudaStream_t Stream) {
   if (!hooked())
     return graphLaunch(Exec, Stream);
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   const cudaGraphLaunch_v10000_params P{Exec, Stream};
   ApiCall Rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
              "cudaGraphLaunch", &P, nullptr, M.NextCorrelation);
@@ -1411,7 +1411,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t Exec, cudaStream_t Stream) {
 
 void **__cudaRegisterFatBinary(void *FatCubin) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   auto **Handle = new void *(FatCubin);
   M.Modules[Handle];
   M.ModuleLayouts[Handle] = deepum::standin::readParamLayouts(FatCubin);
@@ -1425,7 +1425,7 @@ void __cudaRegisterFatBinaryEnd(void **) {}
 
 void __cudaUnregisterFatBinary(void **Handle) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   auto It = M.Modules.find(Handle);
   if (It == M.Modules.end())
     return;
@@ -1441,7 +1441,7 @@ void __cudaUnregisterFatBinary(void **Handle) {
 void __cudaRegisterFunction(void **Handle, const char *HostFun, char *, const char *DeviceName,
                             int, uint3 *, uint3 *, dim3 *, dim3 *, int *) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   auto K = std::make_unique<CUkern_st>();
   K->HostFun = HostFun;
   K->Name = DeviceName ? DeviceName : "";
@@ -1470,7 +1470,7 @@ void __cudaRegisterVar(void **, char *, char *, const char *, int, size_t, int, 
 void __cudaRegisterManagedVar(void **Handle, void **HostVarPtr, char *, const char *DeviceName,
                               int, size_t Size, int, int) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   if (!HostVarPtr || Size == 0)
     return;
   void *P = nullptr;
@@ -1509,7 +1509,7 @@ cudaError_t __cudaPopCallConfiguration(dim3 *Grid, dim3 *Block, size_t *SharedMe
 
 cudaError_t __cudaGetKernel(cudaKernel_t *Kernel, const void *HostFun) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   if (!Kernel)
     return ret(cudaErrorInvalidValue);
   auto It = M.Kernels.find(HostFun);
@@ -1572,7 +1572,7 @@ cudaError_t cudaFuncGetName(const char **Name, const void *Func) {
 // as the runtime accepts either.
 int deepum_standin_param_info(const void *Func, size_t Index, size_t *Offset, size_t *Size) {
   Model &M = Model::get();
-  std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+  deepum::standin::ModelLock Lock(M);
   const CUkern_st *K = nullptr;
   if (auto It = M.Kernels.find(Func); It != M.Kernels.end())
     K = It->second.get();
@@ -1708,18 +1708,18 @@ extern "C" const deepum_standin_cupti_table *deepum_standin_cupti_v1(void) {
       },
       [] {
         Model &M = Model::get();
-        std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+        deepum::standin::ModelLock Lock(M);
         return M.stampNs();
       },
       &deepum_standin_kernel_records,
       [](int On) {
         Model &M = Model::get();
-        std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+        deepum::standin::ModelLock Lock(M);
         M.Eng->setEventLog(On ? &M.UmLog : nullptr);
       },
       [](deepum_standin_um_event *Out, size_t Capacity) -> size_t {
         Model &M = Model::get();
-        std::lock_guard<std::recursive_mutex> Lock(M.Mu);
+        deepum::standin::ModelLock Lock(M);
         M.skewUmEvents();
         const size_t N = std::min(Capacity, M.UmLog.size());
         using K = deepum::sim::UmEvent::Kind;

@@ -81,7 +81,7 @@ cat "$out/plain.log" "$out/deepum.log"
 
 # Steady-state means over steps 1.. of a log's "step N ... faults F ... model_time_ns T".
 steady() { # steady LOG faults|model_time_ns
-  awk -v key="$2" '$1 == "step" && $2 >= 1 && $3 == "loss" {
+  awk -v key="$2" '$1 == "step" && $2 >= 1 && $3 == "faults" {
       for (i = 3; i < NF; ++i) if ($i == key) { s += $(i + 1); n++ } }
     END { if (n) printf "%.3f", s / n; else print "nan" }' "$1"
 }

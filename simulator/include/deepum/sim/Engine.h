@@ -89,6 +89,7 @@ struct EngineStats {
   uint64_t BytesPreEvicted = 0;   // resident bytes dropped by preEvictTo
   uint64_t BytesCopiedOut = 0;    // explicit copies to pinned host memory
   uint64_t BytesCopiedIn = 0;     // and back (in BytesDtoH, BytesHtoD and BytesPrefetched too)
+  uint64_t HostFaults = 0;        // CPU touches of GPU-resident pages (hostFault)
 };
 
 /// Fills a result's steady-state figures with the per-iteration means of the
@@ -258,6 +259,24 @@ public:
            ((Resident[It->second] >> ((Address / PageBytes) % PagesPerBlock)) & 1);
   }
   uint32_t residentMask(uint32_t Block) const { return Resident[Block]; }
+  /// The UM block (address / 2 MiB) of dense block `Block`.
+  uint64_t umBlockOf(uint32_t Block) const { return UmBlockOf[Block]; }
+  /// Resident pages of `Block` whose host copy is current too (read-mostly
+  /// duplicates): the host may read them where they are.
+  uint32_t hostDuplicateMask(uint32_t Block) const;
+  /// Dense blocks whose residency, or whose duplicates, may have changed are
+  /// appended to `Log` (null: off). The CUDA stand-in keeps the host's page
+  /// protections in step with it.
+  void setResidencyLog(std::vector<uint32_t> *Log) { ResidencyLog = Log; }
+  /// The CPU touches the 64 KiB page holding `Address` (the CUDA stand-in's
+  /// host-side fault): a GPU-resident page goes back to the host as the
+  /// driver's CPU fault handler sends it (after the last kernel using it,
+  /// one fault's service, FaultBatchLatencyUs, then its write-back on the
+  /// device-to-host engine), and the host waits until it is there.
+  /// `Write` to a read-mostly duplicate: the GPU copy is dropped, nothing
+  /// moves. A page not on the GPU, or a read of a duplicate, costs nothing.
+  /// Returns whether the page was on the GPU.
+  bool hostFault(uint64_t Address, bool Write);
   /// Counts the pages of Mask in Block with no valid copy anywhere as lost
   /// contents: the caller knows the launch about to run reads what they held.
   void expectContents(uint32_t Block, uint32_t Mask);
@@ -333,8 +352,9 @@ private:
   /// earlier than `AtNs`; returns the arrival time.
   uint64_t fetch(uint32_t Block, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs, Cause C);
   /// `Copy`: by an explicit copy (copyOutPages) rather than UVM's eviction.
-  void evict(uint32_t Block, uint32_t Mask, uint64_t AtNs, bool ByUser = false,
-             bool Copy = false);
+  /// `Why`: the cause CUPTI's migration record gives.
+  void evict(uint32_t Block, uint32_t Mask, uint64_t AtNs,
+             UmEvent::Cause Why = UmEvent::Cause::Eviction, bool Copy = false);
   /// Address of page `Page` of dense block `Block` (UmEvent::Address).
   uint64_t pageAddress(uint32_t Block, uint32_t Page) const;
   void logEvent(UmEvent::Kind K, UmEvent::Cause C, uint32_t Block, uint32_t Mask, uint64_t Bytes,
@@ -389,6 +409,11 @@ private:
   /// UM block -> dense id. Blocks come from files (plans name any uint64):
   /// not a DenseMap, which reserves 2^64-1 and 2^64-2.
   std::unordered_map<uint64_t, uint32_t> Ids;
+  std::vector<uint32_t> *ResidencyLog = nullptr;
+  void residencyChanged(uint32_t B) {
+    if (ResidencyLog)
+      ResidencyLog->push_back(B);
+  }
 
   // Per dense block.
   std::vector<uint32_t> Resident;  // pages on the GPU

@@ -103,6 +103,7 @@ struct deepum_standin_stats {
                                        in pieces, faulting and evicting */
   uint64_t bytes_copied;   /* cudaMemcpy* over the link, timed on a copy engine */
   uint64_t bytes_poisoned; /* discarded managed bytes overwritten with 0xFF */
+  uint64_t host_faults;    /* host touches of GPU-resident managed pages: each page went back */
 };
 typedef int (*deepum_standin_stats_fn)(struct deepum_standin_stats *out, size_t out_size);
 /** Fills `out` (`out_size` = sizeof(*out), for compatibility). Returns 0. */

@@ -350,15 +350,24 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   uint64_t Occupied = Now - Fetched; // resident, the kernel's own blocks included
   std::vector<MemRange> &Piece = D.Piece;
   Piece.clear();
-  auto Issue = [&](std::vector<MemRange> &Rs, StreamHandle Stream) {
+  auto Call = [&](std::vector<MemRange> &Rs, StreamHandle Stream) {
     if (Rs.empty())
-      return;
+      return false;
     BackendStatus S = Back.prefetchBatch(D.Device, Rs, D.Device, Stream);
     noteError(D, S);
     if (S.ok()) {
       bump(D.C.PrefetchBatches);
       bump(D.C.PrefetchBytes, rangeBytes(Rs));
     }
+    return S.ok();
+  };
+  auto Issue = [&](std::vector<MemRange> &Rs, StreamHandle Stream) {
+    // The copy path's populates first, in a call of their own that the
+    // kernels using them wait for; then the rest.
+    splitPopulates(D, Rs, D.PopulatePiece);
+    if (Call(D.PopulatePiece, Stream))
+      awaitPrefetches(Back, D, D.PopulatePiece, Stream);
+    Call(Rs, Stream);
     Rs.clear();
   };
   // The launching stream waits for what was issued on `Stream` so far: the
@@ -474,6 +483,10 @@ void detail::flushEvictions(Backend &Back, DeviceState &D, bool Budget) {
   }
   BackendStatus S = Back.prefetchBatch(D.Device, D.Ranges, kHostLocation, D.ReleaseStream);
   noteError(D, S);
+  if (!D.Discarded.empty())
+    for (uint32_t B : D.Leaving) // evicted: its contents come back, not a populate
+      if (B < D.Discarded.size())
+        D.Discarded[B] = 0;
   markRelease(Back, D, D.ReleaseStream);
   if (S.ok()) {
     bump(D.C.EvictBatches);
@@ -514,6 +527,14 @@ namespace {
 void discardMarked(Backend &Back, DeviceState &D, const std::vector<MemRange> &Pages,
                    StreamHandle Stream, std::atomic<uint64_t> &InFlight, EventHandle &After) {
   BackendStatus S = Back.discardBatch(D.Device, Pages, Stream);
+  if (S.ok() && !D.Discarded.empty()) {
+    // Resident or not, their next prefetch maps empty pages: a populate.
+    const uint64_t BB = D.blockBytes();
+    for (const MemRange &R : Pages)
+      for (uint64_t B = (R.Address - D.ArenaBase) / BB;
+           B < (R.Address + R.Bytes - D.ArenaBase + BB - 1) / BB && B < D.Discarded.size(); ++B)
+        D.Discarded[B] = 1;
+  }
   markRelease(Back, D, Stream);
   noteError(D, S);
   if (S.ok()) {

@@ -92,6 +92,7 @@ bool detail::setUpCopyPath(Backend &Back, DeviceState &D, bool ReportsArguments)
   D.PoolBytes = P.CopyPoolBytes;
   D.SlotOf.assign(P.ArenaBlocks, 0);
   D.CopiedInWith.assign(P.ArenaBlocks, 0);
+  D.Discarded.assign(P.ArenaBlocks, 0);
   D.SlotOwner.assign(P.CopyPoolBytes / BB, 0);
   D.SlotReadBy.assign(P.CopyPoolBytes / BB, 0);
   D.CopyPath = true;
@@ -236,6 +237,64 @@ void detail::waitForCopyIns(Backend &Back, DeviceState &D, std::span<const uint3
   }
 }
 
+namespace {
+/// An event after what `Stream` holds so far, for the kernels that use
+/// blocks marked with `Seq` (CopiedInWith) to wait for.
+void recordCopyMark(Backend &Back, DeviceState &D, StreamHandle Stream, uint64_t Seq) {
+  EventHandle E = takeSpareEvent(D.SpareEvents);
+  if (ensureEvent(Back, D, E) && !Back.recordEvent(D.Device, E, Stream).ok())
+    E = 0; // untracked: waited for by nothing (the error is counted)
+  D.CopyInsPending.push_back({E, Seq});
+}
+} // namespace
+
+void detail::splitPopulates(DeviceState &D, std::vector<MemRange> &Ranges,
+                            std::vector<MemRange> &Populates) {
+  Populates.clear();
+  if (!D.CopyPath || D.Discarded.empty())
+    return;
+  const uint64_t BB = D.blockBytes();
+  auto Populated = [&](uint64_t Address) {
+    const uint64_t B = (Address - D.ArenaBase) / BB;
+    return B < D.Discarded.size() && D.Discarded[B];
+  };
+  auto Append = [](std::vector<MemRange> &To, uint64_t Address, uint64_t Bytes) {
+    if (!To.empty() && To.back().Address + To.back().Bytes == Address)
+      To.back().Bytes += Bytes;
+    else
+      To.push_back({Address, Bytes});
+  };
+  std::vector<MemRange> Rest;
+  for (const MemRange &R : Ranges) {
+    if (R.Address < D.ArenaBase) {
+      Rest.push_back(R);
+      continue;
+    }
+    for (uint64_t At = R.Address, End = R.Address + R.Bytes; At < End;) {
+      const uint64_t Cut = std::min(End, D.ArenaBase + ((At - D.ArenaBase) / BB + 1) * BB);
+      Append(Populated(At) ? Populates : Rest, At, Cut - At);
+      At = Cut;
+    }
+  }
+  Ranges = std::move(Rest);
+}
+
+void detail::awaitPrefetches(Backend &Back, DeviceState &D, std::span<const MemRange> Pages,
+                             StreamHandle Stream) {
+  if (Pages.empty())
+    return;
+  const uint64_t BB = D.blockBytes(), Seq = D.NextCopySeq++;
+  for (const MemRange &R : Pages) {
+    const uint64_t First = (R.Address - D.ArenaBase) / BB,
+                   End = (R.Address + R.Bytes - D.ArenaBase + BB - 1) / BB;
+    for (uint64_t B = First; B < End && B < D.CopiedInWith.size(); ++B) {
+      D.CopiedInWith[B] = Seq;
+      D.Discarded[B] = 0;
+    }
+  }
+  recordCopyMark(Back, D, Stream, Seq);
+}
+
 uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Blocks,
                         StreamHandle Stream) {
   if (Blocks.empty())
@@ -280,6 +339,7 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
           const uint32_t B = Blocks[K];
           D.SlotReadBy[releaseSlot(D, B)] = Seq;
           D.CopiedInWith[B] = Seq;
+          D.Discarded[B] = 0; // its contents came back
           if (!D.Resident[B]) {
             D.Resident[B] = 1;
             D.ResidentBlocks.fetch_add(1);
@@ -288,10 +348,7 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
         Brought += Bytes;
       });
   bump(D.C.CopyInBytes, Brought);
-  EventHandle E = takeSpareEvent(D.SpareEvents);
-  if (ensureEvent(Back, D, E) && !Back.recordEvent(D.Device, E, Stream).ok())
-    E = 0; // untracked: waited for by nothing (the error is counted)
-  D.CopyInsPending.push_back({E, Seq});
+  recordCopyMark(Back, D, Stream, Seq);
   if (Stream == D.ActionStream || Stream == D.LateStream) {
     // New owners of these bytes (a free the plan did not foresee) wait for it.
     std::lock_guard<std::mutex> Lock(D.AllocMu);

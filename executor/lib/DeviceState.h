@@ -220,6 +220,7 @@ struct Executor::DeviceState {
   std::vector<MemRange> LatePiece;       // scratch: ranges for the late stream
   std::vector<EventHandle> LateWaits;    // scratch: the marks they wait for
   std::vector<MemRange> Piece;           // scratch: one prefetch call's ranges
+  std::vector<MemRange> PopulatePiece;   // scratch: its populates (the copy path)
   /// ExecutorConfig::KernelsWaitForTheirPrefetches, and the events the
   /// launching stream waits for (on the prefetch and late streams).
   bool KernelsWaitForTheirPrefetches = false;
@@ -245,6 +246,9 @@ struct Executor::DeviceState {
   /// Per arena block: the copy-in mark that brought it back, until a kernel
   /// using it has waited for it (0: none).
   std::vector<uint64_t> CopiedInWith;
+  /// Per arena block: discarded by libdeepum since it last left otherwise or
+  /// came back (its next prefetch is a populate, which kernels wait for).
+  std::vector<uint8_t> Discarded;
   struct CopyMark {
     EventHandle Event; // recorded after the copy-in batch (0: none could be)
     uint64_t Seq;
@@ -384,8 +388,20 @@ std::vector<MemRange> issueCopyOuts(Backend &Back, DeviceState &D,
 /// the bytes copied back (a failed copy leaves its blocks in the pool).
 /// LaunchMu held.
 uint64_t copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Blocks, StreamHandle Stream);
-/// Makes `Stream` wait for the copy-ins that brought back any of `Blocks`
-/// and are not known complete. LaunchMu held.
+/// On the copy path a populate (the prefetch of a block libdeepum
+/// discarded) is a dependency, as a copy-in is: moves the populated blocks'
+/// runs of `Ranges` (arena addresses) to `Populates`, for a call of their own
+/// that the next kernel using one of them waits for (awaitPrefetches). A
+/// populate of dead contents is then never faulted on before it lands (on an
+/// H100 that costs the driver 4 ms a block, docs/planner.md). LaunchMu held.
+void splitPopulates(DeviceState &D, std::vector<MemRange> &Ranges,
+                    std::vector<MemRange> &Populates);
+/// The populates `Pages` were just issued on `Stream`: the next kernel using
+/// one of their blocks waits for what `Stream` holds so far. LaunchMu held.
+void awaitPrefetches(Backend &Back, DeviceState &D, std::span<const MemRange> Pages,
+                     StreamHandle Stream);
+/// Makes `Stream` wait for the copy-ins (and awaited prefetches) that
+/// brought back any of `Blocks` and are not known complete. LaunchMu held.
 void waitForCopyIns(Backend &Back, DeviceState &D, std::span<const uint32_t> Blocks,
                     StreamHandle Stream);
 /// Every pooled block comes back on `Stream`: before a launch whose

@@ -451,6 +451,12 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
   const double CopyOutUs = M.copyPath() ? M.copyOutUs(T.BlockBytes) : WriteBackUs;
   const double CopyInUs = M.copyPath() ? M.copyInUs(T.BlockBytes) : BlockUs;
   auto At = [&](uint32_t P) { return Table.at(P); };
+  // On the copy path a kernel waits for the populates of its blocks, as for
+  // their copies back (docs/executor.md, "The copy path"): a late one delays
+  // it, and is never faulted on.
+  bool AwaitPopulates = false;
+  for (const BlockRun &R : Table.Runs)
+    AwaitPopulates |= R.Kind == ACTION_KIND_COPY_OUT || R.Kind == ACTION_KIND_COPY_IN;
   // Host time of each position's API calls, charged before its transfers are
   // issued and its kernel launched: one batch call per kind present, plus
   // each range after the first (runs of consecutive blocks, in issue order),
@@ -589,7 +595,8 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
       double DiscardedUs = 0;
       for (const BlockUse &U : T.Uses[P]) {
         uint64_t B = U.Block;
-        if (Populating[B] && Resident[B] && Arrival[B] > Ready && M.DiscardedFaultBlockUs > 0) {
+        if (Populating[B] && Resident[B] && Arrival[B] > Ready && M.DiscardedFaultBlockUs > 0 &&
+            !AwaitPopulates) {
           DiscardedUs += M.DiscardedFaultBlockUs; // faulted on before its populate
           Populating[B] = 0;
           Arrival[B] = Ready;

@@ -71,6 +71,7 @@ uint32_t Engine::blockId(uint64_t UmBlock) {
     ThrashCount.push_back(0);
     Flags.push_back(0);
     Populating.push_back(0);
+    Awaited.push_back(0);
     LrmPrev.push_back(-1);
     LrmNext.push_back(-1);
   }
@@ -340,6 +341,7 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
                                    : 0.0;
   const uint64_t EmptyNs = static_cast<uint64_t>(std::llround(EmptyUs * 1e3));
   Populating[B] = (Populating[B] & ~Mask) | (C == Cause::User ? Discarded : 0u);
+  Awaited[B] &= ~Mask; // a new populate: awaited once a wait says so
   if (C == Cause::Copy && Bytes) {
     // One cudaMemcpyAsync on the copy stream, FIFO behind what was issued on
     // those engines before it; it never yields to a fault's migration.
@@ -782,7 +784,7 @@ uint64_t Engine::awaitPresentPages(llvm::ArrayRef<BlockUse> Uses, uint64_t Ready
       continue;
     if (uint64_t Late = ArrivalNs[B] > ReadyNs ? arrivalOf(B, Present) : 0; Late > ReadyNs) {
       ++Stats.LatePrefetches;
-      const uint32_t Empty = Present & Populating[B];
+      const uint32_t Empty = Present & Populating[B] & ~Awaited[B];
       if (Empty && Device.DiscardedFaultBlockUs > 0 && arrivalOf(B, Empty) > ReadyNs) {
         DiscardedNs += static_cast<uint64_t>(
             std::llround(Device.DiscardedFaultBlockUs * 1e3 * pages(Empty) / PagesPerBlock));
@@ -982,6 +984,14 @@ void Engine::prefetchToDevice(uint64_t Address, uint64_t Bytes) {
   hostCall(1);
   forPages(Address, Bytes, false,
            [&](uint64_t Block, uint32_t Mask) { prefetchPages(blockId(Block), Mask); });
+}
+
+void Engine::awaitPopulates(llvm::ArrayRef<Range> Ranges) {
+  for (const Range &R : Ranges)
+    forPages(R.Address, R.Bytes, false, [&](uint64_t Block, uint32_t Mask) {
+      if (auto It = Ids.find(Block); It != Ids.end())
+        Awaited[It->second] |= Mask & Populating[It->second];
+    });
 }
 
 void Engine::evictToHost(uint64_t Address, uint64_t Bytes) {

@@ -251,8 +251,10 @@ void Model::prefetchBatch(llvm::ArrayRef<deepum::sim::Engine::Range> Ranges, boo
   // Stream-ordered: the migration starts after the work the stream waits for
   // (events of other streams, cudaStreamWaitEvent), and the stream's work now
   // ends with its last transfer.
+  S.LastPrefetch.clear();
   if (ToDevice) {
     Eng->prefetchBatchToDevice(Ranges, S.LastNs);
+    S.LastPrefetch.assign(Ranges.begin(), Ranges.end());
   } else {
     // The driver migrates whole 64 KiB pages: a range to the host moves every
     // page it overlaps, a partial one included. The engine's eviction keeps

@@ -54,6 +54,7 @@ struct CUstream_st {
   int Priority = 0;
   uint64_t LastNs = 0; // model time of the stream's last work
   uint64_t CopyEndNs = 0; // when its last explicit copy ends: its next kernel starts after it
+  std::vector<deepum::sim::Engine::Range> LastPrefetch; // its last prefetch call to the GPU
   PollCount Polls;
   CUgraph_st *Capture = nullptr;
   cudaStreamCaptureMode CaptureMode = cudaStreamCaptureModeGlobal;
@@ -64,6 +65,7 @@ struct CUevent_st {
   unsigned Flags = 0;
   bool Recorded = false;
   uint64_t Ns = 0;
+  std::vector<deepum::sim::Engine::Range> Prefetched; // the prefetch call it follows
   PollCount Polls;
 };
 struct CUgraphNode_st {

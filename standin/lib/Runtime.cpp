@@ -1122,8 +1122,13 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t Stream, cudaEvent_t Event, unsigned
     return ret(cudaErrorInvalidResourceHandle);
   if (Flags & ~unsigned{cudaEventWaitExternal})
     return ret(cudaErrorInvalidValue);
-  if (Event->Recorded)
+  if (Event->Recorded) {
     S->LastNs = std::max(S->LastNs, Event->Ns);
+    // Its next kernel waits for the populates the event follows (a kernel
+    // that writes discarded pages before their populate lands would fault
+    // on them: the copy path's dependency), as deepum-sim charges it.
+    M.Eng->awaitPopulates(Event->Prefetched);
+  }
   return cudaSuccess;
 }
 
@@ -1163,6 +1168,7 @@ cudaError_t cudaEventRecord(cudaEvent_t Event, cudaStream_t Stream) {
     return ret(refuseInCapture(*S)); // event nodes are not modelled
   Event->Recorded = true;
   Event->Ns = std::max(S->LastNs, M.Eng->issueNs());
+  Event->Prefetched = S->LastPrefetch;
   Event->Polls = {};
   return cudaSuccess;
 }

@@ -197,6 +197,61 @@ TEST(CopyPathTest, AFreeDropsTheSlotAndWhatIsWrittenThereAfterIsKept) {
   EXPECT_EQ(S.pooled_bytes, 0u);
 }
 
+// On the copy path a prefetch is a dependency, as a copy-in is: the kernel
+// that uses a block populated ahead of it waits on its stream for an event
+// recorded after the populate (a late populate of dead contents costs an
+// H100 4 ms a block when a kernel writes the block first). Without the copy
+// path (a backend that cannot show the guard a launch's arguments) the
+// populate stays a hint: nothing waits for it.
+TEST(CopyPathTest, AKernelWaitsForThePopulateOfItsDiscardedBlock) {
+  for (const bool CopyPath : {true, false}) {
+    // copyPlan's, and allocation 1 (block 2) dead before kernel 12 writes it
+    // (the program freed it): discarded at 0, populated at 1 for 12.
+    PlanBuilder PB({10, 11, 12, 13}, 8 * kBlock);
+    PB.place(0, 2 * kBlock, 0).place(1, kBlock, 2 * kBlock).chain(0, {0, 1}).chain(2, {2});
+    PB.chain(3, {0, 1});
+    PB.action(v1::ACTION_KIND_DISCARD, 0, 2 * kBlock, kBlock, 0);
+    PB.action(v1::ACTION_KIND_COPY_OUT, 1, 0, 2 * kBlock, 0);
+    PB.proto().mutable_actions()->rbegin()->set_pool_offset(2 * kBlock);
+    PB.action(v1::ACTION_KIND_PREFETCH, 1, 2 * kBlock, kBlock, 2);
+    PB.action(v1::ACTION_KIND_COPY_IN, 2, 0, 2 * kBlock, 3);
+    PB.proto().mutable_metadata()->set_copy_pool_bytes(4 * kBlock);
+    FakeBackendOptions O{.RealMemory = true, .EventsCompleteAtOnce = false};
+    O.ReportsArguments = CopyPath; // without arguments to guard by, no copy path
+    Rig R(PB, {}, O);
+    ASSERT_TRUE(R.Ok);
+    R.allocate();
+    R.B.launch(0, S1, 10, {R.Base});
+    // Freed after 10: its discard, planned at 0, happens at the free.
+    R.E.deallocate(R.Other, 0, S1);
+    R.B.launch(0, S1, 11, {R.Base});
+    const uintptr_t Block2 = R.Base + 2 * kBlock;
+    uint64_t PopulateSeq = 0;
+    StreamHandle PopulateStream = 0;
+    for (const FakeCall &C : R.B.calls(FakeCallKind::Prefetch))
+      for (const MemRange &Rg : C.Ranges)
+        if (C.Location == 0 && Rg.Address <= Block2 && Block2 < Rg.Address + Rg.Bytes) {
+          PopulateSeq = C.Sequence;
+          PopulateStream = C.Stream;
+        }
+    ASSERT_NE(PopulateSeq, 0u) << CopyPath;
+    // The event recorded right after it on its stream.
+    EventHandle After = 0;
+    for (const FakeCall &C : R.B.calls(FakeCallKind::RecordEvent))
+      if (C.Stream == PopulateStream && C.Sequence > PopulateSeq && !After)
+        After = C.Event;
+    const uint64_t Before12 = R.B.calls().size();
+    R.B.launch(0, S1, 12, {Block2});
+    bool Waited = false;
+    const std::vector<FakeCall> All = R.B.calls();
+    for (size_t I = Before12; I < All.size(); ++I)
+      Waited |= All[I].Kind == FakeCallKind::StreamWaitEvent && All[I].Stream == S1 &&
+                All[I].Event == After && After;
+    EXPECT_EQ(Waited, CopyPath) << CopyPath;
+    EXPECT_EQ(statsOf(R.E).backend_errors, 0u);
+  }
+}
+
 TEST(CopyPathTest, WithoutAPoolOrWithoutArgumentsCopyOutsEvict) {
   for (int Case : {0, 2}) {
     FakeBackendOptions O{.RealMemory = true};

@@ -54,6 +54,8 @@ BackendStatus SimBackend::recordEvent(int, EventHandle Event, StreamHandle Strea
   // The program's stream: its work so far is the kernels launched on the engine.
   EventNs[Event] = It == Streams.end() ? Eng.computeEndNs()
                                        : std::max(It->second.EndNs, It->second.FloorNs);
+  if (It != Streams.end())
+    EventPrefetches[Event] = It->second.LastPrefetch;
   return BackendStatus::success();
 }
 
@@ -74,8 +76,15 @@ bool SimBackend::elapsedNs(int, EventHandle Start, EventHandle End, uint64_t &Ns
 BackendStatus SimBackend::streamWaitEvent(int, StreamHandle Stream, EventHandle Event) {
   auto S = Streams.find(Stream);
   auto E = EventNs.find(Event);
-  if (S != Streams.end() && E != EventNs.end())
+  if (E == EventNs.end())
+    return BackendStatus::success();
+  if (S != Streams.end())
     S->second.FloorNs = std::max(S->second.FloorNs, E->second);
+  else if (auto P = EventPrefetches.find(Event); P != EventPrefetches.end())
+    // The program's stream: its next kernel waits for the populates the
+    // event follows (the copy path's dependency), not for the rest of that
+    // stream's work, as deepum-plan's cost model charges it.
+    Eng.awaitPopulates(P->second);
   return BackendStatus::success();
 }
 
@@ -97,6 +106,7 @@ BackendStatus SimBackend::prefetchBatch(int, std::span<const MemRange> Ranges, i
     Eng.evictBatchToHost(Batch, S.FloorNs);
   else
     Eng.prefetchBatchToDevice(Batch, S.FloorNs);
+  S.LastPrefetch = ToHost ? std::vector<deepum::sim::Engine::Range>{} : Batch;
   // Its transfers are the last queued in their direction.
   S.EndNs = std::max({S.EndNs, S.FloorNs, Eng.issueNs(), Eng.copyEndNs(!ToHost)});
   return BackendStatus::success();

@@ -268,6 +268,10 @@ public:
   /// appended to `Log` (null: off). The CUDA stand-in keeps the host's page
   /// protections in step with it.
   void setResidencyLog(std::vector<uint32_t> *Log) { ResidencyLog = Log; }
+  /// The next kernels wait for the populates (prefetches of discarded pages)
+  /// of `Ranges` still in flight, rather than faulting on them (a
+  /// dependency: an event after the call, waited for by their stream).
+  void awaitPopulates(llvm::ArrayRef<Range> Ranges);
   /// The CPU touches the 64 KiB page holding `Address` (the CUDA stand-in's
   /// host-side fault): a GPU-resident page goes back to the host as the
   /// driver's CPU fault handler sends it (after the last kernel using it,
@@ -409,6 +413,7 @@ private:
   /// UM block -> dense id. Blocks come from files (plans name any uint64):
   /// not a DenseMap, which reserves 2^64-1 and 2^64-2.
   std::unordered_map<uint64_t, uint32_t> Ids;
+  std::vector<uint32_t> Awaited; // per block: populating pages a kernel will wait for
   std::vector<uint32_t> *ResidencyLog = nullptr;
   void residencyChanged(uint32_t B) {
     if (ResidencyLog)

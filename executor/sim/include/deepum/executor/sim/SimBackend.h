@@ -93,9 +93,12 @@ private:
   struct StreamClock {
     uint64_t EndNs = 0;
     uint64_t FloorNs = 0;
+    std::vector<deepum::sim::Engine::Range> LastPrefetch; // its last call to the GPU
   };
   std::unordered_map<StreamHandle, StreamClock> Streams;
   std::unordered_map<EventHandle, uint64_t> EventNs;
+  /// The prefetch call each event follows on its stream.
+  std::unordered_map<EventHandle, std::vector<deepum::sim::Engine::Range>> EventPrefetches;
 };
 
 /// The `plan` policy: libdeepum's executor (cursor, release-before-prefetch

@@ -488,6 +488,57 @@ TEST(SimEngine, AKernelBeforeItsPopulatePaysTheDiscardedFault) {
   }
 }
 
+// libdeepum's copy path waits for a populate (an event after its call, on
+// the kernel's stream): the same late populate then delays the kernel by
+// what is left of it, and the discarded fault is never paid. Awaiting
+// populates that already landed, or pages never discarded, changes nothing.
+TEST(SimEngine, AnAwaitedPopulateIsWaitedForNotFaultedOn) {
+  DeviceModel D = handDevice();
+  D.PopulateBlockUs = 500;
+  D.DiscardedFaultBlockUs = 3000;
+  Engine E(D, 8 * MiB);
+  uint32_t B = E.blockId(Base / (2 * MiB));
+  ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
+  E.discard(Base, 2 * MiB);
+  const uint64_t Issued = E.issueNs(), Ready = E.computeEndNs();
+  E.prefetchToDevice(Base, 2 * MiB);
+  E.awaitPopulates({{Base, 2 * MiB}});
+  ASSERT_GT(Issued + 500'000, Ready) << "the populate must be late for this test";
+  ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
+  EXPECT_EQ(E.computeEndNs(), Issued + 500'000 + 1000);
+  // The next populate of the block is a hint again until a wait says so.
+  E.discard(Base, 2 * MiB);
+  const uint64_t Ready2 = E.computeEndNs();
+  E.prefetchToDevice(Base, 2 * MiB);
+  ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
+  EXPECT_EQ(E.computeEndNs(), Ready2 + 3'000'000 + 1000);
+  EXPECT_EQ(E.stats().LostReads, 0u);
+}
+
+// The CUDA stand-in's host fault: a GPU-resident page goes back to the host
+// after the last kernel using it, one fault's service and its copy; the
+// host's clock waits for it. A page on the host costs nothing.
+TEST(SimEngine, AHostFaultBringsThePageBackAndTheHostWaits) {
+  DeviceModel D = handDevice();
+  D.FaultBatchLatencyUs = 20;
+  Engine E(D, 8 * MiB);
+  std::vector<uint32_t> Changed;
+  E.setResidencyLog(&Changed);
+  uint32_t B = E.blockId(Base / (2 * MiB));
+  ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
+  const uint64_t KernelEnd = E.computeEndNs(), DtoH = E.stats().BytesDtoH;
+  EXPECT_FALSE(Changed.empty()) << "the kernel's pages arrived";
+  Changed.clear();
+  EXPECT_TRUE(E.hostFault(Base + 3 * Engine::PageBytes + 17, /*Write=*/false));
+  EXPECT_EQ(E.residentMask(B), 0xffffffffu & ~(1u << 3));
+  EXPECT_EQ(E.stats().HostFaults, 1u);
+  EXPECT_EQ(E.stats().BytesDtoH - DtoH, Engine::PageBytes); // dirty: written back
+  EXPECT_GE(E.issueNs(), KernelEnd + 20'000) << "after the kernel, then the service";
+  EXPECT_EQ(Changed, std::vector<uint32_t>{B});
+  EXPECT_FALSE(E.hostFault(Base + 3 * Engine::PageBytes, /*Write=*/true)) << "on the host now";
+  EXPECT_EQ(E.stats().HostFaults, 1u);
+}
+
 // The swapping systems' mechanism: cudaMemcpyAsync to pinned memory and
 // back, at the explicit-copy rates, not Unified Memory's (on an H100 with
 // driver 580, 55 GB/s out against 9.16: docs/results/gpu.md).

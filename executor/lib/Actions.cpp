@@ -78,6 +78,13 @@ MemRange detail::pagesAround(const Executor::DeviceState &D, const MemRange &R) 
   return {Start, End > Start ? End - Start : 0};
 }
 
+std::pair<uint64_t, uint64_t> detail::blocksOverlapping(const Executor::DeviceState &D,
+                                                        const MemRange &Pages, uint64_t Limit) {
+  const uint64_t BB = D.blockBytes();
+  return {(Pages.Address - D.ArenaBase) / BB,
+          std::min(Limit, (Pages.Address + Pages.Bytes - D.ArenaBase + BB - 1) / BB)};
+}
+
 namespace {
 /// The address range of arena range `R` for a discard: the whole pages inside
 /// it, none of a neighbour's (Bytes = 0 when it holds no whole page).
@@ -529,11 +536,11 @@ void discardMarked(Backend &Back, DeviceState &D, const std::vector<MemRange> &P
   BackendStatus S = Back.discardBatch(D.Device, Pages, Stream);
   if (S.ok() && !D.Discarded.empty()) {
     // Resident or not, their next prefetch maps empty pages: a populate.
-    const uint64_t BB = D.blockBytes();
-    for (const MemRange &R : Pages)
-      for (uint64_t B = (R.Address - D.ArenaBase) / BB;
-           B < (R.Address + R.Bytes - D.ArenaBase + BB - 1) / BB && B < D.Discarded.size(); ++B)
+    for (const MemRange &R : Pages) {
+      const auto [First, End] = blocksOverlapping(D, R, D.Discarded.size());
+      for (uint64_t B = First; B < End; ++B)
         D.Discarded[B] = 1;
+    }
   }
   markRelease(Back, D, Stream);
   noteError(D, S);

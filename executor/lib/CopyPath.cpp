@@ -283,11 +283,10 @@ void detail::awaitPrefetches(Backend &Back, DeviceState &D, std::span<const MemR
                              StreamHandle Stream) {
   if (Pages.empty())
     return;
-  const uint64_t BB = D.blockBytes(), Seq = D.NextCopySeq++;
+  const uint64_t Seq = D.NextCopySeq++;
   for (const MemRange &R : Pages) {
-    const uint64_t First = (R.Address - D.ArenaBase) / BB,
-                   End = (R.Address + R.Bytes - D.ArenaBase + BB - 1) / BB;
-    for (uint64_t B = First; B < End && B < D.CopiedInWith.size(); ++B) {
+    const auto [First, End] = blocksOverlapping(D, R, D.CopiedInWith.size());
+    for (uint64_t B = First; B < End; ++B) {
       D.CopiedInWith[B] = Seq;
       D.Discarded[B] = 0;
     }

@@ -302,6 +302,10 @@ uint64_t rangeBytes(const std::vector<MemRange> &Rs);
 /// The address range of arena range `R` for a prefetch or an eviction: every
 /// page it touches, within the arena's allocation.
 MemRange pagesAround(const DeviceState &D, const MemRange &R);
+/// The arena blocks [first, end) that address range `Pages` (in the arena)
+/// overlaps, end at most `Limit`.
+std::pair<uint64_t, uint64_t> blocksOverlapping(const DeviceState &D, const MemRange &Pages,
+                                                uint64_t Limit);
 /// Orders the release and discard streams after the compute streams that
 /// launched since.
 void orderAfterCompute(Backend &Back, DeviceState &D);

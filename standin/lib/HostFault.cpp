@@ -66,21 +66,23 @@ void chain(int Sig, siginfo_t *Info, void *Context) {
   sigaction(Sig, &Default, nullptr);
 }
 
-bool protectedAt(const Model &M, uint64_t Address) {
+/// The protection of the block holding `Address` when its page is
+/// protected (null otherwise); `Bit`: the page's bit in it.
+Model::HostProtection *protectionAt(Model &M, uint64_t Address, uint32_t &Bit) {
   auto It = M.Protected.find(Address / kBlockBytes);
-  if (It == M.Protected.end())
-    return false;
-  const uint32_t Bit = uint32_t{1} << ((Address / kPageBytes) % kPagesPerBlock);
-  return ((It->second.None | It->second.ReadOnly) & Bit) != 0;
+  Bit = uint32_t{1} << ((Address / kPageBytes) % kPagesPerBlock);
+  return It != M.Protected.end() && ((It->second.None | It->second.ReadOnly) & Bit) ? &It->second
+                                                                                   : nullptr;
 }
 
 void onFault(int Sig, siginfo_t *Info, void *Context) {
   const int SavedErrno = errno;
   const auto Address = reinterpret_cast<uint64_t>(Info->si_addr);
   Model &M = Model::get();
+  uint32_t Bit = 0;
   if (LockDepth > 0) {
     // The GPU's access (this thread holds the lock): open the block.
-    if (!protectedAt(M, Address)) {
+    if (!protectionAt(M, Address, Bit)) {
       chain(Sig, Info, Context);
       errno = SavedErrno;
       return;
@@ -97,23 +99,18 @@ void onFault(int Sig, siginfo_t *Info, void *Context) {
   // The host's access: the driver's CPU fault.
   {
     ModelLock Lock(M);
-    if (protectedAt(M, Address)) {
+    if (const Model::HostProtection *P = protectionAt(M, Address, Bit)) {
       const uint64_t Page = Address / kPageBytes * kPageBytes;
       // A fault on a read-only page is a write; on a PROT_NONE page the
       // access may be either, and either brings the page back.
-      auto It = M.Protected.find(Address / kBlockBytes);
-      const uint32_t Bit = uint32_t{1} << ((Address / kPageBytes) % kPagesPerBlock);
-      const bool Write = (It->second.ReadOnly & Bit) != 0;
-      if (M.Eng->hostFault(Page, Write))
-        ++M.Count.HostFaults;
+      M.Eng->hostFault(Page, /*Write=*/(P->ReadOnly & Bit) != 0);
       M.syncProtection();
-      if (protectedAt(M, Address)) {
+      if (Model::HostProtection *Left = protectionAt(M, Address, Bit)) {
         // The model no longer holds it on the GPU (it cannot, once served):
         // never fault on it forever.
         mprotect(reinterpret_cast<void *>(Page), kPageBytes, PROT_READ | PROT_WRITE);
-        It = M.Protected.find(Address / kBlockBytes);
-        It->second.None &= ~Bit;
-        It->second.ReadOnly &= ~Bit;
+        Left->None &= ~Bit;
+        Left->ReadOnly &= ~Bit;
       }
       errno = SavedErrno;
       return;
@@ -177,7 +174,7 @@ void Model::startHostFaults() {
 }
 
 void Model::syncProtection() {
-  if (!HostFaultsOn)
+  if (!HostFaultsOn || (ResidencyLog.empty() && OpenedCount == 0 && !OpenedOverflow))
     return;
   std::vector<uint64_t> Blocks;
   Blocks.reserve(ResidencyLog.size() + OpenedCount);

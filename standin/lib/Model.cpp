@@ -566,7 +566,7 @@ int deepum_standin_get_stats(deepum_standin_stats *Out, size_t OutSize) {
   R.memcpy_bytes = M.Count.MemcpyBytes;
   R.bytes_copied = M.Count.MemcpyTimedBytes;
   R.bytes_poisoned = M.Count.PoisonedBytes;
-  R.host_faults = M.Count.HostFaults;
+  R.host_faults = S.HostFaults - B.HostFaults;
   R.resident_bytes = M.Eng->residentBytes();
   R.capacity_bytes = M.CapacityBytes;
   R.device_allocated_bytes = M.DeviceBytes;
@@ -600,7 +600,6 @@ void deepum_standin_reset_stats(void) {
   M.Count.MemcpyBytes = 0;
   M.Count.MemcpyTimedBytes = 0;
   M.Count.PoisonedBytes = 0;
-  M.Count.HostFaults = 0;
   M.Records.clear();
 }
 

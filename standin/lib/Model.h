@@ -304,7 +304,6 @@ public:
     uint64_t MemcpyTimedBytes = 0; // copies over the link, timed on a copy engine
     uint64_t Oversubscribed = 0; // launches whose pages exceeded the capacity
     uint64_t ExtraPieces = 0;    // engine kernels beyond one per such launch
-    uint64_t HostFaults = 0;     // host touches that brought a page back (HostFault.cpp)
   } Count;
   deepum::sim::EngineStats Base; // engine stats at the last reset
   uint64_t FreeDiscardBase = 0;

@@ -466,53 +466,42 @@ TEST(SimEngine, PopulatesOfDiscardedBlocksCostWhatTheDeviceSays) {
 TEST(SimEngine, AKernelBeforeItsPopulatePaysTheDiscardedFault) {
   // The populate ends 500 us after it is issued; the kernel is ready at
   // once. Without a discarded-fault cost it waits for the populate; with
-  // one it faults on the discarded pages instead and pays that cost.
-  for (double FaultUs : {0.0, 3000.0}) {
-    SCOPED_TRACE(FaultUs);
+  // one it faults on the discarded pages instead and pays that cost, unless
+  // the populate is awaited (libdeepum's copy path: an event after its call,
+  // waited for on the kernel's stream), when it waits as without the cost.
+  struct Case {
+    double FaultUs;
+    bool Awaited;
+  };
+  for (const Case C : {Case{0.0, false}, Case{3000.0, false}, Case{3000.0, true}}) {
+    SCOPED_TRACE(testing::Message() << C.FaultUs << (C.Awaited ? " awaited" : ""));
     DeviceModel D = handDevice();
     D.PopulateBlockUs = 500;
-    D.DiscardedFaultBlockUs = FaultUs;
+    D.DiscardedFaultBlockUs = C.FaultUs;
     Engine E(D, 8 * MiB);
     uint32_t B = E.blockId(Base / (2 * MiB));
     ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
     E.discard(Base, 2 * MiB);
     const uint64_t Issued = E.issueNs(), Ready = E.computeEndNs();
     E.prefetchToDevice(Base, 2 * MiB);
+    if (C.Awaited)
+      E.awaitPopulates({{Base, 2 * MiB}});
     ASSERT_GT(Issued + 500'000, Ready) << "the populate must be late for this test";
     ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
-    if (FaultUs == 0)
+    if (C.FaultUs == 0 || C.Awaited)
       EXPECT_EQ(E.computeEndNs(), Issued + 500'000 + 1000);
     else
       EXPECT_EQ(E.computeEndNs(), Ready + 3'000'000 + 1000);
+    if (C.Awaited) {
+      // The block's next populate is a hint again until a wait says so.
+      E.discard(Base, 2 * MiB);
+      const uint64_t Ready2 = E.computeEndNs();
+      E.prefetchToDevice(Base, 2 * MiB);
+      ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
+      EXPECT_EQ(E.computeEndNs(), Ready2 + 3'000'000 + 1000);
+    }
     EXPECT_EQ(E.stats().LostReads, 0u);
   }
-}
-
-// libdeepum's copy path waits for a populate (an event after its call, on
-// the kernel's stream): the same late populate then delays the kernel by
-// what is left of it, and the discarded fault is never paid. Awaiting
-// populates that already landed, or pages never discarded, changes nothing.
-TEST(SimEngine, AnAwaitedPopulateIsWaitedForNotFaultedOn) {
-  DeviceModel D = handDevice();
-  D.PopulateBlockUs = 500;
-  D.DiscardedFaultBlockUs = 3000;
-  Engine E(D, 8 * MiB);
-  uint32_t B = E.blockId(Base / (2 * MiB));
-  ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
-  E.discard(Base, 2 * MiB);
-  const uint64_t Issued = E.issueNs(), Ready = E.computeEndNs();
-  E.prefetchToDevice(Base, 2 * MiB);
-  E.awaitPopulates({{Base, 2 * MiB}});
-  ASSERT_GT(Issued + 500'000, Ready) << "the populate must be late for this test";
-  ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
-  EXPECT_EQ(E.computeEndNs(), Issued + 500'000 + 1000);
-  // The next populate of the block is a hint again until a wait says so.
-  E.discard(Base, 2 * MiB);
-  const uint64_t Ready2 = E.computeEndNs();
-  E.prefetchToDevice(Base, 2 * MiB);
-  ASSERT_FALSE(E.launch({{B, 0xffffffffu, Access::Write}}, 1000));
-  EXPECT_EQ(E.computeEndNs(), Ready2 + 3'000'000 + 1000);
-  EXPECT_EQ(E.stats().LostReads, 0u);
 }
 
 // The CUDA stand-in's host fault: a GPU-resident page goes back to the host

@@ -48,6 +48,12 @@ static cl::opt<bool> NoCopyPath(
     cl::desc("Evict through Unified Memory only: no COPY_OUT/COPY_IN actions, no pinned pool "
              "(docs/executor.md, \"The copy path\")"),
     cl::cat(Category));
+static cl::opt<std::string> Layout(
+    "layout",
+    cl::desc("The pool layout's order: auto (default: the prefetch strategy lays out both ways "
+             "and keeps the one its cost model predicts faster), largest-first, or "
+             "allocation-order (docs/planner.md, \"The pool layout\")"),
+    cl::value_desc("auto|largest-first|allocation-order"), cl::init("auto"), cl::cat(Category));
 static cl::opt<bool> Quiet("quiet", cl::desc("Print neither the plan's summary nor progress"),
                            cl::cat(Category));
 
@@ -76,6 +82,7 @@ int main(int argc, char **argv) {
   Opts.PrintSummary = !Quiet;
   Opts.UseArguments = !IgnoreArguments;
   Opts.CopyPath = !NoCopyPath;
+  Opts.Layout = Layout;
   deepum::tools::ProgressSettings Progress = deepum::tools::progressSettings(errs(), Quiet);
   Opts.Progress = Progress.Stream;
   Opts.ProgressDelaySeconds = Progress.DelaySeconds;

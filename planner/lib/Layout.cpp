@@ -1,8 +1,12 @@
 //===- Layout.cpp - Lifetime-aware pool layout (Zhang et al. 2019) -----------===//
 //
-// Offsets are chosen like colouring an interval graph: allocations sorted by
-// size, largest first, each placed in the smallest gap left by the
-// already-placed allocations whose lifetimes overlap its own. Finding those
+// Offsets are chosen like colouring an interval graph: allocations taken in
+// one order, each placed in the smallest gap left by the already-placed
+// allocations whose lifetimes overlap its own. Largest first packs tightest;
+// in the order the program makes them, an allocation lands where a caching
+// allocator would put it, in bytes freed shortly before: under
+// oversubscription those are still on the GPU more often, and its blocks
+// need no populate (the planner lays out both ways and keeps the faster). Finding those
 // neighbours is the hot part: a segment tree over ticks answers "which placed
 // allocations overlap [a, b)" in time proportional to the answer.
 //
@@ -71,7 +75,7 @@ private:
 
 } // namespace
 
-uint64_t layoutPool(std::vector<PlannedAllocation> &Allocations) {
+uint64_t layoutPool(std::vector<PlannedAllocation> &Allocations, LayoutOrder By) {
   // Persistent region first, in sequence order: these never move.
   uint64_t Base = 0;
   uint32_t Ticks = 0;
@@ -85,9 +89,20 @@ uint64_t layoutPool(std::vector<PlannedAllocation> &Allocations) {
       Order.push_back(PA.Sequence);
     }
   }
-  std::stable_sort(Order.begin(), Order.end(), [&](uint32_t X, uint32_t Y) {
-    return Allocations[X].Size > Allocations[Y].Size;
-  });
+  if (By == LayoutOrder::BySize)
+    std::stable_sort(Order.begin(), Order.end(), [&](uint32_t X, uint32_t Y) {
+      return Allocations[X].Size > Allocations[Y].Size;
+    });
+  else
+    // Those live at tick 0 (carried over from the previous iteration) first,
+    // then in the order the program makes them.
+    std::stable_sort(Order.begin(), Order.end(), [&](uint32_t X, uint32_t Y) {
+      const PlannedAllocation &A = Allocations[X], &B = Allocations[Y];
+      const bool WrapA = !A.Live[1].empty(), WrapB = !B.Live[1].empty();
+      if (WrapA != WrapB)
+        return WrapA;
+      return A.Live[0].Begin < B.Live[0].Begin;
+    });
   IntervalIndex Index(Ticks);
   std::vector<uint32_t> Neighbours;
   std::vector<uint32_t> Stamp(Allocations.size(), UINT32_MAX);

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -248,6 +249,56 @@ static uint64_t markCopyable(const Profile &P, Trace &T) {
   return N;
 }
 
+/// A trace without a single use has nothing to plan: says what to record.
+static Error checkUses(const Profile &P, const IterationAnalysis &A, const Trace &T) {
+  const bool NoUses =
+      std::all_of(T.Uses.begin(), T.Uses.end(), [](const auto &U) { return U.empty(); });
+  // Faults recorded, none of them in the reference iteration's kernels on
+  // planned memory: what is missing is a complete iteration with its faults.
+  if (NoUses && P.faults_size() > 0)
+    return planError("the profile records " + Twine(P.faults_size()) +
+                     " page faults but none on its allocations in the kernels of iteration " +
+                     Twine(A.Reference) + " of " + Twine(A.Iterations.size()) +
+                     ", the one planned: profile complete iterations whose kernels fault "
+                     "(deepum-profile --iterations 3, with --skip 0 if the first iteration is "
+                     "the only one that faults) or with --mode access-set");
+  if (NoUses)
+    return planError("the profile records no memory accesses of its kernels (no Unified Memory "
+                     "faults or access sets inside its allocations): profile with "
+                     "deepum-profile --mode access-set, or check that CUPTI's Unified Memory "
+                     "counters are available on this GPU");
+  return Error::success();
+}
+
+/// The strategy's schedule over one layout's trace, the copy path taken
+/// where the cost model predicts it faster.
+static Schedule scheduleOn(const Profile &P, const PlanOptions &Opts, const CostModel &M,
+                           Trace &T) {
+  applyRoofline(P, M, T);
+  if (Opts.CopyPath && Opts.Strat == Strategy::Prefetch && M.copyPath())
+    markCopyable(P, T);
+  Schedule S = Opts.Strat == Strategy::Prefetch ? schedulePrefetch(T, M, Opts.GpuMemoryBytes)
+               : Opts.Strat == Strategy::Swap   ? scheduleSwap(T, M, Opts.GpuMemoryBytes)
+                                                : scheduleDemand(T, M, Opts.GpuMemoryBytes);
+  S.Stats.CopyPoolBytes = assignCopySlots(T, S.Actions);
+  if (S.Stats.CopyPoolBytes) {
+    // The copies as cut into calls: the prediction again. The cost model
+    // chooses: where Unified Memory's path alone is predicted faster (a
+    // device whose copies are no faster than its evictions, calls that cost
+    // more than the copies save), the plan has no copy path.
+    S.Stats.PredictedIterationUs = predictIterationUs(T, M, S.Actions, Opts.GpuMemoryBytes);
+    S.Stats.StallUs = std::max(0.0, S.Stats.PredictedIterationUs - S.Stats.ComputeUs);
+    std::vector<uint8_t> Copyable = std::move(T.Copyable);
+    T.Copyable.clear();
+    Schedule Uvm = schedulePrefetch(T, M, Opts.GpuMemoryBytes);
+    if (Uvm.Stats.PredictedIterationUs < S.Stats.PredictedIterationUs)
+      S = std::move(Uvm);
+    else
+      T.Copyable = std::move(Copyable);
+  }
+  return S;
+}
+
 static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOptions &Opts) {
   if (Opts.GpuMemoryBytes == 0)
     return planError("--gpu-memory must be positive");
@@ -300,47 +351,29 @@ static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOption
                      "(deepum-profile --iterations 3) or mark them (deepum.step(), NVTX, "
                      "cudaProfilerStart/Stop)");
   Progress.stage("iterations found");
-  auto T = buildTrace(P, *A);
-  if (!T)
-    return T.takeError();
-  const bool NoUses =
-      std::all_of(T->Uses.begin(), T->Uses.end(), [](const auto &U) { return U.empty(); });
-  // Faults recorded, none of them in the reference iteration's kernels on
-  // planned memory: what is missing is a complete iteration with its faults.
-  if (NoUses && P.faults_size() > 0)
-    return planError("the profile records " + Twine(P.faults_size()) +
-                     " page faults but none on its allocations in the kernels of iteration " +
-                     Twine(A->Reference) + " of " + Twine(A->Iterations.size()) +
-                     ", the one planned: profile complete iterations whose kernels fault "
-                     "(deepum-profile --iterations 3, with --skip 0 if the first iteration is "
-                     "the only one that faults) or with --mode access-set");
-  if (NoUses)
-    return planError("the profile records no memory accesses of its kernels (no Unified Memory "
-                     "faults or access sets inside its allocations): profile with "
-                     "deepum-profile --mode access-set, or check that CUPTI's Unified Memory "
-                     "counters are available on this GPU");
-  Progress.stage("trace and pool layout built");
-  applyRoofline(P, M, *T);
-  if (Opts.CopyPath && Opts.Strat == Strategy::Prefetch && M.copyPath())
-    markCopyable(P, *T);
-  Schedule S = Opts.Strat == Strategy::Prefetch ? schedulePrefetch(*T, M, Opts.GpuMemoryBytes)
-               : Opts.Strat == Strategy::Swap   ? scheduleSwap(*T, M, Opts.GpuMemoryBytes)
-                                                : scheduleDemand(*T, M, Opts.GpuMemoryBytes);
-  S.Stats.CopyPoolBytes = assignCopySlots(*T, S.Actions);
-  if (S.Stats.CopyPoolBytes) {
-    // The copies as cut into calls: the prediction again. The cost model
-    // chooses: where Unified Memory's path alone is predicted faster (a
-    // device whose copies are no faster than its evictions, calls that cost
-    // more than the copies save), the plan has no copy path.
-    S.Stats.PredictedIterationUs = predictIterationUs(*T, M, S.Actions, Opts.GpuMemoryBytes);
-    S.Stats.StallUs = std::max(0.0, S.Stats.PredictedIterationUs - S.Stats.ComputeUs);
-    std::vector<uint8_t> Copyable = std::move(T->Copyable);
-    T->Copyable.clear();
-    Schedule Uvm = schedulePrefetch(*T, M, Opts.GpuMemoryBytes);
-    if (Uvm.Stats.PredictedIterationUs < S.Stats.PredictedIterationUs)
-      S = std::move(Uvm);
-    else
-      T->Copyable = std::move(Copyable);
+  // The pool is laid out largest first and, for the prefetch strategy, also
+  // in the order the program allocates; the cost model keeps the faster.
+  std::optional<Trace> T;
+  Schedule S;
+  std::vector<LayoutOrder> Orders = {LayoutOrder::BySize};
+  if (Opts.Layout)
+    Orders = {*Opts.Layout};
+  else if (Opts.Strat == Strategy::Prefetch)
+    Orders.push_back(LayoutOrder::ByBirth);
+  for (LayoutOrder By : Orders) {
+    auto Built = buildTrace(P, *A, {}, By);
+    if (!Built)
+      return Built.takeError();
+    if (!T) {
+      if (Error E = checkUses(P, *A, *Built))
+        return E;
+      Progress.stage("trace and pool layout built");
+    }
+    Schedule Made = scheduleOn(P, Opts, M, *Built);
+    if (!T || Made.Stats.PredictedIterationUs < S.Stats.PredictedIterationUs * 0.9999) {
+      T = std::move(*Built);
+      S = std::move(Made);
+    }
   }
   Progress.stage("schedule computed");
 
@@ -397,10 +430,11 @@ static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOption
                 Ratio, format::formatBytes(uint64_t(S.Stats.MaxWorkingSetBlocks) * T->BlockBytes),
                 S.Stats.MaxWorkingSetBlocks);
   OS << formatv(
-      "pool: layout {0}, peak live {1} ({2:f3}x), online best-fit {3}, persistent {4}\n",
+      "pool: layout {0} ({5}), peak live {1} ({2:f3}x), online best-fit {3}, persistent {4}\n",
       format::formatBytes(T->Pool.LayoutBytes), format::formatBytes(T->Pool.PeakLiveBytes),
       T->Pool.PeakLiveBytes ? double(T->Pool.LayoutBytes) / double(T->Pool.PeakLiveBytes) : 0.0,
-      format::formatBytes(T->Pool.BestFitPeakBytes), format::formatBytes(T->Pool.PersistentBytes));
+      format::formatBytes(T->Pool.BestFitPeakBytes), format::formatBytes(T->Pool.PersistentBytes),
+      T->Pool.Order == LayoutOrder::BySize ? "largest first" : "in allocation order");
   OS << formatv("per iteration: prefetch {0} blocks ({1} only mapped), evict {2} ({3} written "
                 "back), discard {4}\n",
                 S.Stats.Prefetches, S.Stats.Populates, S.Stats.Evictions, S.Stats.DirtyEvictions,
@@ -437,6 +471,14 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   auto Strat = parseStrategy(Opts.Strategy);
   if (!Strat)
     return Strat.takeError();
+  std::optional<LayoutOrder> Layout;
+  if (Opts.Layout == "largest-first")
+    Layout = LayoutOrder::BySize;
+  else if (Opts.Layout == "allocation-order")
+    Layout = LayoutOrder::ByBirth;
+  else if (Opts.Layout != "auto")
+    return planError("--layout: unknown order '" + Opts.Layout +
+                     "' (auto, largest-first or allocation-order)");
   // The device's errors are about the device options, not the profile: said
   // before reading it, as every tool that takes a device says them.
   if (Opts.DeviceModel.empty() && !Opts.DeviceFile.empty())
@@ -471,6 +513,7 @@ Error runPlan(const PlanToolOptions &Opts, raw_ostream &Out, raw_ostream &Err) {
   PO.ProgressDelaySeconds = Opts.ProgressDelaySeconds;
   PO.UseArguments = Opts.UseArguments;
   PO.CopyPath = Opts.CopyPath;
+  PO.Layout = Layout;
   auto R = compilePlan(*P, PO);
   if (!R)
     return planError(Opts.Input + ": " + toString(R.takeError()));

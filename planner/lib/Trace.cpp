@@ -385,7 +385,7 @@ Error TraceBuilder::layOutArena() {
   }
   // The arena is whole UM blocks: plan ranges are whole blocks, and a block's
   // tail past the last allocation would otherwise be touched but never planned.
-  T.Pool.LayoutBytes = layoutPool(T.Allocations);
+  T.Pool.LayoutBytes = layoutPool(T.Allocations, T.Pool.Order);
   const uint64_t LayoutBlocks = (T.Pool.LayoutBytes + T.BlockBytes - 1) / T.BlockBytes;
   if (LayoutBlocks * T.BlockBytes > format::PlanLimits::kMaxArenaBytes ||
       LayoutBlocks > format::PlanLimits::kMaxArenaBlocks)
@@ -688,8 +688,9 @@ void TraceBuilder::reportIgnored() {
 } // namespace
 
 Expected<Trace> buildTrace(const Profile &P, const IterationAnalysis &A,
-                           const TraceLimits &Limits) {
+                           const TraceLimits &Limits, LayoutOrder By) {
   Trace T;
+  T.Pool.Order = By;
   const IterationSpan &Ref = A.Iterations[A.Reference];
   T.FirstKernel = Ref.First;
   T.Positions = Ref.Count;

@@ -31,20 +31,22 @@ namespace {
 constexpr uint64_t MiB = uint64_t{1} << 20;
 
 PlanResult compile(const Profile &P, uint64_t Capacity, Strategy S = Strategy::Prefetch,
-                   const std::string &Device = "v100-pcie-16gb") {
+                   const std::string &Device = "v100-pcie-16gb",
+                   std::optional<LayoutOrder> Layout = std::nullopt) {
   PlanOptions O;
   O.GpuMemoryBytes = Capacity;
   O.DeviceModel = Device;
   O.Strat = S;
+  O.Layout = Layout;
   return takeOk(compilePlan(P, O));
 }
 
 /// Footprint of the reference iteration in bytes (distinct arena blocks).
 uint64_t footprint(const Profile &P) { return compile(P, uint64_t{1} << 40).FootprintBytes; }
 
-Trace traceOf(const Profile &P) {
+Trace traceOf(const Profile &P, LayoutOrder By = LayoutOrder::BySize) {
   auto A = takeOk(analyzeIterations(P));
-  return takeOk(buildTrace(P, A));
+  return takeOk(buildTrace(P, A, {}, By));
 }
 
 /// Every pair of allocations live at the same time occupies disjoint bytes.
@@ -132,6 +134,29 @@ TEST(PlannerLayout, BestFitFragmentsWhereLayoutDoesNot) {
   EXPECT_EQ(peakLiveBytes(As, 10), 7 * MiB);
   EXPECT_EQ(Layout, 7 * MiB);
   EXPECT_GT(BestFit, Layout);
+}
+
+TEST(PlannerLayout, InAllocationOrderEarlierAllocationsArePlacedFirst) {
+  // A small one made first and a large one made later: largest first puts
+  // the large one lowest, in the order of allocation the small one is.
+  std::vector<PlannedAllocation> Bs(2);
+  Bs[0].Sequence = 0, Bs[0].Size = 1 * MiB, Bs[0].Live[0] = {0, 4};
+  Bs[1].Sequence = 1, Bs[1].Size = 4 * MiB, Bs[1].Live[0] = {2, 6};
+  std::vector<PlannedAllocation> BySize = Bs, ByBirth = Bs;
+  EXPECT_EQ(layoutPool(BySize, LayoutOrder::BySize), 5 * MiB);
+  EXPECT_EQ(BySize[1].Offset, 0u);
+  EXPECT_EQ(BySize[0].Offset, 4 * MiB);
+  EXPECT_EQ(layoutPool(ByBirth, LayoutOrder::ByBirth), 5 * MiB);
+  EXPECT_EQ(ByBirth[0].Offset, 0u);
+  EXPECT_EQ(ByBirth[1].Offset, 1 * MiB);
+  // Those carried over from the previous iteration (live at tick 0) are
+  // placed first whatever their allocation tick: W made at 5, wrapping to 2.
+  std::vector<PlannedAllocation> Cs(2);
+  Cs[0].Sequence = 0, Cs[0].Size = 2 * MiB, Cs[0].Live[0] = {1, 4};
+  Cs[1].Sequence = 1, Cs[1].Size = 2 * MiB, Cs[1].Live[0] = {5, 6}, Cs[1].Live[1] = {0, 2};
+  EXPECT_EQ(layoutPool(Cs, LayoutOrder::ByBirth), 4 * MiB);
+  EXPECT_EQ(Cs[1].Offset, 0u);
+  EXPECT_EQ(Cs[0].Offset, 2 * MiB);
 }
 
 TEST(PlannerLayout, WrappingLifetimesAndPersistentRegion) {
@@ -322,6 +347,33 @@ std::vector<PropertyCase> propertyCases() {
   return Cases;
 }
 
+TEST(PlannerLayout, BothOrdersAreDisjointAndThePlannerKeepsTheFaster) {
+  for (const PropertyCase &Case : propertyCases()) {
+    SCOPED_TRACE(Case.Name);
+    Profile P = syntheticTraining(Case.Options);
+    expectDisjoint(traceOf(P, LayoutOrder::BySize));
+    expectDisjoint(traceOf(P, LayoutOrder::ByBirth));
+    const uint64_t Capacity = footprint(P) / 2;
+    for (const char *Device : {"v100-pcie-16gb", "h100-sxm"}) {
+      SCOPED_TRACE(Device);
+      PlanResult Auto = compile(P, Capacity, Strategy::Prefetch, Device);
+      PlanResult Size = compile(P, Capacity, Strategy::Prefetch, Device, LayoutOrder::BySize);
+      PlanResult Birth = compile(P, Capacity, Strategy::Prefetch, Device, LayoutOrder::ByBirth);
+      EXPECT_EQ(Size.Pool.Order, LayoutOrder::BySize);
+      EXPECT_EQ(Birth.Pool.Order, LayoutOrder::ByBirth);
+      const PlanResult &Faster = Birth.Stats.PredictedIterationUs <
+                                         Size.Stats.PredictedIterationUs * 0.9999
+                                     ? Birth
+                                     : Size;
+      EXPECT_EQ(Auto.Pool.Order, Faster.Pool.Order);
+      EXPECT_DOUBLE_EQ(Auto.Stats.PredictedIterationUs, Faster.Stats.PredictedIterationUs);
+      EXPECT_EQ(Auto.Plan.layout().SerializeAsString(), Faster.Plan.layout().SerializeAsString());
+      // Other strategies lay out largest first only.
+      EXPECT_EQ(compile(P, Capacity, Strategy::Swap, Device).Pool.Order, LayoutOrder::BySize);
+    }
+  }
+}
+
 TEST(PlannerProperties, CapacityDiscardsAndFaults) {
   for (const PropertyCase &Case : propertyCases()) {
     Profile P = syntheticTraining(Case.Options);
@@ -334,7 +386,7 @@ TEST(PlannerProperties, CapacityDiscardsAndFaults) {
         uint64_t Capacity = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio);
         PlanResult R = compile(P, Capacity, S);
         EXPECT_FALSE(static_cast<bool>(format::validatePlan(R.Plan)));
-        EXPECT_EQ(unsafeDiscards(R.Plan, T), 0u);
+        EXPECT_EQ(unsafeDiscards(R.Plan, traceOf(P, R.Pool.Order)), 0u);
         ReplayReport Rep = replayPlan(R.Plan);
         if (S == Strategy::Prefetch) {
           EXPECT_EQ(Rep.OverCapacityPrefetches, 0u);
@@ -783,6 +835,10 @@ TEST(PlannerSchedule, DeadFirstKeepsTheProperties) {
     for (double Ratio : {1.5, 2.0, 3.0}) {
       uint64_t Capacity = static_cast<uint64_t>(static_cast<double>(Footprint) / Ratio);
       PlanResult R = compile(P, Capacity);
+      // The schedules below are made on T's layout: the plan carries it.
+      if (R.Pool.Order != T.Pool.Order)
+        R = compile(P, Capacity, Strategy::Prefetch, "v100-pcie-16gb", T.Pool.Order);
+      ASSERT_EQ(R.Pool.Order, T.Pool.Order);
       for (bool DeadFirst : {true, false})
         for (double Margin : {1.0, 256.0, 8192.0})
           for (bool Swap : {false, true}) {
@@ -1136,7 +1192,8 @@ TEST_P(PlannerShipped, LayoutDiscardsCapacityFaults) {
     for (Strategy S : {Strategy::Prefetch, Strategy::Swap}) {
       SCOPED_TRACE(std::to_string(Ratio) + (S == Strategy::Swap ? " swap" : " prefetch"));
       PlanResult R = compile(P, static_cast<uint64_t>(static_cast<double>(F) / Ratio), S);
-      EXPECT_EQ(unsafeDiscards(R.Plan, T), 0u);
+      EXPECT_EQ(unsafeDiscards(R.Plan, R.Pool.Order == T.Pool.Order ? T : traceOf(P, R.Pool.Order)),
+                0u);
       // Every allocation carried into the reference iteration is matched
       // (the "ignored: N allocations carried in" note no longer comes with
       // every profile).

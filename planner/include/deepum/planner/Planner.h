@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace deepum::planner {
@@ -62,6 +63,10 @@ struct PlanOptions {
   /// protects, where the device model has explicit-copy rates; false
   /// (--no-copy-path): Unified Memory's eviction only.
   bool CopyPath = true;
+  /// The pool layout's order (--layout); none: the prefetch strategy lays out
+  /// both ways and keeps the one its cost model predicts faster, the others
+  /// largest first.
+  std::optional<LayoutOrder> Layout;
 };
 
 struct PlanResult {
@@ -93,6 +98,8 @@ struct PlanToolOptions {
   bool UseArguments = true;
   /// PlanOptions::CopyPath.
   bool CopyPath = true;
+  /// PlanOptions::Layout: auto, largest-first or allocation-order.
+  std::string Layout = "auto";
   /// Progress lines (PlanOptions::Progress); null = none.
   llvm::raw_ostream *Progress = nullptr;
   double ProgressDelaySeconds = 2;

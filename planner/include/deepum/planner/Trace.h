@@ -118,6 +118,17 @@ struct TensorUse {
   deepum::v1::AccessMode Mode = deepum::v1::ACCESS_MODE_UNSPECIFIED;
 };
 
+/// The order in which the pool layout places allocations.
+enum class LayoutOrder {
+  /// Largest first (Zhang et al. 2019): the tightest packing.
+  BySize,
+  /// In the order the program makes them (those live at tick 0 first), as an
+  /// online best-fit allocator would, with every lifetime known: each lands
+  /// in bytes freed shortly before, which under oversubscription are more
+  /// often still on the GPU.
+  ByBirth,
+};
+
 struct PoolStats {
   /// Bytes the lifetime-aware layout needs (persistent region included).
   uint64_t LayoutBytes = 0;
@@ -128,6 +139,8 @@ struct PoolStats {
   uint64_t PeakLiveBytes = 0;
   /// Peak of an online best-fit caching allocator on the same call sequence.
   uint64_t BestFitPeakBytes = 0;
+  /// The order the layout placed allocations in.
+  LayoutOrder Order = LayoutOrder::BySize;
 };
 
 /// The reference iteration in arena space.
@@ -235,11 +248,12 @@ struct Trace {
   bool blockDiesBetween(uint64_t Block, uint32_t FromTick, uint32_t ToTick) const;
 };
 
-/// Zhang et al. 2019 lifetime-aware layout: persistent allocations packed
-/// first, then the others largest first, each at the best-fitting gap left by
+/// Lifetime-aware layout (Zhang et al. 2019): persistent allocations packed
+/// first, then the others in order By, each at the best-fitting gap left by
 /// the already-placed allocations whose lifetimes overlap it. Sets Offset of
 /// every allocation and returns the arena bytes.
-uint64_t layoutPool(std::vector<PlannedAllocation> &Allocations);
+uint64_t layoutPool(std::vector<PlannedAllocation> &Allocations,
+                    LayoutOrder By = LayoutOrder::BySize);
 
 /// Peak of live bytes over the ticks (persistent allocations always live).
 uint64_t peakLiveBytes(const std::vector<PlannedAllocation> &Allocations, uint32_t Ticks);
@@ -283,9 +297,10 @@ struct TraceLimits {
   uint64_t SiblingWork = kMaxSiblingWork;
 };
 
-/// Builds the reference iteration's trace; lays out the pool.
+/// Builds the reference iteration's trace; lays out the pool in order By.
 llvm::Expected<Trace> buildTrace(const deepum::v1::Profile &P, const IterationAnalysis &A,
-                                 const TraceLimits &Limits = {});
+                                 const TraceLimits &Limits = {},
+                                 LayoutOrder By = LayoutOrder::BySize);
 
 // The arena itself is bounded by the plan format (format::PlanLimits: bytes
 // and UM blocks a plan may lay out): buildTrace refuses a layout that no plan

@@ -186,7 +186,7 @@ static bool tryPlace(Backend &Back, Executor::DeviceState &D, uint64_t Off, uint
   }
   for (auto &[O, E] : Keep)
     D.Arena[O] = E;
-  D.Arena[Off] = ArenaEntry{End, true, Stream, 0};
+  D.Arena[Off] = ArenaEntry{End, true, Stream, 0, ++D.PlaceSeq};
   // A discard still queued on the discard stream may cover this range: the
   // new owner's kernels must not run before it (its contents would be lost).
   if (D.DiscardsInFlight.load(std::memory_order_acquire) != 0 && D.DiscardEvent) {

@@ -91,6 +91,7 @@ bool detail::setUpCopyPath(Backend &Back, DeviceState &D, bool ReportsArguments)
   D.PoolBase = reinterpret_cast<uintptr_t>(Pool);
   D.PoolBytes = P.CopyPoolBytes;
   D.SlotOf.assign(P.ArenaBlocks, 0);
+  D.SlotSince.assign(P.ArenaBlocks, 0);
   D.CopiedInWith.assign(P.ArenaBlocks, 0);
   D.Discarded.assign(P.ArenaBlocks, 0);
   D.SlotOwner.assign(P.CopyPoolBytes / BB, 0);
@@ -118,24 +119,79 @@ void detail::dropSlot(DeviceState &D, uint32_t B) {
     releaseSlot(D, B);
 }
 
+namespace {
+/// The parts of pooled block `B` (arena offsets, ascending) that hold its
+/// contents: the bytes of allocations placed before its copy-out and still
+/// live. With `AllButNew`, everything but the bytes of live allocations
+/// placed since (what a copy-in may write when every new owner placed from
+/// then on waits for it). AllocMu held.
+void heldParts(const DeviceState &D, uint32_t B, std::vector<MemRange> &Out,
+               bool AllButNew = false) {
+  Out.clear();
+  const uint64_t BB = D.blockBytes(), Lo = uint64_t{B} * BB, Hi = Lo + BB;
+  auto Add = [&](uint64_t From, uint64_t To) {
+    if (From >= To)
+      return;
+    if (!Out.empty() && Out.back().Address + Out.back().Bytes == From)
+      Out.back().Bytes += To - From;
+    else
+      Out.push_back({From, To - From});
+  };
+  auto It = D.Arena.upper_bound(Lo);
+  if (It != D.Arena.begin() && std::prev(It)->second.End > Lo)
+    --It;
+  uint64_t Reached = Lo; // AllButNew: copied up to here
+  for (; It != D.Arena.end() && It->first < Hi; ++It) {
+    const uint64_t From = std::max(It->first, Lo), To = std::min(It->second.End, Hi);
+    const bool New = It->second.Placed >= D.SlotSince[B];
+    if (!AllButNew) {
+      if (It->second.Live && !New)
+        Add(From, To);
+    } else if (It->second.Live && New) {
+      Add(Reached, From);
+      Reached = To;
+    }
+  }
+  if (AllButNew)
+    Add(Reached, Hi);
+}
+} // namespace
+
 void detail::dropFreedSlots(DeviceState &D) {
   if (!D.CopyPath || !D.PooledBlocks.load(std::memory_order_relaxed))
     return;
-  std::vector<MemRange> Freed;
+  const uint64_t BB = D.blockBytes();
+  std::vector<uint32_t> Dead;
   {
     std::lock_guard<std::mutex> Lock(D.AllocMu);
-    Freed.swap(D.FreedWhilePooled);
+    std::vector<MemRange> Parts;
+    for (const MemRange &R : D.FreedWhilePooled)
+      for (uint64_t B = R.Address / BB; B < (R.Address + R.Bytes + BB - 1) / BB; ++B) {
+        if (B >= D.SlotOf.size() || !D.SlotOf[B])
+          continue;
+        // A block the freed range covers whole is dead; one it shares, when
+        // nothing placed before the copy-out lives there any more.
+        const bool Whole = R.Address <= B * BB && (B + 1) * BB <= R.Address + R.Bytes;
+        if (!Whole) {
+          if (!D.CopyTracksAllocations)
+            continue;
+          heldParts(D, static_cast<uint32_t>(B), Parts);
+          if (!Parts.empty())
+            continue;
+        }
+        Dead.push_back(static_cast<uint32_t>(B));
+      }
+    D.FreedWhilePooled.clear();
   }
-  const uint64_t BB = D.blockBytes();
-  for (const MemRange &R : Freed)
-    for (uint64_t B = (R.Address + BB - 1) / BB; B < (R.Address + R.Bytes) / BB; ++B)
-      dropSlot(D, static_cast<uint32_t>(B));
+  for (uint32_t B : Dead)
+    dropSlot(D, B);
 }
 
 std::vector<CopyOutRange> detail::chooseCopyOuts(DeviceState &D,
                                                  const std::vector<CopyOutRange> &Ranges,
                                                  std::vector<MemRange> &Evict) {
   std::vector<CopyOutRange> Chosen;
+  std::vector<MemRange> Parts;
   const uint64_t BB = D.blockBytes();
   for (const CopyOutRange &R : Ranges)
     for (uint64_t Off = 0; Off < R.Arena.Bytes; Off += BB) {
@@ -143,12 +199,13 @@ std::vector<CopyOutRange> detail::chooseCopyOuts(DeviceState &D,
       const uint64_t Slot = R.PoolOffset + Off, SlotBlock = Slot / BB;
       bool Ok = D.CopyPath && B < D.Resident.size() && D.Resident[B] && !D.SlotOf[B] &&
                 SlotBlock < D.SlotOwner.size() && !D.SlotOwner[SlotBlock];
-      if (Ok && D.CopyOutNeedsAllocation) {
-        // Wholly inside one live allocation: the guard restores it whenever
-        // a launch names that allocation, and its free drops the slot.
-        auto It = D.Arena.upper_bound(Start);
-        Ok = It != D.Arena.begin() && (--It)->second.Live && It->first <= Start &&
-             It->second.End >= Start + BB;
+      if (Ok && D.CopyTracksAllocations) {
+        // Holding a live allocation: the guard restores the block whenever a
+        // launch names any allocation in it, and a copy-in writes back the
+        // bytes of those placed before now (SlotSince) that still live.
+        D.SlotSince[B] = D.PlaceSeq + 1;
+        heldParts(D, static_cast<uint32_t>(B), Parts);
+        Ok = !Parts.empty();
       }
       if (Ok) {
         Chosen.push_back({{Start, BB}, Slot});
@@ -322,39 +379,80 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
     }
   noteError(D, Back.prefetchBatch(D.Device, Pages, D.Device, Stream));
   const uint64_t Seq = D.NextCopySeq++;
+  // What each block writes back, as copies of adjacent bytes in both the
+  // arena and the pool: whole blocks, or with CopyTracksAllocations never
+  // the bytes of a live allocation placed since the copy-out (the program
+  // may have written them where no guard sees). On the prefetch and late
+  // streams every new owner placed from now on waits for the copy-in
+  // (CopyInEvent, recorded below under the same hold of AllocMu): the rest
+  // of the block is written back whole. On a launch's stream nothing makes
+  // a new owner wait: only the parts that allocations placed before the
+  // copy-out still hold are written.
+  const bool NewOwnersWait = Stream == D.ActionStream || Stream == D.LateStream;
+  std::unique_lock<std::mutex> AllocLock(D.AllocMu, std::defer_lock);
+  if (D.CopyTracksAllocations)
+    AllocLock.lock();
+  struct Copy {
+    uint64_t Arena, Pool, Bytes; // arena offset, pool offset
+    size_t First, Last;          // Blocks[First..Last] it writes into
+  };
+  std::vector<Copy> Copies;
+  std::vector<MemRange> Parts;
+  for (size_t K = 0; K < Blocks.size(); ++K) {
+    const uint32_t B = Blocks[K];
+    const uint64_t Slot = D.SlotOf[B] - 1;
+    if (D.CopyTracksAllocations)
+      heldParts(D, B, Parts, /*AllButNew=*/NewOwnersWait);
+    else
+      Parts.assign(1, MemRange{uint64_t{B} * BB, BB});
+    for (const MemRange &P : Parts) {
+      const uint64_t Pool = Slot + (P.Address - uint64_t{B} * BB);
+      if (!Copies.empty() && Copies.back().Arena + Copies.back().Bytes == P.Address &&
+          Copies.back().Pool + Copies.back().Bytes == Pool) {
+        Copies.back().Bytes += P.Bytes;
+        Copies.back().Last = K;
+      } else {
+        Copies.push_back({P.Address, Pool, P.Bytes, K, K});
+      }
+    }
+  }
+  std::vector<uint8_t> Failed(Blocks.size(), 0);
   uint64_t Brought = 0;
-  forCopyRuns(
-      Blocks, BB, [&](size_t K) { return D.SlotOf[Blocks[K]] - 1; },
-      [&](size_t I, size_t J) {
-        const uint64_t Bytes = (J - I) * BB;
-        BackendStatus S =
-            Back.copyAsync(D.Device, reinterpret_cast<void *>(D.ArenaBase + uint64_t{Blocks[I]} * BB),
-                           reinterpret_cast<const void *>(D.PoolBase + D.SlotOf[Blocks[I]] - 1),
-                           Bytes, Stream);
-        noteError(D, S);
-        if (!S.ok())
-          return; // the slot keeps the contents; the next restore tries again
-        for (size_t K = I; K < J; ++K) {
-          const uint32_t B = Blocks[K];
-          D.SlotReadBy[releaseSlot(D, B)] = Seq;
-          D.CopiedInWith[B] = Seq;
-          D.Discarded[B] = 0; // its contents came back
-          if (!D.Resident[B]) {
-            D.Resident[B] = 1;
-            D.ResidentBlocks.fetch_add(1);
-          }
-        }
-        Brought += Bytes;
-      });
+  for (const Copy &C : Copies) {
+    BackendStatus S = Back.copyAsync(D.Device, reinterpret_cast<void *>(D.ArenaBase + C.Arena),
+                                     reinterpret_cast<const void *>(D.PoolBase + C.Pool), C.Bytes,
+                                     Stream);
+    noteError(D, S);
+    if (S.ok())
+      Brought += C.Bytes;
+    else // the slots keep the contents; the next restore tries again
+      std::fill(Failed.begin() + static_cast<std::ptrdiff_t>(C.First),
+                Failed.begin() + static_cast<std::ptrdiff_t>(C.Last) + 1, 1);
+  }
+  for (size_t K = 0; K < Blocks.size(); ++K) {
+    if (Failed[K])
+      continue;
+    const uint32_t B = Blocks[K];
+    D.SlotReadBy[releaseSlot(D, B)] = Seq;
+    D.CopiedInWith[B] = Seq;
+    D.Discarded[B] = 0; // its contents came back
+    if (!D.Resident[B]) {
+      D.Resident[B] = 1;
+      D.ResidentBlocks.fetch_add(1);
+    }
+  }
   bump(D.C.CopyInBytes, Brought);
   recordCopyMark(Back, D, Stream, Seq);
-  if (Stream == D.ActionStream || Stream == D.LateStream) {
+  if (NewOwnersWait) {
     // New owners of these bytes (a free the plan did not foresee) wait for it.
-    std::lock_guard<std::mutex> Lock(D.AllocMu);
+    if (!AllocLock.owns_lock())
+      AllocLock.lock();
     EventHandle &After = Stream == D.ActionStream ? D.CopyInEvent : D.CopyInLateEvent;
     if (ensureEvent(Back, D, After) && Back.recordEvent(D.Device, After, Stream).ok())
       D.CopyInsInFlight.fetch_add(1, std::memory_order_release);
   }
+  if (AllocLock.owns_lock())
+    AllocLock.unlock();
   const uint64_t Now = D.ResidentBlocks.load();
   if (Now > D.PeakResidentBlocks.load(std::memory_order_relaxed))
     D.PeakResidentBlocks.store(Now, std::memory_order_relaxed);

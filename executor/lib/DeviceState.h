@@ -85,6 +85,7 @@ struct ArenaEntry {
   bool Live = false;
   StreamHandle Stream = 0;
   uint64_t FreeGeneration = 0; // the stream's event generation at the free
+  uint64_t Placed = 0;         // DeviceState::PlaceSeq when it was placed
 };
 
 /// One event per stream, re-recorded as needed; a generation number says
@@ -115,6 +116,7 @@ struct Executor::DeviceState {
   uint64_t ArenaBytes = 0;
   uint64_t ArenaMapped = 0; // ArenaBytes rounded up to kManagedPageBytes (what was allocated)
   std::map<uint64_t, ArenaEntry> Arena;
+  uint64_t PlaceSeq = 0; // placements in the arena so far (ArenaEntry::Placed)
   std::vector<StreamClock> AllocClocks;
   uint32_t NextSequence = 0;
   detail::CallAlignment CallAlign; // live allocation calls against the profiled ones
@@ -231,13 +233,18 @@ struct Executor::DeviceState {
   /// The pool is allocated and every launch's arguments reach the guard:
   /// COPY_OUT copies out. Otherwise COPY_OUT evicts through Unified Memory.
   bool CopyPath = false;
-  /// ExecutorConfig::CopyOutNeedsAllocation.
-  bool CopyOutNeedsAllocation = true;
+  /// ExecutorConfig::CopyTracksAllocations.
+  bool CopyTracksAllocations = true;
   uintptr_t PoolBase = 0;
   uint64_t PoolBytes = 0;
   /// Per arena block: its pool offset + 1 while its contents are only in the
   /// pool (0: not in the pool).
   std::vector<uint64_t> SlotOf;
+  /// Per arena block in the pool: PlaceSeq + 1 at its copy-out. A copy-in
+  /// writes back the bytes of allocations placed before it (ArenaEntry::Placed
+  /// below it) and still live, with CopyTracksAllocations. Written and read
+  /// with both locks held.
+  std::vector<uint64_t> SlotSince;
   /// Per pool block: the arena block + 1 whose contents it holds (0: free).
   std::vector<uint32_t> SlotOwner;
   /// Per pool block: the copy-in mark that last read it (a copy-out into it
@@ -366,15 +373,17 @@ void collectGuardTimings(Backend &Back, DeviceState &D);
 /// the arena allocated): the pinned pool, the ledger, the streams; false,
 /// with one line said, when any cannot be had: then COPY_OUT evicts.
 bool setUpCopyPath(Backend &Back, DeviceState &D, bool ReportsArguments);
-/// Drops the slots of blocks wholly inside ranges freed since (their
-/// contents are dead). Takes AllocMu. LaunchMu held.
+/// Drops the slots of blocks whose contents died with the ranges freed
+/// since: those wholly inside a freed range and, with CopyTracksAllocations,
+/// those no allocation placed before their copy-out still holds. Takes
+/// AllocMu. LaunchMu held.
 void dropFreedSlots(DeviceState &D);
 /// Drops the slot of block `B` (contents dead). LaunchMu held.
 void dropSlot(DeviceState &D, uint32_t B);
 /// Chooses which of `Ranges` (whole blocks) copy out now: blocks resident in
 /// the model, not in the pool, whose slot is free and, with
-/// CopyOutNeedsAllocation, wholly inside one live allocation. The others
-/// join `Evict`. AllocMu and LaunchMu held.
+/// CopyTracksAllocations, holding a live allocation. The others join
+/// `Evict`. AllocMu and LaunchMu held.
 std::vector<CopyOutRange> chooseCopyOuts(DeviceState &D, const std::vector<CopyOutRange> &Ranges,
                                          std::vector<MemRange> &Evict);
 /// Issues the copies of `Chosen` on the copy-out stream (after the copy-ins
@@ -387,7 +396,9 @@ std::vector<MemRange> issueCopyOuts(Backend &Back, DeviceState &D,
                                     std::vector<MemRange> &Evict);
 /// Copies pooled blocks `Blocks` back on `Stream` (populate, then copy),
 /// after the releases of them still pending; they become resident in the
-/// model (the caller made the room). On the prefetch or late stream, new
+/// model (the caller made the room). With CopyTracksAllocations only the
+/// bytes of allocations placed before the copy-out and still live are
+/// written back (AllocMu taken). On the prefetch or late stream, new
 /// owners of arena bytes wait for it (CopyInEvent, CopyInLateEvent). Returns
 /// the bytes copied back (a failed copy leaves its blocks in the pool).
 /// LaunchMu held.

@@ -183,7 +183,7 @@ Executor::DeviceState *Executor::deviceOrCreate(int Device) {
   auto *D = new DeviceState(Back, Device);
   D->KernelsWaitForTheirPrefetches = Config.KernelsWaitForTheirPrefetches;
   D->LaunchGuard = Config.LaunchGuard;
-  D->CopyOutNeedsAllocation = Config.CopyOutNeedsAllocation;
+  D->CopyTracksAllocations = Config.CopyTracksAllocations;
   loadPlanFor(*D);
   Devices[static_cast<size_t>(Device)].store(D, std::memory_order_release);
   return D;

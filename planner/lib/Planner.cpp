@@ -229,8 +229,10 @@ Expected<PlanResult> compilePlan(const Profile &P, const PlanOptions &Opts) {
 }
 
 /// The blocks the copy path may take (Trace::Copyable): every allocation
-/// that ever holds the block covers it whole and is one the launch-time guard
-/// protects (format::guardedAllocations). Returns how many.
+/// that ever holds a byte of the block is one the launch-time guard protects
+/// (format::guardedAllocations). A block may hold several: the executor
+/// copies back only the bytes of those live at the copy-out and still live
+/// (ExecutorConfig::CopyTracksAllocations). Returns how many.
 static uint64_t markCopyable(const Profile &P, Trace &T) {
   const std::vector<uint64_t> Guarded = format::guardedAllocations(P);
   T.Copyable.assign(T.Blocks, 0);
@@ -240,8 +242,7 @@ static uint64_t markCopyable(const Profile &P, Trace &T) {
     bool Ok = !Owners.empty();
     for (uint32_t Seq : Owners) {
       const PlannedAllocation &A = T.Allocations[Seq];
-      Ok = Ok && A.Offset <= B * T.BlockBytes && A.Offset + A.Size >= (B + 1) * T.BlockBytes &&
-           std::binary_search(Guarded.begin(), Guarded.end(), A.ProfileId);
+      Ok = Ok && std::binary_search(Guarded.begin(), Guarded.end(), A.ProfileId);
     }
     T.Copyable[B] = Ok;
     N += Ok;

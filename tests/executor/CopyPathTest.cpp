@@ -157,7 +157,7 @@ TEST(CopyPathTest, ALaunchWhoseArgumentsAreUnknownGetsEverythingBack) {
   EXPECT_EQ(S.pooled_bytes, 0u);
 }
 
-TEST(CopyPathTest, OnlyBlocksInsideOneLiveAllocationAreCopiedTheRestEvicted) {
+TEST(CopyPathTest, OnlyBlocksHoldingALiveAllocationAreCopiedTheRestEvicted) {
   PlanBuilder PB = copyPlan(/*CopyIn=*/false);
   // Blocks 3-4 hold no allocation: the plan's copy-out of them is evicted.
   PB.action(v1::ACTION_KIND_COPY_OUT, 1, 3 * kBlock, 2 * kBlock, 0);
@@ -195,6 +195,102 @@ TEST(CopyPathTest, AFreeDropsTheSlotAndWhatIsWrittenThereAfterIsKept) {
   const auto S = statsOf(R.E);
   EXPECT_EQ(S.copy_in_bytes, 0u);
   EXPECT_EQ(S.pooled_bytes, 0u);
+}
+
+/// Blocks 0-1 hold allocation 0 (A, 1.5 blocks) and allocation 1 (B, the
+/// last half block); allocation 2 (block 2) is kernel 11's and 12's;
+/// allocation 3 (C) is placed at B's bytes once B is freed. Blocks 0-1 are
+/// copied out before kernel 11 and, unless `CopyIn` is false, back (COPY_IN
+/// at 12) for kernel 13.
+PlanBuilder sharedBlockPlan(bool CopyIn = true) {
+  PlanBuilder PB({10, 11, 12, 13}, 8 * kBlock);
+  const uint64_t Half = kBlock / 2;
+  PB.place(0, 3 * Half, 0).place(1, Half, 3 * Half).place(2, kBlock, 2 * kBlock);
+  PB.place(3, Half, 3 * Half);
+  PB.chain(0, {0, 1}).chain(2, {2});
+  if (CopyIn)
+    PB.chain(3, {0, 1});
+  PB.action(v1::ACTION_KIND_COPY_OUT, 1, 0, 2 * kBlock, 0);
+  PB.proto().mutable_actions()->rbegin()->set_pool_offset(2 * kBlock);
+  if (CopyIn)
+    PB.action(v1::ACTION_KIND_COPY_IN, 2, 0, 2 * kBlock, 3);
+  PB.proto().mutable_metadata()->set_copy_pool_bytes(4 * kBlock);
+  return PB;
+}
+
+// A block shared by two allocations is copied out whole. One of them is
+// freed while the block is in the pool and a new allocation placed in its
+// bytes is written (by a host copy, which no guard sees): the copy back
+// leaves the new one's bytes alone. With nothing placed there the plan's copy
+// back is whole blocks (a new owner placed from then on waits for it), the
+// guard's only what the surviving allocation holds (nothing makes a new
+// owner wait for a copy on a launch's stream). Freeing both drops the slot.
+TEST(CopyPathTest, ABlockOfTwoAllocationsComesBackOnlyWhereItsOwnersStillLive) {
+  const uint64_t Half = kBlock / 2;
+  enum Case { Placed, FreedOnly, FreedOnlyGuard, BothFreed };
+  for (Case K : {Placed, FreedOnly, FreedOnlyGuard, BothFreed}) {
+    SCOPED_TRACE(K);
+    PlanBuilder PB = sharedBlockPlan(/*CopyIn=*/K != FreedOnlyGuard);
+    Rig R(PB);
+    ASSERT_TRUE(R.Ok);
+    auto *A = static_cast<uint8_t *>(R.E.allocate(3 * Half, 0, S1));
+    auto *B = static_cast<uint8_t *>(R.E.allocate(Half, 0, S1));
+    void *Other = R.E.allocate(kBlock, 0, S1);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(A), R.Base);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(B), R.Base + 3 * Half);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(Other), R.Base + 2 * kBlock);
+    for (uint64_t I = 0; I < 3 * Half; ++I)
+      A[I] = static_cast<uint8_t>(I * 131 + 7);
+    std::memset(B, 0x3C, Half);
+    R.B.launch(0, S1, 10, {R.Base, R.Base + 3 * Half});
+    R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
+    auto S = statsOf(R.E);
+    EXPECT_EQ(S.copy_out_bytes, 2 * kBlock); // the shared block too
+    EXPECT_EQ(S.copy_fallback_bytes, 0u);
+    EXPECT_EQ(S.pooled_bytes, 2 * kBlock);
+    ASSERT_EQ(A[0], 0xFF);
+    R.E.deallocate(B, 0, S1);
+    if (K == BothFreed) {
+      R.E.deallocate(A, 0, S1);
+      R.B.launch(0, S1, 12, {R.Base + 2 * kBlock});
+      S = statsOf(R.E);
+      EXPECT_EQ(S.pooled_bytes, 0u); // block 0 with A's free, block 1 with its last owner's
+      EXPECT_EQ(S.copy_in_bytes, 0u);
+      continue;
+    }
+    uint8_t *C = nullptr;
+    if (K == Placed) {
+      C = static_cast<uint8_t *>(R.E.allocate(Half, 0, S1));
+      ASSERT_EQ(C, B); // placed where B was
+      std::memset(C, 0x5A, Half);
+    }
+    R.B.launch(0, S1, 12, {R.Base + 2 * kBlock}); // COPY_IN for 13 (not FreedOnlyGuard)
+    R.B.launch(0, S1, 13, {R.Base});
+    bool AIntact = true;
+    for (uint64_t I = 0; I < 3 * Half; ++I)
+      AIntact = AIntact && A[I] == static_cast<uint8_t>(I * 131 + 7);
+    EXPECT_TRUE(AIntact);
+    S = statsOf(R.E);
+    EXPECT_EQ(S.pooled_bytes, 0u);
+    EXPECT_EQ(S.backend_errors, 0u);
+    switch (K) {
+    case Placed:
+      EXPECT_EQ(C[0], 0x5A);
+      EXPECT_EQ(C[Half - 1], 0x5A);
+      EXPECT_EQ(S.copy_in_bytes, 3 * Half);
+      break;
+    case FreedOnly:
+      EXPECT_EQ(S.copy_in_bytes, 2 * kBlock);
+      EXPECT_EQ(B[0], 0x3C); // B's dead bytes came back with the block
+      break;
+    case FreedOnlyGuard:
+      EXPECT_EQ(S.guard_copy_in_bytes, 3 * Half);
+      EXPECT_EQ(B[0], 0xFF); // the guard left them discarded
+      break;
+    case BothFreed:
+      break;
+    }
+  }
 }
 
 // On the copy path a prefetch is a dependency, as a copy-in is: the kernel

@@ -197,7 +197,7 @@ llvm::Error ExecutorPolicy::attach(deepum::sim::Engine &E, uint64_t CapacityByte
   Cfg.Cursor.ModelCheckLaunches = Launches < 100 ? Launches : 100;
   // No allocation goes through this executor, and the engine's kernels touch
   // exactly their positions' blocks (which the executor brings back).
-  Cfg.CopyOutNeedsAllocation = false;
+  Cfg.CopyTracksAllocations = false;
   Ex = std::make_unique<Executor>(*Backend, Cfg);
   if (!Ex->setPlan(0, std::move(CP), CapacityBytes))
     return fail("executor replay of " + PlanName + ": the executor refused the plan");

@@ -58,11 +58,14 @@ struct ExecutorConfig {
   /// DEEPUM_TEST_NO_LAUNCH_GUARD=1, a setting for tests that must show what
   /// happens without it.
   bool LaunchGuard = true;
-  /// The copy path copies out only blocks wholly inside one live arena
-  /// allocation (what the guard restores and a free releases). Off only
-  /// where allocations are not made through the executor and the launches
-  /// touch exactly the plan's access sets: the simulator's replay.
-  bool CopyOutNeedsAllocation = true;
+  /// The copy path follows the arena's allocations: it copies out only
+  /// blocks holding a live allocation, and a copy-in writes back only the
+  /// bytes of allocations live at the copy-out and still live (never a
+  /// block's free part, nor an allocation placed there since, which the
+  /// program may have written). Off only where allocations are not made
+  /// through the executor and the launches touch exactly the plan's access
+  /// sets: the simulator's replay, which copies whole blocks.
+  bool CopyTracksAllocations = true;
   CursorOptions Cursor;
 
   std::string planFor(int Device) const;

@@ -170,8 +170,8 @@ struct Trace {
   /// Per arena block, the sequences of the allocations overlapping it.
   std::vector<std::vector<uint32_t>> BlockOwners;
   /// Per arena block, whether the copy path may take it (markCopyable):
-  /// every allocation that ever holds it covers it whole and is one the
-  /// launch-time guard protects. Empty: none may.
+  /// every allocation that ever holds a byte of it is one the launch-time
+  /// guard protects. Empty: none may.
   std::vector<uint8_t> Copyable;
   /// Per arena block, its owners' live intervals sorted by Begin (CSR:
   /// OwnerSpans[OwnerStart[b] .. OwnerStart[b+1])), the longest one's length,

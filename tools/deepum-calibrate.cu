@@ -455,6 +455,10 @@ private:
   // only): copied out to a pinned slot then discarded; populated then copied
   // back in from its slot; both at once on two streams (-1: not measured).
   double CopyOutBlockUs = -1, CopyInBlockUs = -1, CopyBothBlockUs = -1;
+  // A copy back into resident managed blocks alone, and beside the populate
+  // of as many other discarded blocks on a second stream: whether a populate
+  // holds the host-to-device copy engine against a copy (report only).
+  double CopyAloneBlockUs = -1, PopulateAloneBlockUs = -1, PopulateBesideCopyBlockUs = -1;
   double CallUs = -1, RangeUs = -1, HostCallUs = -1, HostRangeUs = -1, StreamCallUs = -1,
          StreamRangeUs = -1;
   double BatchUs = -1, BlockUs = -1;
@@ -827,7 +831,7 @@ void Calibration::measureCopyPath() {
                             cudaMemcpyHostToDevice, St),
             "cudaMemcpyAsync of a block from its pinned slot");
   };
-  std::vector<double> OutUs, InUs, BothUs;
+  std::vector<double> OutUs, InUs, BothUs, CopyAloneUs, PopulateAloneUs, BesideUs;
   const uint64_t Words = S / sizeof(unsigned);
   for (int R = 0; R < Opt.Repeats; ++R) {
     const unsigned Mark = static_cast<unsigned>(R) + 11u;
@@ -877,6 +881,40 @@ void Calibration::measureCopyPath() {
     sync();
     if (In[0] != Mark + 2u || In[Words - 1] != Mark + 2u)
       fail("a block copied back in beside another copy out did not hold its data");
+    // A populate beside a copy: In's blocks resident (the copy writes them in
+    // place), Out's GPU-written and discarded. The copy alone, the populate
+    // alone, then both at once on two streams.
+    writtenOnGpu(In, S, Mark + 3u);
+    auto discardOut = [&] {
+      writtenOnGpu(Out, S, Mark + 4u);
+      check(cudaMemDiscardBatchAsync(Ptrs.data(), Lens.data(), Blocks, 0, Stream),
+            "cudaMemDiscardBatchAsync");
+      sync();
+    };
+    discardOut();
+    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+    copyIn(In, InSlots, Stream);
+    check(cudaEventRecord(E1, Stream), "cudaEventRecord");
+    check(cudaMemPrefetchAsync(Out, S, DeviceLoc, 0, Stream), "cudaMemPrefetchAsync (populate)");
+    check(cudaEventRecord(E2, Stream), "cudaEventRecord");
+    sync();
+    CopyAloneUs.push_back(elapsedUs(E0, E1) / Blocks);
+    PopulateAloneUs.push_back(elapsedUs(E1, E2) / Blocks);
+    writtenOnGpu(In, S, Mark + 3u);
+    discardOut();
+    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+    check(cudaStreamWaitEvent(Second, E0, 0), "cudaStreamWaitEvent");
+    copyIn(In, InSlots, Stream);
+    check(cudaMemPrefetchAsync(Out, S, DeviceLoc, 0, Second), "cudaMemPrefetchAsync (populate)");
+    check(cudaEventRecord(E1, Second), "cudaEventRecord");
+    check(cudaStreamWaitEvent(Stream, E1, 0), "cudaStreamWaitEvent");
+    check(cudaEventRecord(E2, Stream), "cudaEventRecord");
+    sync();
+    BesideUs.push_back(elapsedUs(E0, E2) / Blocks);
+    toHost(In, S);
+    sync();
+    if (In[0] != Mark + 2u || In[Words - 1] != Mark + 2u)
+      fail("a block copied back in beside a populate did not hold its slot's data");
   }
   check(cudaFree(Out), "cudaFree");
   check(cudaFree(In), "cudaFree");
@@ -899,6 +937,21 @@ void Calibration::measureCopyPath() {
   progress("copy path, per 2 MiB block: out (copy + discard) %.2f us, in (populate + copy) %.2f "
            "us, both at once %.2f us",
            CopyOutBlockUs, CopyInBlockUs, CopyBothBlockUs);
+  if (BesideUs.size() != OutUs.size())
+    return;
+  Samples.push_back(summarise("copy back into resident managed blocks alone, per block", Size,
+                              "us", CopyAloneUs));
+  CopyAloneBlockUs = Samples.back().Median;
+  Samples.push_back(
+      summarise("populate of discarded blocks alone, per block", Size, "us", PopulateAloneUs));
+  PopulateAloneBlockUs = Samples.back().Median;
+  Samples.push_back(summarise("copy back beside a populate of as many blocks (two streams), per "
+                              "block",
+                              Size, "us", BesideUs));
+  PopulateBesideCopyBlockUs = Samples.back().Median;
+  progress("a populate beside a copy back, per 2 MiB block: copy alone %.2f us, populate alone "
+           "%.2f us, both at once %.2f us",
+           CopyAloneBlockUs, PopulateAloneBlockUs, PopulateBesideCopyBlockUs);
 }
 
 /// Per-call cost against ranges per call, on ranges already where the call
@@ -1257,6 +1310,20 @@ void Calibration::writeReport() {
              CopyBothBlockUs < 0.75 * (CopyOutBlockUs + CopyInBlockUs)
                  ? "the directions overlap"
                  : "the directions do not overlap");
+  if (PopulateBesideCopyBlockUs >= 0) {
+    // Both at once near the sum of the two alone: the populate holds the
+    // engine the copy needs (what copies_share_um_engines assumes); near the
+    // larger of the two: they overlap.
+    const double Sum = CopyAloneBlockUs + PopulateAloneBlockUs,
+                 Max = std::max(CopyAloneBlockUs, PopulateAloneBlockUs);
+    std::string Held = "the populate takes no time here";
+    if (PopulateAloneBlockUs > 0.05 * CopyAloneBlockUs && Sum > Max)
+      Held = fmt("%.0f%% of the populate held the copy",
+                 100.0 * std::clamp((PopulateBesideCopyBlockUs - Max) / (Sum - Max), 0.0, 1.0));
+    R << fmt("| a populate beside a copy back, per 2 MiB block | copy alone %.3f us, populate "
+             "alone %.3f us, both at once %.3f us (%s) | report only: copies_share_um_engines |\n",
+             CopyAloneBlockUs, PopulateAloneBlockUs, PopulateBesideCopyBlockUs, Held.c_str());
+  }
   for (const std::string &U : Unsupported)
     R << "| " << U << " | not supported by this driver | left out |\n";
   if (BatchUs >= 0)

@@ -64,6 +64,19 @@ want_in = (2 * 2**20 / model["copy_host_to_device_bytes_per_second"] * 1e6
 for what, got, want in (("out", out, want_out), ("in", back, want_in)):
     assert abs(got - want) <= 0.10 * want, f"copy path {what}: {got} us, the model's {want:.2f} us"
 print(f"copy path per block: out {out} us (model {want_out:.2f}), in {back} us (model {want_in:.2f})")
+# A populate beside a copy back: on a model whose copies share Unified
+# Memory's engines, the populate holds the copy (both at once take the sum).
+beside = [l for l in open(report) if l.startswith("| a populate beside a copy back, per 2 MiB block |")]
+assert len(beside) == 1, f"no populate-beside-a-copy line in {report}"
+held = re.search(r"\(([0-9]+)% of the populate held the copy\)", beside[0])
+if model.get("populate_block_us", 0) > 0:
+    assert held, beside[0]
+    share = model.get("copies_share_um_engines", False)
+    assert (int(held.group(1)) >= 90) if share else (int(held.group(1)) <= 10), \
+        f"copies_share_um_engines {share}, but: {beside[0].strip()}"
+    print(f"populate beside a copy: {held.group(1)}% held (copies_share_um_engines {share})")
+else:
+    assert "the populate takes no time here" in beside[0], beside[0]
 PY
 
 # The model charges no time for advice.

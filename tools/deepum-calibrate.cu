@@ -459,6 +459,9 @@ private:
   // of as many other discarded blocks on a second stream: whether a populate
   // holds the host-to-device copy engine against a copy (report only).
   double CopyAloneBlockUs = -1, PopulateAloneBlockUs = -1, PopulateBesideCopyBlockUs = -1;
+  // A copy back into discarded blocks with no populate before it: what the
+  // copy path's copy-in would cost without its populate (report only).
+  double CopyIntoDiscardedBlockUs = -1;
   double CallUs = -1, RangeUs = -1, HostCallUs = -1, HostRangeUs = -1, StreamCallUs = -1,
          StreamRangeUs = -1;
   double BatchUs = -1, BlockUs = -1;
@@ -831,7 +834,7 @@ void Calibration::measureCopyPath() {
                             cudaMemcpyHostToDevice, St),
             "cudaMemcpyAsync of a block from its pinned slot");
   };
-  std::vector<double> OutUs, InUs, BothUs, CopyAloneUs, PopulateAloneUs, BesideUs;
+  std::vector<double> OutUs, InUs, BothUs, CopyAloneUs, PopulateAloneUs, BesideUs, UnpopulatedUs;
   const uint64_t Words = S / sizeof(unsigned);
   for (int R = 0; R < Opt.Repeats; ++R) {
     const unsigned Mark = static_cast<unsigned>(R) + 11u;
@@ -915,6 +918,20 @@ void Calibration::measureCopyPath() {
     sync();
     if (In[0] != Mark + 2u || In[Words - 1] != Mark + 2u)
       fail("a block copied back in beside a populate did not hold its slot's data");
+    // A copy back into discarded blocks, no populate first.
+    writtenOnGpu(In, S, Mark + 3u);
+    check(cudaMemDiscardBatchAsync(InPtrs.data(), Lens.data(), Blocks, 0, Stream),
+          "cudaMemDiscardBatchAsync");
+    sync();
+    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+    copyIn(In, InSlots, Stream);
+    check(cudaEventRecord(E1, Stream), "cudaEventRecord");
+    sync();
+    UnpopulatedUs.push_back(elapsedUs(E0, E1) / Blocks);
+    toHost(In, S);
+    sync();
+    if (In[0] != Mark + 2u || In[Words - 1] != Mark + 2u)
+      fail("a block copied back into discarded pages did not hold its slot's data");
   }
   check(cudaFree(Out), "cudaFree");
   check(cudaFree(In), "cudaFree");
@@ -949,6 +966,9 @@ void Calibration::measureCopyPath() {
                               "block",
                               Size, "us", BesideUs));
   PopulateBesideCopyBlockUs = Samples.back().Median;
+  Samples.push_back(summarise("copy back into discarded blocks, no populate, per block", Size,
+                              "us", UnpopulatedUs));
+  CopyIntoDiscardedBlockUs = Samples.back().Median;
   progress("a populate beside a copy back, per 2 MiB block: copy alone %.2f us, populate alone "
            "%.2f us, both at once %.2f us",
            CopyAloneBlockUs, PopulateAloneBlockUs, PopulateBesideCopyBlockUs);
@@ -1324,6 +1344,10 @@ void Calibration::writeReport() {
              "alone %.3f us, both at once %.3f us (%s) | report only: copies_share_um_engines |\n",
              CopyAloneBlockUs, PopulateAloneBlockUs, PopulateBesideCopyBlockUs, Held.c_str());
   }
+  if (CopyIntoDiscardedBlockUs >= 0)
+    R << fmt("| a copy back into discarded blocks, no populate, per 2 MiB block | %.3f us "
+             "(populate + copy %.3f us) | report only |\n",
+             CopyIntoDiscardedBlockUs, CopyInBlockUs);
   for (const std::string &U : Unsupported)
     R << "| " << U << " | not supported by this driver | left out |\n";
   if (BatchUs >= 0)

@@ -1075,6 +1075,13 @@ TEST(PlannerErrors, OneLineErrors) {
   llvm::raw_string_ostream OS(Out), ES(Err);
   EXPECT_NE(errorText(runPlan(T, OS, ES)).find("--gpu-memory"), std::string::npos);
   T.GpuMemory = "1GiB";
+  T.Layout = "smallest-first";
+  E = errorText(runPlan(T, OS, ES));
+  EXPECT_NE(E.find("--layout: unknown order 'smallest-first' (auto, largest-first or "
+                   "allocation-order)"),
+            std::string::npos)
+      << E;
+  T.Layout = "auto";
   E = errorText(runPlan(T, OS, ES));
   EXPECT_NE(E.find("missing.pb"), std::string::npos) << E;
 }

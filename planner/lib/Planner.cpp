@@ -362,6 +362,9 @@ static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOption
   else if (Opts.Strat == Strategy::Prefetch)
     Orders.push_back(LayoutOrder::ByBirth);
   for (LayoutOrder By : Orders) {
+    // A plan that stalls nowhere cannot be bettered by another layout.
+    if (T && S.Stats.StallUs <= 1e-6 * S.Stats.ComputeUs)
+      break;
     auto Built = buildTrace(P, *A, {}, By);
     if (!Built)
       return Built.takeError();

@@ -454,7 +454,9 @@ Error run() {
         "out every saved tensor whatever the capacity; where its own peak exceeds the capacity "
         "the cell says OOM and that peak, and the row does not count it as a competitor. The "
         "bounds charge each direction the fastest legal path (Unified Memory or an explicit "
-        "copy). The plan moves data through Unified Memory only. h100-sxm is the model measured "
+        "copy). The plan moves data through Unified Memory, and out and back by copies to "
+        "libdeepum's pinned pool where its cost model takes the copy path (docs/planner.md, "
+        "\"The copy path\"). h100-sxm is the model measured "
         "on an H100 SXM (docs/results/gpu.md): its way out through Unified Memory runs at 9.16 "
         "GB/s, explicit copies at 55. The "
         "generator refuses to write this file if any policy beats a lower bound.\n\n";

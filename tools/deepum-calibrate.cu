@@ -834,6 +834,19 @@ void Calibration::measureCopyPath() {
                             cudaMemcpyHostToDevice, St),
             "cudaMemcpyAsync of a block from its pinned slot");
   };
+  // Work issued on Stream and on Second at once, from one start event to
+  // both ends: microseconds.
+  auto bothAtOnce = [&](auto OnStream, auto OnSecond) {
+    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
+    check(cudaStreamWaitEvent(Second, E0, 0), "cudaStreamWaitEvent");
+    OnStream();
+    OnSecond();
+    check(cudaEventRecord(E1, Second), "cudaEventRecord");
+    check(cudaStreamWaitEvent(Stream, E1, 0), "cudaStreamWaitEvent");
+    check(cudaEventRecord(E2, Stream), "cudaEventRecord");
+    sync();
+    return elapsedUs(E0, E2);
+  };
   std::vector<double> OutUs, InUs, BothUs, CopyAloneUs, PopulateAloneUs, BesideUs, UnpopulatedUs;
   const uint64_t Words = S / sizeof(unsigned);
   for (int R = 0; R < Opt.Repeats; ++R) {
@@ -868,18 +881,19 @@ void Calibration::measureCopyPath() {
     check(cudaMemDiscardBatchAsync(InPtrs.data(), Lens.data(), Blocks, 0, Stream),
           "cudaMemDiscardBatchAsync");
     sync();
-    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
-    check(cudaStreamWaitEvent(Second, E0, 0), "cudaStreamWaitEvent");
-    copyOut(Out, Slots, Stream);
-    check(cudaMemDiscardBatchAsync(Ptrs.data(), Lens.data(), Blocks, 0, Stream),
-          "cudaMemDiscardBatchAsync");
-    check(cudaMemPrefetchAsync(In, S, DeviceLoc, 0, Second), "cudaMemPrefetchAsync (populate)");
-    copyIn(In, InSlots, Second);
-    check(cudaEventRecord(E1, Second), "cudaEventRecord");
-    check(cudaStreamWaitEvent(Stream, E1, 0), "cudaStreamWaitEvent");
-    check(cudaEventRecord(E2, Stream), "cudaEventRecord");
-    sync();
-    BothUs.push_back(elapsedUs(E0, E2) / Blocks);
+    BothUs.push_back(
+        bothAtOnce(
+            [&] {
+              copyOut(Out, Slots, Stream);
+              check(cudaMemDiscardBatchAsync(Ptrs.data(), Lens.data(), Blocks, 0, Stream),
+                    "cudaMemDiscardBatchAsync");
+            },
+            [&] {
+              check(cudaMemPrefetchAsync(In, S, DeviceLoc, 0, Second),
+                    "cudaMemPrefetchAsync (populate)");
+              copyIn(In, InSlots, Second);
+            }) /
+        Blocks);
     toHost(In, S);
     sync();
     if (In[0] != Mark + 2u || In[Words - 1] != Mark + 2u)
@@ -905,15 +919,12 @@ void Calibration::measureCopyPath() {
     PopulateAloneUs.push_back(elapsedUs(E1, E2) / Blocks);
     writtenOnGpu(In, S, Mark + 3u);
     discardOut();
-    check(cudaEventRecord(E0, Stream), "cudaEventRecord");
-    check(cudaStreamWaitEvent(Second, E0, 0), "cudaStreamWaitEvent");
-    copyIn(In, InSlots, Stream);
-    check(cudaMemPrefetchAsync(Out, S, DeviceLoc, 0, Second), "cudaMemPrefetchAsync (populate)");
-    check(cudaEventRecord(E1, Second), "cudaEventRecord");
-    check(cudaStreamWaitEvent(Stream, E1, 0), "cudaStreamWaitEvent");
-    check(cudaEventRecord(E2, Stream), "cudaEventRecord");
-    sync();
-    BesideUs.push_back(elapsedUs(E0, E2) / Blocks);
+    BesideUs.push_back(bothAtOnce([&] { copyIn(In, InSlots, Stream); },
+                                  [&] {
+                                    check(cudaMemPrefetchAsync(Out, S, DeviceLoc, 0, Second),
+                                          "cudaMemPrefetchAsync (populate)");
+                                  }) /
+                       Blocks);
     toHost(In, S);
     sync();
     if (In[0] != Mark + 2u || In[Words - 1] != Mark + 2u)

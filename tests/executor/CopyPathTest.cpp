@@ -31,9 +31,11 @@ deepum_stats_t statsOf(const Executor &E) {
 /// Allocation 0 is copied out before kernel 11 and, unless `CopyIn` is
 /// false, copied back before kernel 13 (issued at 12). Allocation 1 (block
 /// 2) is kernel 12's.
-PlanBuilder copyPlan(bool CopyIn = true, bool ChainAt13 = true) {
-  PlanBuilder PB({10, 11, 12, 13}, 8 * kBlock);
-  PB.place(0, 2 * kBlock, 0).place(1, kBlock, 2 * kBlock).chain(0, {0, 1}).chain(2, {2});
+/// Kernels 10 and 13 use blocks 0-1 (13 unless `ChainAt13` is false), 12
+/// block 2; blocks 0-1 are copied out before kernel 11 to pool offset 2
+/// blocks and, unless `CopyIn` is false, back (issued at 12) for kernel 13.
+PlanBuilder &withCopies(PlanBuilder &PB, bool CopyIn, bool ChainAt13) {
+  PB.chain(0, {0, 1}).chain(2, {2});
   if (ChainAt13)
     PB.chain(3, {0, 1});
   PB.action(v1::ACTION_KIND_COPY_OUT, 1, 0, 2 * kBlock, 0);
@@ -42,6 +44,12 @@ PlanBuilder copyPlan(bool CopyIn = true, bool ChainAt13 = true) {
     PB.action(v1::ACTION_KIND_COPY_IN, 2, 0, 2 * kBlock, 3);
   PB.proto().mutable_metadata()->set_copy_pool_bytes(4 * kBlock);
   return PB;
+}
+
+PlanBuilder copyPlan(bool CopyIn = true, bool ChainAt13 = true) {
+  PlanBuilder PB({10, 11, 12, 13}, 8 * kBlock);
+  PB.place(0, 2 * kBlock, 0).place(1, kBlock, 2 * kBlock);
+  return withCopies(PB, CopyIn, ChainAt13);
 }
 
 struct Rig {
@@ -207,15 +215,7 @@ PlanBuilder sharedBlockPlan(bool CopyIn = true) {
   const uint64_t Half = kBlock / 2;
   PB.place(0, 3 * Half, 0).place(1, Half, 3 * Half).place(2, kBlock, 2 * kBlock);
   PB.place(3, Half, 3 * Half);
-  PB.chain(0, {0, 1}).chain(2, {2});
-  if (CopyIn)
-    PB.chain(3, {0, 1});
-  PB.action(v1::ACTION_KIND_COPY_OUT, 1, 0, 2 * kBlock, 0);
-  PB.proto().mutable_actions()->rbegin()->set_pool_offset(2 * kBlock);
-  if (CopyIn)
-    PB.action(v1::ACTION_KIND_COPY_IN, 2, 0, 2 * kBlock, 3);
-  PB.proto().mutable_metadata()->set_copy_pool_bytes(4 * kBlock);
-  return PB;
+  return withCopies(PB, CopyIn, /*ChainAt13=*/CopyIn);
 }
 
 // A block shared by two allocations is copied out whole. One of them is

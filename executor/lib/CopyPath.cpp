@@ -31,17 +31,32 @@ using namespace detail;
 using base::formatBytes;
 
 namespace {
-/// Runs of adjacent blocks of `Blocks` whose slots are adjacent too
-/// (`Slot(K)`: pool offset of Blocks[K]): one copy each, Run(first, end).
-template <typename SlotFn, typename RunFn>
-void forCopyRuns(std::span<const uint32_t> Blocks, uint64_t BB, SlotFn Slot, RunFn Run) {
-  for (size_t I = 0; I < Blocks.size();) {
-    size_t J = I;
-    while (J + 1 < Blocks.size() && Blocks[J + 1] == Blocks[J] + 1 &&
-           Slot(J + 1) == Slot(J) + BB)
-      ++J;
-    Run(I, J + 1);
-    I = J + 1;
+/// Appends [Address, Address + Bytes) to `To`, extending its last range when
+/// this one continues it.
+void appendRange(std::vector<MemRange> &To, uint64_t Address, uint64_t Bytes) {
+  if (!To.empty() && To.back().Address + To.back().Bytes == Address)
+    To.back().Bytes += Bytes;
+  else
+    To.push_back({Address, Bytes});
+}
+
+/// One copy between the arena and the pool: bytes adjacent on both sides,
+/// for the blocks at [First, Last] of the caller's list.
+struct CopyRun {
+  uint64_t Arena, Pool, Bytes; // arena offset, pool offset
+  size_t First, Last;
+};
+
+/// Adds bytes of the caller's block K (arena offset `Arena`, pool offset
+/// `Pool`) to `Runs`, extending the last run when both sides continue it.
+void addToRuns(std::vector<CopyRun> &Runs, uint64_t Arena, uint64_t Pool, uint64_t Bytes,
+               size_t K) {
+  if (!Runs.empty() && Runs.back().Arena + Runs.back().Bytes == Arena &&
+      Runs.back().Pool + Runs.back().Bytes == Pool) {
+    Runs.back().Bytes += Bytes;
+    Runs.back().Last = K;
+  } else {
+    Runs.push_back({Arena, Pool, Bytes, K, K});
   }
 }
 
@@ -130,12 +145,8 @@ void heldParts(const DeviceState &D, uint32_t B, std::vector<MemRange> &Out,
   Out.clear();
   const uint64_t BB = D.blockBytes(), Lo = uint64_t{B} * BB, Hi = Lo + BB;
   auto Add = [&](uint64_t From, uint64_t To) {
-    if (From >= To)
-      return;
-    if (!Out.empty() && Out.back().Address + Out.back().Bytes == From)
-      Out.back().Bytes += To - From;
-    else
-      Out.push_back({From, To - From});
+    if (From < To)
+      appendRange(Out, From, To - From);
   };
   auto It = D.Arena.upper_bound(Lo);
   if (It != D.Arena.begin() && std::prev(It)->second.End > Lo)
@@ -235,45 +246,35 @@ std::vector<MemRange> detail::issueCopyOuts(Backend &Back, DeviceState &D,
       Waits.push_back(E);
   for (EventHandle E : Waits)
     noteError(D, Back.streamWaitEvent(D.Device, D.CopyOutStream, E));
-  std::vector<uint32_t> Blocks;
-  std::vector<uint64_t> Slots;
-  for (const CopyOutRange &R : Chosen) {
-    Blocks.push_back(static_cast<uint32_t>(R.Arena.Address / BB));
-    Slots.push_back(R.PoolOffset);
-  }
   // Chosen is in the plan's order; a run needs adjacent blocks and slots.
-  forCopyRuns(
-      Blocks, BB, [&](size_t K) { return Slots[K]; },
-      [&](size_t I, size_t J) {
-        const uint64_t Bytes = (J - I) * BB;
-        BackendStatus S = Back.copyAsync(
-            D.Device, reinterpret_cast<void *>(D.PoolBase + Slots[I]),
-            reinterpret_cast<const void *>(D.ArenaBase + uint64_t{Blocks[I]} * BB), Bytes,
-            D.CopyOutStream);
-        noteError(D, S);
-        for (size_t K = I; K < J; ++K) {
-          const uint32_t B = Blocks[K];
-          if (!S.ok()) { // the contents stay on the GPU: Unified Memory evicts them
-            D.SlotOwner[Slots[K] / BB] = 0;
-            Evict.push_back({uint64_t{B} * BB, BB});
-            bump(D.C.CopyFallbackBytes, BB);
-            continue;
-          }
-          D.SlotOf[B] = Slots[K] + 1;
-          D.CopiedInWith[B] = 0;
-          const uint64_t Now = D.PooledBlocks.fetch_add(1) + 1;
-          if (Now > D.PeakPooledBlocks.load(std::memory_order_relaxed))
-            D.PeakPooledBlocks.store(Now, std::memory_order_relaxed);
-          if (MemRange P = pagesAround(D, {uint64_t{B} * BB, BB}); P.Bytes) {
-            if (!Pages.empty() && Pages.back().Address + Pages.back().Bytes == P.Address)
-              Pages.back().Bytes += P.Bytes;
-            else
-              Pages.push_back(P);
-          }
-        }
-        if (S.ok())
-          bump(D.C.CopyOutBytes, Bytes);
-      });
+  std::vector<CopyRun> Runs;
+  for (size_t K = 0; K < Chosen.size(); ++K)
+    addToRuns(Runs, Chosen[K].Arena.Address, Chosen[K].PoolOffset, BB, K);
+  for (const CopyRun &Run : Runs) {
+    BackendStatus S = Back.copyAsync(D.Device, reinterpret_cast<void *>(D.PoolBase + Run.Pool),
+                                     reinterpret_cast<const void *>(D.ArenaBase + Run.Arena),
+                                     Run.Bytes, D.CopyOutStream);
+    noteError(D, S);
+    for (size_t K = Run.First; K <= Run.Last; ++K) {
+      const uint64_t Slot = Chosen[K].PoolOffset, Arena = Chosen[K].Arena.Address;
+      const uint32_t B = static_cast<uint32_t>(Arena / BB);
+      if (!S.ok()) { // the contents stay on the GPU: Unified Memory evicts them
+        D.SlotOwner[Slot / BB] = 0;
+        Evict.push_back({Arena, BB});
+        bump(D.C.CopyFallbackBytes, BB);
+        continue;
+      }
+      D.SlotOf[B] = Slot + 1;
+      D.CopiedInWith[B] = 0;
+      const uint64_t Now = D.PooledBlocks.fetch_add(1) + 1;
+      if (Now > D.PeakPooledBlocks.load(std::memory_order_relaxed))
+        D.PeakPooledBlocks.store(Now, std::memory_order_relaxed);
+      if (MemRange P = pagesAround(D, {Arena, BB}); P.Bytes)
+        appendRange(Pages, P.Address, P.Bytes);
+    }
+    if (S.ok())
+      bump(D.C.CopyOutBytes, Run.Bytes);
+  }
   return Pages;
 }
 
@@ -315,12 +316,6 @@ void detail::splitPopulates(DeviceState &D, std::vector<MemRange> &Ranges,
     const uint64_t B = (Address - D.ArenaBase) / BB;
     return B < D.Discarded.size() && D.Discarded[B];
   };
-  auto Append = [](std::vector<MemRange> &To, uint64_t Address, uint64_t Bytes) {
-    if (!To.empty() && To.back().Address + To.back().Bytes == Address)
-      To.back().Bytes += Bytes;
-    else
-      To.push_back({Address, Bytes});
-  };
   std::vector<MemRange> Rest;
   for (const MemRange &R : Ranges) {
     if (R.Address < D.ArenaBase) {
@@ -329,7 +324,7 @@ void detail::splitPopulates(DeviceState &D, std::vector<MemRange> &Ranges,
     }
     for (uint64_t At = R.Address, End = R.Address + R.Bytes; At < End;) {
       const uint64_t Cut = std::min(End, D.ArenaBase + ((At - D.ArenaBase) / BB + 1) * BB);
-      Append(Populated(At) ? Populates : Rest, At, Cut - At);
+      appendRange(Populated(At) ? Populates : Rest, At, Cut - At);
       At = Cut;
     }
   }
@@ -371,12 +366,8 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
   // memory; a copy into managed memory is correct either way.
   std::vector<MemRange> Pages;
   for (uint32_t B : Blocks)
-    if (MemRange P = pagesAround(D, {uint64_t{B} * BB, BB}); P.Bytes) {
-      if (!Pages.empty() && Pages.back().Address + Pages.back().Bytes == P.Address)
-        Pages.back().Bytes += P.Bytes;
-      else
-        Pages.push_back(P);
-    }
+    if (MemRange P = pagesAround(D, {uint64_t{B} * BB, BB}); P.Bytes)
+      appendRange(Pages, P.Address, P.Bytes);
   noteError(D, Back.prefetchBatch(D.Device, Pages, D.Device, Stream));
   const uint64_t Seq = D.NextCopySeq++;
   // What each block writes back, as copies of adjacent bytes in both the
@@ -390,13 +381,9 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
   // copy-out still hold are written.
   const bool NewOwnersWait = Stream == D.ActionStream || Stream == D.LateStream;
   std::unique_lock<std::mutex> AllocLock(D.AllocMu, std::defer_lock);
-  if (D.CopyTracksAllocations)
+  if (D.CopyTracksAllocations || NewOwnersWait)
     AllocLock.lock();
-  struct Copy {
-    uint64_t Arena, Pool, Bytes; // arena offset, pool offset
-    size_t First, Last;          // Blocks[First..Last] it writes into
-  };
-  std::vector<Copy> Copies;
+  std::vector<CopyRun> Runs;
   std::vector<MemRange> Parts;
   for (size_t K = 0; K < Blocks.size(); ++K) {
     const uint32_t B = Blocks[K];
@@ -405,29 +392,21 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
       heldParts(D, B, Parts, /*AllButNew=*/NewOwnersWait);
     else
       Parts.assign(1, MemRange{uint64_t{B} * BB, BB});
-    for (const MemRange &P : Parts) {
-      const uint64_t Pool = Slot + (P.Address - uint64_t{B} * BB);
-      if (!Copies.empty() && Copies.back().Arena + Copies.back().Bytes == P.Address &&
-          Copies.back().Pool + Copies.back().Bytes == Pool) {
-        Copies.back().Bytes += P.Bytes;
-        Copies.back().Last = K;
-      } else {
-        Copies.push_back({P.Address, Pool, P.Bytes, K, K});
-      }
-    }
+    for (const MemRange &P : Parts)
+      addToRuns(Runs, P.Address, Slot + (P.Address - uint64_t{B} * BB), P.Bytes, K);
   }
   std::vector<uint8_t> Failed(Blocks.size(), 0);
   uint64_t Brought = 0;
-  for (const Copy &C : Copies) {
-    BackendStatus S = Back.copyAsync(D.Device, reinterpret_cast<void *>(D.ArenaBase + C.Arena),
-                                     reinterpret_cast<const void *>(D.PoolBase + C.Pool), C.Bytes,
-                                     Stream);
+  for (const CopyRun &Run : Runs) {
+    BackendStatus S = Back.copyAsync(D.Device, reinterpret_cast<void *>(D.ArenaBase + Run.Arena),
+                                     reinterpret_cast<const void *>(D.PoolBase + Run.Pool),
+                                     Run.Bytes, Stream);
     noteError(D, S);
     if (S.ok())
-      Brought += C.Bytes;
+      Brought += Run.Bytes;
     else // the slots keep the contents; the next restore tries again
-      std::fill(Failed.begin() + static_cast<std::ptrdiff_t>(C.First),
-                Failed.begin() + static_cast<std::ptrdiff_t>(C.Last) + 1, 1);
+      std::fill(Failed.begin() + static_cast<std::ptrdiff_t>(Run.First),
+                Failed.begin() + static_cast<std::ptrdiff_t>(Run.Last) + 1, 1);
   }
   for (size_t K = 0; K < Blocks.size(); ++K) {
     if (Failed[K])
@@ -445,8 +424,6 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
   recordCopyMark(Back, D, Stream, Seq);
   if (NewOwnersWait) {
     // New owners of these bytes (a free the plan did not foresee) wait for it.
-    if (!AllocLock.owns_lock())
-      AllocLock.lock();
     EventHandle &After = Stream == D.ActionStream ? D.CopyInEvent : D.CopyInLateEvent;
     if (ensureEvent(Back, D, After) && Back.recordEvent(D.Device, After, Stream).ok())
       D.CopyInsInFlight.fetch_add(1, std::memory_order_release);

@@ -847,8 +847,15 @@ void Calibration::measureCopyPath() {
     sync();
     return elapsedUs(E0, E2);
   };
-  std::vector<double> OutUs, InUs, BothUs, CopyAloneUs, PopulateAloneUs, BesideUs, UnpopulatedUs;
+  // The data is back on the host and holds `Want` at both ends, or the run fails.
   const uint64_t Words = S / sizeof(unsigned);
+  auto expectHolds = [&](unsigned *P, unsigned Want, const char *Else) {
+    toHost(P, S);
+    sync();
+    if (P[0] != Want || P[Words - 1] != Want)
+      fail("%s", Else);
+  };
+  std::vector<double> OutUs, InUs, BothUs, CopyAloneUs, PopulateAloneUs, BesideUs, UnpopulatedUs;
   for (int R = 0; R < Opt.Repeats; ++R) {
     const unsigned Mark = static_cast<unsigned>(R) + 11u;
     writtenOnGpu(Out, S, Mark);
@@ -869,10 +876,7 @@ void Calibration::measureCopyPath() {
     sync();
     OutUs.push_back(elapsedUs(E0, E1) / Blocks);
     InUs.push_back(elapsedUs(E1, E2) / Blocks);
-    toHost(Out, S);
-    sync();
-    if (Out[0] != Mark || Out[Words - 1] != Mark)
-      fail("a block copied out and back in did not hold the data it held before");
+    expectHolds(Out, Mark, "a block copied out and back in did not hold the data it held before");
     // Both directions at once: Out's blocks leave on Stream while In's
     // blocks (discarded, their data in InSlots) come back on Second.
     writtenOnGpu(Out, S, Mark + 1u);
@@ -894,10 +898,8 @@ void Calibration::measureCopyPath() {
               copyIn(In, InSlots, Second);
             }) /
         Blocks);
-    toHost(In, S);
-    sync();
-    if (In[0] != Mark + 2u || In[Words - 1] != Mark + 2u)
-      fail("a block copied back in beside another copy out did not hold its data");
+    expectHolds(In, Mark + 2u,
+                "a block copied back in beside another copy out did not hold its data");
     // A populate beside a copy: In's blocks resident (the copy writes them in
     // place), Out's GPU-written and discarded. The copy alone, the populate
     // alone, then both at once on two streams.
@@ -925,10 +927,8 @@ void Calibration::measureCopyPath() {
                                           "cudaMemPrefetchAsync (populate)");
                                   }) /
                        Blocks);
-    toHost(In, S);
-    sync();
-    if (In[0] != Mark + 2u || In[Words - 1] != Mark + 2u)
-      fail("a block copied back in beside a populate did not hold its slot's data");
+    expectHolds(In, Mark + 2u,
+                "a block copied back in beside a populate did not hold its slot's data");
     // A copy back into discarded blocks, no populate first.
     writtenOnGpu(In, S, Mark + 3u);
     check(cudaMemDiscardBatchAsync(InPtrs.data(), Lens.data(), Blocks, 0, Stream),
@@ -939,10 +939,8 @@ void Calibration::measureCopyPath() {
     check(cudaEventRecord(E1, Stream), "cudaEventRecord");
     sync();
     UnpopulatedUs.push_back(elapsedUs(E0, E1) / Blocks);
-    toHost(In, S);
-    sync();
-    if (In[0] != Mark + 2u || In[Words - 1] != Mark + 2u)
-      fail("a block copied back into discarded pages did not hold its slot's data");
+    expectHolds(In, Mark + 2u,
+                "a block copied back into discarded pages did not hold its slot's data");
   }
   check(cudaFree(Out), "cudaFree");
   check(cudaFree(In), "cudaFree");

@@ -398,9 +398,9 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
   std::vector<uint8_t> Failed(Blocks.size(), 0);
   uint64_t Brought = 0;
   for (const CopyRun &Run : Runs) {
-    BackendStatus S = Back.copyAsync(D.Device, reinterpret_cast<void *>(D.ArenaBase + Run.Arena),
-                                     reinterpret_cast<const void *>(D.PoolBase + Run.Pool),
-                                     Run.Bytes, Stream);
+    BackendStatus S =
+        Back.copyAsync(D.Device, reinterpret_cast<void *>(D.ArenaBase + Run.Arena),
+                       reinterpret_cast<const void *>(D.PoolBase + Run.Pool), Run.Bytes, Stream);
     noteError(D, S);
     if (S.ok())
       Brought += Run.Bytes;

@@ -393,21 +393,17 @@ static Expected<PlanResult> compileAccessSets(const Profile &P, const PlanOption
   }
   // Sequentially, a plan that stalls nowhere cannot be bettered by another
   // layout.
-  if (!Parallel && Orders.size() > 1 &&
-      First->S.Stats.StallUs > 1e-6 * First->S.Stats.ComputeUs)
+  if (!Parallel && Orders.size() > 1 && First->S.Stats.StallUs > 1e-6 * First->S.Stats.ComputeUs)
     Second.emplace(planLayout(Orders[1]));
-  std::optional<Trace> T;
-  Schedule S;
-  T = std::move(First->T);
-  S = std::move(First->S);
+  Planned *Kept = &*First;
   if (Second) {
     if (!*Second)
       consumeError(Second->takeError()); // the same profile: the first layout's plan stands
-    else if ((*Second)->S.Stats.PredictedIterationUs < S.Stats.PredictedIterationUs * 0.9999) {
-      T = std::move((*Second)->T);
-      S = std::move((*Second)->S);
-    }
+    else if ((*Second)->S.Stats.PredictedIterationUs < Kept->S.Stats.PredictedIterationUs * 0.9999)
+      Kept = &**Second;
   }
+  Trace *T = &Kept->T;
+  Schedule &S = Kept->S;
   Progress.stage("schedule computed");
 
   PlanResult R;

@@ -457,8 +457,22 @@ private:
   double CopyOutBlockUs = -1, CopyInBlockUs = -1, CopyBothBlockUs = -1;
   // A copy back into resident managed blocks alone, and beside the populate
   // of as many other discarded blocks on a second stream: whether a populate
-  // holds the host-to-device copy engine against a copy (report only).
+  // holds the host-to-device copy engine against a copy
+  // (populates_hold_copy_engine).
   double CopyAloneBlockUs = -1, PopulateAloneBlockUs = -1, PopulateBesideCopyBlockUs = -1;
+  /// How much of the populate held the copy, 0..1: both at once near the
+  /// larger of the two alone, 0 (they overlap); near their sum, 1 (the
+  /// populate holds the engine the copy needs). -1: not measured, or the
+  /// populate takes no time to speak of here.
+  double populateHeldCopy() const {
+    if (PopulateBesideCopyBlockUs < 0)
+      return -1;
+    const double Sum = CopyAloneBlockUs + PopulateAloneBlockUs,
+                 Max = std::max(CopyAloneBlockUs, PopulateAloneBlockUs);
+    if (PopulateAloneBlockUs <= 0.05 * CopyAloneBlockUs || Sum <= Max)
+      return -1;
+    return std::clamp((PopulateBesideCopyBlockUs - Max) / (Sum - Max), 0.0, 1.0);
+  }
   // A copy back into discarded blocks with no populate before it: what the
   // copy path's copy-in would cost without its populate (report only).
   double CopyIntoDiscardedBlockUs = -1;
@@ -1269,6 +1283,16 @@ void Calibration::writeDeviceFile() {
             "same kernel on resident blocks: %.3f us per block",
             DiscardedWriteBlockUs));
   }
+  if (const double Held = populateHeldCopy(); Held >= 0) {
+    Fields.emplace_back("populates_hold_copy_engine", Held >= 0.5 ? "true" : "false");
+    Sources.emplace_back(
+        "populates_hold_copy_engine",
+        On + fmt("a copy back of 64 resident 2 MiB blocks from pinned slots beside the populate "
+                 "of 64 discarded ones on a second stream: copy alone %.3f us, populate alone "
+                 "%.3f us, both at once %.3f us per block; %.0f%% of the populate held the copy "
+                 "(true from 50%%)",
+                 CopyAloneBlockUs, PopulateAloneBlockUs, PopulateBesideCopyBlockUs, 100 * Held));
+  }
   if (BatchUs >= 0) {
     Add("fault_batch_latency_us", BatchUs,
         fmt("first touch of host-resident memory at 4 KiB, 64 KiB and 2 MiB strides, less the "
@@ -1340,18 +1364,13 @@ void Calibration::writeReport() {
                  ? "the directions overlap"
                  : "the directions do not overlap");
   if (PopulateBesideCopyBlockUs >= 0) {
-    // Both at once near the sum of the two alone: the populate holds the
-    // engine the copy needs (what copies_share_um_engines assumes); near the
-    // larger of the two: they overlap.
-    const double Sum = CopyAloneBlockUs + PopulateAloneBlockUs,
-                 Max = std::max(CopyAloneBlockUs, PopulateAloneBlockUs);
-    std::string Held = "the populate takes no time here";
-    if (PopulateAloneBlockUs > 0.05 * CopyAloneBlockUs && Sum > Max)
-      Held = fmt("%.0f%% of the populate held the copy",
-                 100.0 * std::clamp((PopulateBesideCopyBlockUs - Max) / (Sum - Max), 0.0, 1.0));
+    const double Held = populateHeldCopy();
     R << fmt("| a populate beside a copy back, per 2 MiB block | copy alone %.3f us, populate "
-             "alone %.3f us, both at once %.3f us (%s) | report only: copies_share_um_engines |\n",
-             CopyAloneBlockUs, PopulateAloneBlockUs, PopulateBesideCopyBlockUs, Held.c_str());
+             "alone %.3f us, both at once %.3f us (%s) | %s |\n",
+             CopyAloneBlockUs, PopulateAloneBlockUs, PopulateBesideCopyBlockUs,
+             Held < 0 ? "the populate takes no time here"
+                      : fmt("%.0f%% of the populate held the copy", 100 * Held).c_str(),
+             Held < 0 ? "report only" : "populates_hold_copy_engine");
   }
   if (CopyIntoDiscardedBlockUs >= 0)
     R << fmt("| a copy back into discarded blocks, no populate, per 2 MiB block | %.3f us "

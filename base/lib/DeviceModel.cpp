@@ -97,11 +97,14 @@ llvm::Error apply(const Object &O, DeviceModel &D, llvm::StringRef File) {
       D.Link = S->str();
       continue;
     }
-    if (Key == "eviction_copies_clean" || Key == "copies_share_um_engines") {
+    if (Key == "eviction_copies_clean" || Key == "copies_share_um_engines" ||
+        Key == "populates_hold_copy_engine") {
       llvm::Optional<bool> B = V.getAsBoolean();
       if (!B)
         return fail(File, llvm::formatv("model '{0}': '{1}' must be true or false", D.Name, Key));
-      (Key == "eviction_copies_clean" ? D.EvictionCopiesClean : D.CopiesShareUmEngines) = *B;
+      (Key == "eviction_copies_clean"     ? D.EvictionCopiesClean
+       : Key == "copies_share_um_engines" ? D.CopiesShareUmEngines
+                                          : D.PopulatesHoldCopyEngine) = *B;
       continue;
     }
     if (llvm::Error E = Num(Key, V, X))

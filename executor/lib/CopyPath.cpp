@@ -95,11 +95,12 @@ bool detail::setUpCopyPath(Backend &Back, DeviceState &D, bool ReportsArguments)
   if (!S.ok() || !Pool)
     return Refuse("cannot pin the plan's " + formatBytes(P.CopyPoolBytes) + " copy pool (" +
                   S.Call + ": " + S.Message + ")");
-  if (!D.CopyOutStream)
-    S = Back.createStream(D.Device, &D.CopyOutStream);
+  for (StreamHandle *Stream : {&D.CopyOutStream, &D.CopyInStream})
+    if (S.ok() && !*Stream)
+      S = Back.createStream(D.Device, Stream);
   if (!S.ok()) {
     (void)Back.freePinned(D.Device, Pool);
-    return Refuse(std::string("cannot create the copy-out stream (") + S.Call + ": " +
+    return Refuse(std::string("cannot create the copy path's streams (") + S.Call + ": " +
                   S.Message + ")");
   }
   const uint64_t BB = P.UmBlockBytes;
@@ -369,6 +370,23 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
     if (MemRange P = pagesAround(D, {uint64_t{B} * BB, BB}); P.Bytes)
       appendRange(Pages, P.Address, P.Bytes);
   noteError(D, Back.prefetchBatch(D.Device, Pages, D.Device, Stream));
+  // The plan's copies go on a stream of their own once the populates are
+  // done, so that the prefetch stream's next populates do not queue behind
+  // them (where a populate holds no copy engine, the two run at once). The
+  // kernels wait for the copies themselves (their marks), new owners for
+  // CopyInEvent, recorded after them. Where the event fails, the copies stay
+  // on `Stream`, in order behind the populates.
+  StreamHandle CopyStream = Stream;
+  if (Stream == D.ActionStream && D.CopyInStream && ensureEvent(Back, D, D.PopulatedEvent)) {
+    BackendStatus R = Back.recordEvent(D.Device, D.PopulatedEvent, Stream);
+    noteError(D, R);
+    if (R.ok()) {
+      BackendStatus W = Back.streamWaitEvent(D.Device, D.CopyInStream, D.PopulatedEvent);
+      noteError(D, W);
+      if (W.ok())
+        CopyStream = D.CopyInStream;
+    }
+  }
   const uint64_t Seq = D.NextCopySeq++;
   // What each block writes back, as copies of adjacent bytes in both the
   // arena and the pool: whole blocks, or with CopyTracksAllocations never
@@ -400,7 +418,8 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
   for (const CopyRun &Run : Runs) {
     BackendStatus S =
         Back.copyAsync(D.Device, reinterpret_cast<void *>(D.ArenaBase + Run.Arena),
-                       reinterpret_cast<const void *>(D.PoolBase + Run.Pool), Run.Bytes, Stream);
+                       reinterpret_cast<const void *>(D.PoolBase + Run.Pool), Run.Bytes,
+                       CopyStream);
     noteError(D, S);
     if (S.ok())
       Brought += Run.Bytes;
@@ -421,11 +440,11 @@ uint64_t detail::copyIn(Backend &Back, DeviceState &D, std::vector<uint32_t> &Bl
     }
   }
   bump(D.C.CopyInBytes, Brought);
-  recordCopyMark(Back, D, Stream, Seq);
+  recordCopyMark(Back, D, CopyStream, Seq);
   if (NewOwnersWait) {
     // New owners of these bytes (a free the plan did not foresee) wait for it.
     EventHandle &After = Stream == D.ActionStream ? D.CopyInEvent : D.CopyInLateEvent;
-    if (ensureEvent(Back, D, After) && Back.recordEvent(D.Device, After, Stream).ok())
+    if (ensureEvent(Back, D, After) && Back.recordEvent(D.Device, After, CopyStream).ok())
       D.CopyInsInFlight.fetch_add(1, std::memory_order_release);
   }
   if (AllocLock.owns_lock())

@@ -22,7 +22,8 @@
 //   PendingReleaseBlocks, NextMarkSeq, LeftWith, SpareEvents, ComputeClocks,
 //   Resident, NeededStamp, Stamp, Budget, Pending, CurrentPosition, the copy
 //   path's ledger (SlotOf, SlotOwner, SlotReadBy, CopiedInWith,
-//   CopyInsPending, CopyOutStream) and the scratch vectors.
+//   CopyInsPending, CopyOutStream, CopyInStream, PopulatedEvent) and the scratch
+//   vectors.
 // - CopyOutEvent, CopyInEvent, CopyInLateEvent and FreedWhilePooled are
 //   written with both held
 //   (a new owner of arena bytes waits for the copy-ins in flight, as for the
@@ -128,7 +129,7 @@ struct Executor::DeviceState {
   std::atomic<uint64_t> CopyOutsInFlight{0}; // as DiscardsInFlight, for CopyOutEvent
   EventHandle CopyOutEvent = 0; // recorded on CopyOutStream after the latest copy-out's discard
   std::atomic<uint64_t> CopyInsInFlight{0}; // as DiscardsInFlight, for the two below
-  EventHandle CopyInEvent = 0;     // recorded on ActionStream after the latest copy-in there
+  EventHandle CopyInEvent = 0;     // recorded on CopyInStream after the latest copy-in there
   EventHandle CopyInLateEvent = 0; // the same on LateStream
   /// Arena ranges freed while blocks were in the pool: the ledger drops
   /// their slots before it next looks at one (their contents are dead).
@@ -265,6 +266,10 @@ struct Executor::DeviceState {
   std::atomic<uint64_t> PooledBlocks{0}; // written under LaunchMu
   std::atomic<uint64_t> PeakPooledBlocks{0};
   StreamHandle CopyOutStream = 0; // copy-outs and their discards, after the compute streams
+  // The copies of the plan's copy-ins, each after its populate on
+  // ActionStream (PopulatedEvent): the next populates do not wait for them.
+  StreamHandle CopyInStream = 0;
+  EventHandle PopulatedEvent = 0;
   std::vector<uint32_t> CopyIns;  // scratch: pooled blocks a position brings back
   EventHandle DueEvent = 0, DueLateEvent = 0;
   uint32_t CurrentPosition = 0;

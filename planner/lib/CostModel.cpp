@@ -33,6 +33,7 @@ Expected<CostModel> loadCostModel(StringRef Name, StringRef File) {
   M.TransferRangeUs = D->TransferRangeUs;
   M.PopulateBlockUs = D->PopulateBlockUs;
   M.DiscardedFaultBlockUs = D->DiscardedFaultBlockUs;
+  M.PopulatesHoldCopyEngine = D->PopulatesHoldCopyEngine;
   M.CopyManagedToHostBytesPerSecond = D->copyManagedToHostBytesPerSecond();
   M.CopyHostToDeviceBytesPerSecond = D->copyHostToDeviceBytesPerSecond();
   return M;

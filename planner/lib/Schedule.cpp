@@ -101,6 +101,39 @@ constexpr unsigned kRounds = 6;
 constexpr size_t kVictimWindow = 32;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
+/// The host-to-device side of the cost model's time line: one copy engine
+/// for fetches and copies back, with the populates on it, or on the driver's
+/// queue of their own where the device model says a populate holds no copy
+/// engine (deepum-sim's engine does the same).
+class HostToDevice {
+public:
+  HostToDevice(const CostModel &Model, double Fetch, double CopyBack)
+      : M(Model), FetchUs(Fetch), CopyBackUs(CopyBack) {}
+  /// A populate of a discarded block whose memory is free at Ready: its end.
+  double populate(double Ready) {
+    if (M.PopulateBlockUs <= 0)
+      return Ready;
+    double &Queue = M.PopulatesHoldCopyEngine ? Copy : Populates;
+    Queue = std::max(Ready, Queue) + M.PopulateBlockUs;
+    return Queue;
+  }
+  /// A block copied back from the pool: populated, then the copy.
+  double copyIn(double Ready) {
+    Copy = std::max(populate(Ready), Copy) + CopyBackUs;
+    return Copy;
+  }
+  /// A block fetched from the host's pages by Unified Memory.
+  double fetch(double Ready) {
+    Copy = std::max(Ready, Copy) + FetchUs;
+    return Copy;
+  }
+
+private:
+  const CostModel &M;
+  const double FetchUs, CopyBackUs;
+  double Copy = 0, Populates = 0;
+};
+
 unsigned kindOrder(ActionKind K) {
   switch (K) {
   case ACTION_KIND_ADVISE:
@@ -449,7 +482,7 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
   const uint64_t NB = T.Blocks, C = GpuMemoryBytes / T.BlockBytes;
   const double BlockUs = M.transferUs(T.BlockBytes), WriteBackUs = M.writeBackUs(T.BlockBytes);
   const double CopyOutUs = M.copyPath() ? M.copyOutUs(T.BlockBytes) : WriteBackUs;
-  const double CopyInUs = M.copyPath() ? M.copyInUs(T.BlockBytes) : BlockUs;
+  HostToDevice H2D(M, BlockUs, M.copyPath() ? M.copyBackUs(T.BlockBytes) : BlockUs);
   auto At = [&](uint32_t P) { return Table.at(P); };
   // On the copy path a kernel waits for the populates of its blocks, as for
   // their copies back (docs/executor.md, "The copy path"): a late one delays
@@ -505,7 +538,7 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
   // kernel) completes.
   std::priority_queue<double, std::vector<double>, std::greater<>> Pending;
   uint64_t Used = 0;
-  double H2DFree = 0, D2HFree = 0, PrevStart = 0, PrevEnd = 0;
+  double D2HFree = 0, PrevStart = 0, PrevEnd = 0;
   double IterationEnd[4] = {0, 0, 0, 0};
   auto Release = [&](double Upto) {
     while (!Pending.empty() && Pending.top() <= Upto) {
@@ -573,16 +606,13 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
             }
             double Ready = std::max(Room, LeftAt[B]), Done = Ready;
             if (Pooled[B]) { // the executor copies it back whatever the kind
-              Done = std::max(Ready, H2DFree) + CopyInUs;
-              H2DFree = Done;
+              Done = H2D.copyIn(Ready);
               Pooled[B] = 0;
               HostValid[B] = 0;
             } else if (Valid[B] && HostValid[B]) {
-              Done = std::max(Ready, H2DFree) + BlockUs;
-              H2DFree = Done;
-            } else if (!Valid[B] && M.PopulateBlockUs > 0) {
-              Done = std::max(Ready, H2DFree) + M.PopulateBlockUs;
-              H2DFree = Done;
+              Done = H2D.fetch(Ready);
+            } else if (!Valid[B]) {
+              Done = H2D.populate(Ready);
             }
             Populating[B] = !Valid[B];
             Resident[B] = 1;
@@ -610,10 +640,9 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
           }
           double Done = std::max(Start, LeftAt[B]) + M.FaultBatchLatencyUs;
           if (Pooled[B]) // the plan's own access set: the executor copies it back
-            Done = std::max(Done, H2DFree) + CopyInUs, H2DFree = Done, Pooled[B] = 0,
-            HostValid[B] = 0;
+            Done = H2D.copyIn(Done), Pooled[B] = 0, HostValid[B] = 0;
           else if (Valid[B] && HostValid[B])
-            Done = std::max(Done, H2DFree) + BlockUs, H2DFree = Done;
+            Done = H2D.fetch(Done);
           else if (!Valid[B])
             Done += M.DiscardedFaultBlockUs;
           Resident[B] = 1;
@@ -669,7 +698,7 @@ public:
         BlockUs(Model.transferUs(Tr.BlockBytes)), WriteBackUs(Model.writeBackUs(Tr.BlockBytes)),
         DirtyPenaltyUs(WriteBackUs),
         CopyOutUs(Model.copyPath() ? Model.copyOutUs(Tr.BlockBytes) : 0),
-        CopyInUs(Model.copyPath() ? Model.copyInUs(Tr.BlockBytes) : 0),
+        H2D(Model, BlockUs, Model.copyPath() ? Model.copyBackUs(Tr.BlockBytes) : BlockUs),
         UseCopy(Model.copyPath() && !Tr.Copyable.empty() &&
                 Model.copyOutUs(Tr.BlockBytes) < WriteBackUs),
         Static(N + 1, 0),
@@ -795,7 +824,8 @@ private:
   const bool SwapSlots;
   const double BlockUs, WriteBackUs;
   const double DirtyPenaltyUs;
-  const double CopyOutUs, CopyInUs;
+  const double CopyOutUs;
+  HostToDevice H2D;
   const bool UseCopy;
 
   // Static (stall-free) start times: the victim key's clock.
@@ -819,7 +849,7 @@ private:
   std::vector<double> Start, End;
   uint64_t ResidentCount = 0;
   std::priority_queue<double, std::vector<double>, std::greater<>> FreeSlots;
-  double H2DFree = 0, D2HFree = 0;
+  double D2HFree = 0;
   std::vector<PendingAction> Pending;
   std::vector<std::vector<std::pair<uint64_t, uint8_t>>> RoundStartState;
   uint64_t Skipped = 0;
@@ -1076,11 +1106,7 @@ void PrefetchSearch::fetch(uint64_t B, uint64_t UseIndex, int64_t Now, double Fr
                             Now - static_cast<int64_t>(N) + 1, int64_t{0}});
   Issue = std::min(Issue, Now);
   double Done = std::max(issueTime(Issue), FreeAt);
-  if (!Populate || M.PopulateBlockUs > 0) {
-    double XStart = std::max(Done, H2DFree);
-    Done = XStart + (Populate ? M.PopulateBlockUs : FromPool ? CopyInUs : BlockUs);
-    H2DFree = Done;
-  }
+  Done = Populate ? H2D.populate(Done) : FromPool ? H2D.copyIn(Done) : H2D.fetch(Done);
   Ready[B] = Done;
   if (SwapSlots && Populate)
     Held.push({FreeAt, Now, Pending.size()});

@@ -71,7 +71,8 @@ def _check_fields(fields, builtin, name, path):
         if key in ("name", "sources", "comment", "link"):
             continue
         if any(isinstance(m.get(key), bool) for m in builtin.values()):
-            # eviction_copies_clean, copies_share_um_engines: the booleans of the file.
+            # eviction_copies_clean, copies_share_um_engines, populates_hold_copy_engine:
+            # the booleans of the file.
             if not isinstance(value, bool):
                 raise ValueError(f"{path}: model '{name}': '{key}' must be true or false")
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:

@@ -109,7 +109,9 @@ class RooflineTest(unittest.TestCase):
                  ({"kernel_min_us": float("nan")}, "'kernel_min_us' must be a finite number, not nan"),
                  ({"link_bytes_per_second": float("inf")},
                   "'link_bytes_per_second' must be a finite number, not inf"),
-                 ({"eviction_copies_clean": 1}, "'eviction_copies_clean' must be true or false")]
+                 ({"eviction_copies_clean": 1}, "'eviction_copies_clean' must be true or false"),
+                 ({"populates_hold_copy_engine": 0},
+                  "'populates_hold_copy_engine' must be true or false")]
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "typo.json")
             for fields, message in cases:

@@ -26,7 +26,8 @@ constexpr uint8_t FlThrottled = 4;
 constexpr uint8_t FlPrefetched = 8; // explicitly prefetched, not yet used by a kernel
 // Trace lanes.
 constexpr int Pid = 1;
-constexpr int TidCompute = 1, TidHtoD = 2, TidDtoH = 3, TidFaults = 4, TidHost = 5, TidDiscards = 6;
+constexpr int TidCompute = 1, TidHtoD = 2, TidDtoH = 3, TidFaults = 4, TidHost = 5, TidDiscards = 6,
+              TidPopulates = 7;
 
 unsigned pages(uint32_t Mask) { return static_cast<unsigned>(std::popcount(Mask)); }
 bool writes(Access A) { return A != Access::Read; }
@@ -370,7 +371,13 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
     if (C == Cause::User)
       Setup += EmptyNs;
     uint64_t Start;
-    if (C == Cause::User) {
+    // A populate (nothing crosses the link) on the driver's own queue where
+    // the device model says it holds no copy engine.
+    const bool OwnQueue = C == Cause::User && !Bytes && !Device.PopulatesHoldCopyEngine;
+    if (OwnQueue) {
+      Start = std::max(Ready, PopulateFree);
+      Done = PopulateFree = Start + Setup;
+    } else if (C == Cause::User) {
       // A prefetch queues behind everything issued before it (FIFO).
       retireHtoD();
       auto Lane = std::min_element(HtoDFree.begin(), HtoDFree.end());
@@ -390,7 +397,8 @@ uint64_t Engine::fetch(uint32_t B, uint32_t Mask, uint64_t AtNs, uint64_t RoomNs
                                             : UmEvent::Cause::Demand,
                B, Copy, Bytes, Start, Done);
     if (Timeline)
-      Timeline->span(Pid, TidHtoD, C == Cause::User ? "prefetch" : "fault", "htod", Start,
+      Timeline->span(Pid, OwnQueue ? TidPopulates : TidHtoD,
+                     C == Cause::User ? "prefetch" : "fault", "htod", Start,
                      Done - Start,
                      llvm::json::Object{{"block", static_cast<int64_t>(B)},
                                         {"bytes", static_cast<int64_t>(Bytes)}});

@@ -21,6 +21,7 @@ void deepum::sim::nameTimelineLanes(deepum::format::TraceWriter &T, const SimRes
   T.nameThread(1, 4, "fault batches");
   T.nameThread(1, 5, "host API calls");
   T.nameThread(1, 6, "discards");
+  T.nameThread(1, 7, "populates (driver)");
   T.nameThread(1, kIterationTid, "iterations");
 }
 

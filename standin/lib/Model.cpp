@@ -70,9 +70,12 @@ Model &Model::get() {
 Model::Model() {
   const char *Name = std::getenv("DEEPUM_STANDIN_DEVICE");
   DeviceModelName = Name && *Name ? Name : "h100-pcie";
-  auto D = deepum::sim::loadDeviceModel(DeviceModelName);
+  // A device file's fields over the built-in model (as --device-file).
+  const char *File = std::getenv("DEEPUM_STANDIN_DEVICE_FILE");
+  auto D = deepum::sim::loadDeviceModel(DeviceModelName, File ? File : "");
   if (!D) {
-    ConfigError = "DEEPUM_STANDIN_DEVICE: " + llvm::toString(D.takeError());
+    ConfigError = std::string(File && *File ? "DEEPUM_STANDIN_DEVICE_FILE" : "DEEPUM_STANDIN_DEVICE") +
+                  ": " + llvm::toString(D.takeError());
     Dev.Name = DeviceModelName;
     Dev.MemoryBytes = uint64_t{80} << 30;
   } else {

@@ -129,6 +129,8 @@ TEST(DeviceModel, NumbersAreFiniteAndFitTheirFields) {
   EXPECT_EQ(Refusal("\"copy_engines_per_direction\": 1.5"),
             Model + "'copy_engines_per_direction' must be a whole number below 2^32");
   EXPECT_EQ(Refusal("\"link\": 5"), Model + "'link' must be a string");
+  EXPECT_EQ(Refusal("\"populates_hold_copy_engine\": 0"),
+            Model + "'populates_hold_copy_engine' must be true or false");
   {
     std::ofstream F(Path);
     F << "{\"models\": [{\"name\": \"h100-pcie\", \"memory_bytes\": 17179869184}]}";
@@ -136,6 +138,14 @@ TEST(DeviceModel, NumbersAreFiniteAndFitTheirFields) {
   llvm::Expected<DeviceModel> D = loadDeviceModel("h100-pcie", Path);
   ASSERT_TRUE(static_cast<bool>(D)) << llvm::toString(D.takeError());
   EXPECT_EQ(D->MemoryBytes, uint64_t{16} << 30);
+  EXPECT_TRUE(D->PopulatesHoldCopyEngine) << "unmeasured: a populate holds the copy engine";
+  {
+    std::ofstream F(Path);
+    F << "{\"models\": [{\"name\": \"h100-sxm\", \"populates_hold_copy_engine\": false}]}";
+  }
+  llvm::Expected<DeviceModel> Beside = loadDeviceModel("h100-sxm", Path);
+  ASSERT_TRUE(static_cast<bool>(Beside)) << llvm::toString(Beside.takeError());
+  EXPECT_FALSE(Beside->PopulatesHoldCopyEngine);
 }
 
 // The calibration deepum-calibrate wrote on an H100 SXM (bench/gpu/results/

@@ -115,6 +115,57 @@ TEST(CopyPathTest, ACopiedOutAllocationIsPoisonOnTheGpuAndComesBackWhole) {
   EXPECT_EQ(S.backend_errors, 0u);
 }
 
+TEST(CopyPathTest, ThePlansCopyBackRunsOnAStreamOfItsOwnAfterItsPopulate) {
+  // The plan's copy back: the populate on the prefetch stream, the copy on a
+  // stream of its own that waits for an event recorded after the populate
+  // (so the next populates do not queue behind the copy), and the kernel
+  // that uses the blocks waits for an event recorded after the copy.
+  Rig R(copyPlan(), {}, {.RealMemory = true, .EventsCompleteAtOnce = false});
+  ASSERT_TRUE(R.Ok);
+  R.allocate();
+  R.B.launch(0, S1, 10, {R.Base});
+  R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
+  R.B.completeEvents();
+  const uint64_t From = R.B.calls().size();
+  R.B.launch(0, S1, 12, {R.Base + 2 * kBlock});
+  R.B.launch(0, S1, 13, {R.Base});
+  const std::vector<FakeCall> All = R.B.calls();
+  size_t Populate = All.size(), Copy = All.size();
+  for (size_t I = From; I < All.size(); ++I) {
+    const FakeCall &C = All[I];
+    if (C.Kind == FakeCallKind::Prefetch && C.Location == 0 && Populate == All.size())
+      for (const MemRange &Rg : C.Ranges)
+        if (Rg.Address <= R.Base && R.Base < Rg.Address + Rg.Bytes)
+          Populate = I;
+    if (C.Kind == FakeCallKind::Copy && C.Ranges[0].Address == R.Base)
+      Copy = I;
+  }
+  ASSERT_LT(Populate, Copy) << "the populate, then the copy";
+  ASSERT_LT(Copy, All.size());
+  const StreamHandle PopulateStream = All[Populate].Stream, CopyStream = All[Copy].Stream;
+  EXPECT_NE(CopyStream, PopulateStream);
+  EXPECT_NE(CopyStream, S1);
+  // Between them: an event recorded on the populate's stream that the
+  // copy's stream waits for.
+  bool Ordered = false;
+  for (size_t I = Populate + 1; I < Copy; ++I)
+    if (All[I].Kind == FakeCallKind::RecordEvent && All[I].Stream == PopulateStream)
+      for (size_t J = I + 1; J < Copy; ++J)
+        Ordered |= All[J].Kind == FakeCallKind::StreamWaitEvent &&
+                   All[J].Stream == CopyStream && All[J].Event == All[I].Event;
+  EXPECT_TRUE(Ordered) << "the copy's stream waits for the populate";
+  // Kernel 13's stream waits for an event recorded after the copy on its stream.
+  bool KernelWaits = false;
+  for (size_t I = Copy + 1; I < All.size(); ++I)
+    if (All[I].Kind == FakeCallKind::RecordEvent && All[I].Stream == CopyStream)
+      for (size_t J = I + 1; J < All.size(); ++J)
+        KernelWaits |= All[J].Kind == FakeCallKind::StreamWaitEvent && All[J].Stream == S1 &&
+                       All[J].Event == All[I].Event;
+  EXPECT_TRUE(KernelWaits);
+  EXPECT_TRUE(R.intact());
+  EXPECT_EQ(statsOf(R.E).backend_errors, 0u);
+}
+
 TEST(CopyPathTest, TheGuardCopiesBackWhatAKernelNamesAndThePlanForgot) {
   for (bool Guard : {true, false}) {
     ExecutorConfig C;

@@ -605,6 +605,23 @@ TEST(PlannerSchedule, APopulateLateForItsKernelCostsTheDiscardedFault) {
   EXPECT_GT(Faulting, Waiting + 1e6) << "at least one kernel must pay the fault";
 }
 
+TEST(PlannerSchedule, APopulateBesideTheCopyEngineLeavesItToTheFetches) {
+  // Where a populate holds no copy engine (populates_hold_copy_engine false)
+  // the cost model queues it apart from the fetches, as deepum-sim's engine
+  // does: the same plan is predicted faster than with populates queued on
+  // the copy engine, and no faster than with populates free.
+  HalfFootprint H;
+  ASSERT_GT(H.Discarding.Stats.Populates, 0u);
+  H.M.PopulateBlockUs = H.M.transferUs(H.T.BlockBytes);
+  const double Held = predictIterationUs(H.T, H.M, H.Discarding.Actions, H.Capacity);
+  H.M.PopulatesHoldCopyEngine = false;
+  const double Beside = predictIterationUs(H.T, H.M, H.Discarding.Actions, H.Capacity);
+  H.M.PopulateBlockUs = 0;
+  const double Free = predictIterationUs(H.T, H.M, H.Discarding.Actions, H.Capacity);
+  EXPECT_LT(Beside, Held * 0.99);
+  EXPECT_GE(Beside, Free * 0.9999);
+}
+
 TEST(PlannerSchedule, RecordedFaultStallIsNotCompute) {
   // Kernels recorded while faulting: the plan's clock is their compute time,
   // the duration less the recorded wait on faults.

@@ -582,6 +582,34 @@ TEST(SimEngine, ExplicitCopiesShareUnifiedMemorysEnginesOrNot) {
   }
 }
 
+// Whether a populate holds the host-to-device copy engine: held, a copy back
+// issued beside it (on another stream) starts when the populate ends; on the
+// driver's queue of its own, the copy runs beside it and the populate ends
+// on that queue, still counted in what the direction has queued.
+TEST(SimEngine, APopulateHoldsTheCopyEngineOrRunsBesideACopy) {
+  for (bool Hold : {true, false}) {
+    SCOPED_TRACE(Hold ? "held" : "beside");
+    DeviceModel D = handDevice();
+    D.PopulateBlockUs = 500;
+    D.PopulatesHoldCopyEngine = Hold;
+    Engine E(D, 8 * MiB);
+    const uint32_t A = E.blockId(Base / (2 * MiB));
+    ASSERT_FALSE(E.launch({{A, ~0u, Access::Write}}, 1000));
+    E.discardPages(A, ~0u);
+    const uint64_t At = E.issueNs(); // the populate starts as the host issues it
+    ASSERT_TRUE(E.prefetchPages(A, ~0u));
+    const uint64_t PopulateEnd = At + 500'000u;
+    const uint64_t CopyEnd = E.explicitCopy(/*ToDevice=*/true, 2 * MiB, At);
+    const uint64_t CopyNs = 2'097'152u; // 2 MiB at the hand link's 1 GB/s
+    EXPECT_EQ(CopyEnd, (Hold ? PopulateEnd : At) + CopyNs);
+    EXPECT_EQ(E.copyEndNs(true), std::max(CopyEnd, PopulateEnd));
+    // The kernel still waits for its populate either way.
+    E.awaitPopulates({{Base, 2 * MiB}});
+    ASSERT_FALSE(E.launch({{A, ~0u, Access::Write}}, 1000));
+    EXPECT_GE(E.computeEndNs(), PopulateEnd + 1000);
+  }
+}
+
 // A pool's memory is the pool's: populating it costs none of the driver's
 // populate (14 us a block on an H100) and a kernel never pays the 4 ms of a
 // fault on a discarded block for it.

@@ -11,11 +11,16 @@
 # on another stream: the model charges that kernel the whole discarded fault
 # (docs/simulator.md), so the figure must come back as the fault.
 #
+# With DEEPUM_STANDIN_DEVICE_FILE set, the stand-in's model is DEVICE with
+# that file's fields over it, and the populate beside a copy is checked
+# against the file's populates_hold_copy_engine.
+#
 # usage: calibrate.sh STANDIN_LIB_DIR DEEPUM_CALIBRATE DEEPUM_SIM PYTHON CHECKER
 #                     DEVICE_MODELS_JSON PROFILE DEVICE [--discarded-data]
 set -euo pipefail
 lib=$1 calibrate=$2 sim=$3 python=$4 checker=$5 models=$6 profile=$7 device=$8
 discarded=${9:-}
+over=${DEEPUM_STANDIN_DEVICE_FILE:-}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -49,34 +54,40 @@ grep -q '^| write-back of dirty pages | [0-9.e+]* B/s | report only |' "$out/rep
 # host-to-device rate; the data
 # came back (deepum-calibrate fails otherwise). Each within 10% of 2 MiB at
 # the model's rate.
-"$python" - "$out/report.md" "$models" "$device" <<'PY'
+"$python" - "$out/report.md" "$models" "$device" "$out/device.json" "$over" <<'PY'
 import json, re, sys
-report, models, name = sys.argv[1:]
+report, models, name, written, over = sys.argv[1:]
 line = [l for l in open(report) if l.startswith("| the copy path, per 2 MiB block |")]
 assert len(line) == 1, f"no copy-path line in {report}"
 out, back = (float(x) for x in re.search(
     r"out \(copy to a pinned slot \+ discard\) ([0-9.]+) us, in \(populate \+ copy back\) "
     r"([0-9.]+) us", line[0]).groups())
 model = next(m for m in json.load(open(models))["models"] if m["name"] == name)
+if over:
+    model.update(next(m for m in json.load(open(over))["models"] if m["name"] == name))
 want_out = 2 * 2**20 / model["copy_managed_to_host_bytes_per_second"] * 1e6
 want_in = (2 * 2**20 / model["copy_host_to_device_bytes_per_second"] * 1e6
            + model.get("populate_block_us", 0))
 for what, got, want in (("out", out, want_out), ("in", back, want_in)):
     assert abs(got - want) <= 0.10 * want, f"copy path {what}: {got} us, the model's {want:.2f} us"
 print(f"copy path per block: out {out} us (model {want_out:.2f}), in {back} us (model {want_in:.2f})")
-# A populate beside a copy back: on a model whose copies share Unified
-# Memory's engines, the populate holds the copy (both at once take the sum).
+# A populate beside a copy back: on a model whose populates hold the copy
+# engine, both at once take the sum; else the larger of the two. The device
+# file says which (populates_hold_copy_engine).
 beside = [l for l in open(report) if l.startswith("| a populate beside a copy back, per 2 MiB block |")]
 assert len(beside) == 1, f"no populate-beside-a-copy line in {report}"
 held = re.search(r"\(([0-9]+)% of the populate held the copy\)", beside[0])
+fields = json.load(open(written))["models"][0]
 if model.get("populate_block_us", 0) > 0:
     assert held, beside[0]
-    share = model.get("copies_share_um_engines", False)
-    assert (int(held.group(1)) >= 90) if share else (int(held.group(1)) <= 10), \
-        f"copies_share_um_engines {share}, but: {beside[0].strip()}"
-    print(f"populate beside a copy: {held.group(1)}% held (copies_share_um_engines {share})")
+    hold = model.get("populates_hold_copy_engine", True)
+    assert (int(held.group(1)) >= 90) if hold else (int(held.group(1)) <= 10), \
+        f"populates_hold_copy_engine {hold}, but: {beside[0].strip()}"
+    assert fields.get("populates_hold_copy_engine") is hold, fields
+    print(f"populate beside a copy: {held.group(1)}% held (populates_hold_copy_engine {hold})")
 else:
     assert "the populate takes no time here" in beside[0], beside[0]
+    assert "populates_hold_copy_engine" not in fields, fields
 PY
 
 # The model charges no time for advice.

@@ -75,6 +75,12 @@ struct DeviceModel {
   /// Memory's migrations of their direction (true) or run on engines of their
   /// own beside them (false).
   bool CopiesShareUmEngines = true;
+  /// Whether a populate (a prefetch of discarded pages: the driver maps and
+  /// zeroes GPU memory, nothing crosses the link) holds the host-to-device
+  /// copy engine, so that an explicit copy issued beside it on another stream
+  /// waits for it (true), or runs beside it (false; the populate then takes
+  /// the driver's time on a queue of its own).
+  bool PopulatesHoldCopyEngine = true;
   /// Fixed cost of servicing one fault batch (fetch, sort, replay), us.
   double FaultBatchLatencyUs = 20;
   /// Cost per 2 MiB VA block a batch touches (populate: host unmap, GPU

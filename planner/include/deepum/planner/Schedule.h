@@ -53,6 +53,10 @@ struct CostModel {
   /// discarded_fault_block_us; zero where unmeasured).
   double PopulateBlockUs = 0;
   double DiscardedFaultBlockUs = 0;
+  /// Whether a populate holds the host-to-device copy engine (the device
+  /// model's populates_hold_copy_engine): else it takes the driver's time on
+  /// a queue of its own, beside the copies.
+  bool PopulatesHoldCopyEngine = true;
   /// The copy path (COPY_OUT, COPY_IN): explicit copies of managed memory to
   /// pinned host memory and back (the device model's explicit-copy rates;
   /// 0: no copy path).
@@ -66,8 +70,10 @@ struct CostModel {
     return static_cast<double>(Bytes) / CopyManagedToHostBytesPerSecond * 1e6;
   }
   /// A block copied in: the driver populates it, then the copy.
-  double copyInUs(uint64_t Bytes) const {
-    return PopulateBlockUs + static_cast<double>(Bytes) / CopyHostToDeviceBytesPerSecond * 1e6;
+  double copyInUs(uint64_t Bytes) const { return PopulateBlockUs + copyBackUs(Bytes); }
+  /// The copy of a block copied in alone, without its populate.
+  double copyBackUs(uint64_t Bytes) const {
+    return static_cast<double>(Bytes) / CopyHostToDeviceBytesPerSecond * 1e6;
   }
   /// Roofline of the device (device-models.json), for profiles recorded on
   /// another device: kernel durations are recomputed exactly as deepum-sim

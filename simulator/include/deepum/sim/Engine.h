@@ -305,9 +305,10 @@ public:
   uint64_t explicitCopy(bool ToDevice, uint64_t Bytes, uint64_t NotBeforeNs,
                         bool FromManaged = false);
   /// When the last transfer queued in that direction ends, ns (explicit
-  /// copies on engines of their own included).
+  /// copies on engines of their own, and populates on the driver's queue,
+  /// included).
   uint64_t copyEndNs(bool ToDevice) const {
-    uint64_t End = 0;
+    uint64_t End = ToDevice ? PopulateFree : 0;
     for (const std::vector<uint64_t> *Lane :
          {ToDevice ? &HtoDFree : &DtoHFree, ToDevice ? &CopyHtoDFree : &CopyDtoHFree})
       for (uint64_t T : *Lane)
@@ -450,6 +451,9 @@ private:
   std::vector<uint64_t> HtoDFree, DtoHFree; // per copy engine: when its last transfer ends
   /// Engines of explicit copies when they do not share UM's.
   std::vector<uint64_t> CopyHtoDFree, CopyDtoHFree;
+  /// The driver's queue of populates when they hold no copy engine
+  /// (DeviceModel::PopulatesHoldCopyEngine false): when the last one ends.
+  uint64_t PopulateFree = 0;
   /// Host-to-device transfers per engine that may still be running or
   /// queued, in start order: faults (never yield) and prefetches (yield to
   /// faults until they start). RetiredEnd: the latest end among those dropped.

@@ -279,6 +279,16 @@ std::vector<MemRange> detail::issueCopyOuts(Backend &Back, DeviceState &D,
   return Pages;
 }
 
+void detail::waitForAllCopyIns(Backend &Back, DeviceState &D, StreamHandle Stream) {
+  dropDoneCopyIns(Back, D);
+  EventHandle Last = 0;
+  for (const DeviceState::CopyMark &M : D.CopyInsPending)
+    if (M.Event && M.Event != Last) {
+      noteError(D, Back.streamWaitEvent(D.Device, Stream, M.Event));
+      Last = M.Event;
+    }
+}
+
 void detail::waitForCopyIns(Backend &Back, DeviceState &D, std::span<const uint32_t> Blocks,
                             StreamHandle Stream) {
   if (D.CopyInsPending.empty())

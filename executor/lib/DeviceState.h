@@ -420,6 +420,9 @@ void splitPopulates(DeviceState &D, std::vector<MemRange> &Ranges,
 /// one of their blocks waits for what `Stream` holds so far. LaunchMu held.
 void awaitPrefetches(Backend &Back, DeviceState &D, std::span<const MemRange> Pages,
                      StreamHandle Stream);
+/// Makes `Stream` wait for every copy-in (and awaited prefetch) not known
+/// complete: a launch that may touch anything. LaunchMu held.
+void waitForAllCopyIns(Backend &Back, DeviceState &D, StreamHandle Stream);
 /// Makes `Stream` wait for the copy-ins (and awaited prefetches) that
 /// brought back any of `Blocks` and are not known complete. LaunchMu held.
 void waitForCopyIns(Backend &Back, DeviceState &D, std::span<const uint32_t> Blocks,

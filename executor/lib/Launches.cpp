@@ -117,11 +117,16 @@ void Executor::hostSynchronize(int Device) {
 
 void Executor::launchArgumentsUnknown(int Device, StreamHandle Stream) {
   DeviceState *D = device(Device);
-  if (!D || !D->LaunchGuard || !D->HasPlan.load(std::memory_order_acquire) || !D->CopyPath ||
-      !D->PooledBlocks.load(std::memory_order_acquire))
+  if (!D || !D->LaunchGuard || !D->HasPlan.load(std::memory_order_acquire) || !D->CopyPath)
     return;
   std::lock_guard<std::mutex> Lock(D->LaunchMu);
-  restoreAllPooled(Back, *D, Stream, /*Launch=*/true);
+  // The kernel may touch anything: the copies back in flight (the plan's,
+  // issued ahead of the kernels that need them, on streams of their own)
+  // land first, then whatever is still only in the pool comes back.
+  if (!D->CopyInsPending.empty())
+    waitForAllCopyIns(Back, *D, Stream);
+  if (D->PooledBlocks.load(std::memory_order_acquire))
+    restoreAllPooled(Back, *D, Stream, /*Launch=*/true);
 }
 
 void Executor::launchEnd(int Device, StreamHandle Stream) {

@@ -216,6 +216,34 @@ TEST(CopyPathTest, ALaunchWhoseArgumentsAreUnknownGetsEverythingBack) {
   EXPECT_EQ(S.pooled_bytes, 0u);
 }
 
+TEST(CopyPathTest, ALaunchWhoseArgumentsAreUnknownWaitsForTheCopyInsInFlight) {
+  // The plan's copy back is issued at 12, for 13; kernel 12's arguments are
+  // unknown, so it may read blocks 0-1: its stream waits for the copy's
+  // event, though nothing is left in the pool.
+  Rig R(copyPlan(), {}, {.RealMemory = true, .EventsCompleteAtOnce = false});
+  ASSERT_TRUE(R.Ok);
+  R.allocate();
+  R.B.launch(0, S1, 10, {R.Base});
+  R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
+  R.B.completeEvents();
+  const uint64_t From = R.B.calls().size();
+  R.B.launch(0, S1, 12); // no words
+  const std::vector<FakeCall> All = R.B.calls();
+  size_t Copy = All.size();
+  for (size_t I = From; I < All.size(); ++I)
+    if (All[I].Kind == FakeCallKind::Copy && All[I].Ranges[0].Address == R.Base)
+      Copy = I;
+  ASSERT_LT(Copy, All.size());
+  bool Waits = false;
+  for (size_t I = Copy + 1; I < All.size(); ++I)
+    if (All[I].Kind == FakeCallKind::RecordEvent && All[I].Stream == All[Copy].Stream)
+      for (size_t J = I + 1; J < All.size(); ++J)
+        Waits |= All[J].Kind == FakeCallKind::StreamWaitEvent && All[J].Stream == S1 &&
+                 All[J].Event == All[I].Event;
+  EXPECT_TRUE(Waits) << "a blind launch waits for the copy back in flight";
+  EXPECT_EQ(statsOf(R.E).backend_errors, 0u);
+}
+
 TEST(CopyPathTest, OnlyBlocksHoldingALiveAllocationAreCopiedTheRestEvicted) {
   PlanBuilder PB = copyPlan(/*CopyIn=*/false);
   // Blocks 3-4 hold no allocation: the plan's copy-out of them is evicted.

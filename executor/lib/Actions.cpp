@@ -630,24 +630,30 @@ void detail::issueRanges(Backend &Back, DeviceState &D, std::vector<MemRange> Ev
   if (Evict.empty() && DiscardPages.empty() && Chosen.empty())
     return;
   orderAfterCompute(Back, D);
-  // Copies first: a failed one is evicted with the rest.
-  const std::vector<MemRange> Copied = issueCopyOuts(Back, D, Chosen, Evict);
+  // Copies first: a failed one is evicted with the rest. The copied blocks
+  // are discarded after their copies, on the copy-out stream (the discard
+  // stream never waits for a copy), a slice of format::kCopyOutSliceBlocks at a
+  // time, each with its own release mark: the room comes free as the copies
+  // land, not when the last of a long batch does. New owners of these bytes
+  // wait for them (CopyOutEvent, tryPlace).
+  const uint64_t BB = D.blockBytes();
+  for (size_t From = 0; From < Chosen.size(); From += format::kCopyOutSliceBlocks) {
+    const std::span<const CopyOutRange> Slice(
+        Chosen.data() + From, std::min<size_t>(format::kCopyOutSliceBlocks, Chosen.size() - From));
+    const std::vector<MemRange> Copied = issueCopyOuts(Back, D, Slice, Evict);
+    if (Copied.empty())
+      continue;
+    D.Leaving.clear();
+    for (const CopyOutRange &R : Slice)
+      if (D.SlotOf[R.Arena.Address / BB])
+        markGone(D, R.Arena);
+    discardMarked(Back, D, Copied, D.CopyOutStream, D.CopyOutsInFlight, D.CopyOutEvent);
+  }
   D.Ranges.clear();
   D.Leaving.clear();
   for (const MemRange &R : Evict)
     evictInCalls(Back, D, R, /*Budget=*/false);
   flushEvictions(Back, D, /*Budget=*/false);
-  if (!Copied.empty()) {
-    // The copied blocks are discarded after their copies, on the copy-out
-    // stream: the discard stream never waits for a copy. New owners of these
-    // bytes wait for it (CopyOutEvent, tryPlace).
-    D.Leaving.clear();
-    const uint64_t BB = D.blockBytes();
-    for (const CopyOutRange &R : Chosen)
-      if (D.SlotOf[R.Arena.Address / BB])
-        markGone(D, R.Arena);
-    discardMarked(Back, D, Copied, D.CopyOutStream, D.CopyOutsInFlight, D.CopyOutEvent);
-  }
   if (DiscardPages.empty())
     return;
   D.Leaving.clear();

@@ -232,7 +232,7 @@ std::vector<CopyOutRange> detail::chooseCopyOuts(DeviceState &D,
 }
 
 std::vector<MemRange> detail::issueCopyOuts(Backend &Back, DeviceState &D,
-                                            const std::vector<CopyOutRange> &Chosen,
+                                            std::span<const CopyOutRange> Chosen,
                                             std::vector<MemRange> &Evict) {
   std::vector<MemRange> Pages;
   if (Chosen.empty())

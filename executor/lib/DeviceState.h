@@ -394,10 +394,10 @@ std::vector<CopyOutRange> chooseCopyOuts(DeviceState &D, const std::vector<CopyO
 /// Issues the copies of `Chosen` on the copy-out stream (after the copy-ins
 /// that last read their slots); the blocks copied take their slots and leave
 /// the ledger (D.Leaving); a failed copy's blocks join `Evict`. Returns the
-/// blocks' whole pages, for the discard that follows (after the copies: the
-/// discard stream waits for the copy-out stream). LaunchMu held.
+/// blocks' whole pages, for the discard that follows on the copy-out stream,
+/// after the copies. LaunchMu held.
 std::vector<MemRange> issueCopyOuts(Backend &Back, DeviceState &D,
-                                    const std::vector<CopyOutRange> &Chosen,
+                                    std::span<const CopyOutRange> Chosen,
                                     std::vector<MemRange> &Evict);
 /// Copies pooled blocks `Blocks` back on `Stream` (populate, then copy),
 /// after the releases of them still pending; they become resident in the

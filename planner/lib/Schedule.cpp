@@ -553,15 +553,18 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
     PrevStart = std::max(PrevStart, PrevEnd);
     for (uint32_t P = 0; P < N; ++P) {
       // Launch P is seen while P-1 runs; its API calls hold the host first.
-      uint64_t Leaving = 0;
+      uint64_t Leaving = 0, CopiedOut = 0;
       for (const BlockRun &R : At(P))
-        if (R.Kind == ACTION_KIND_EVICT)
+        if (R.Kind == ACTION_KIND_EVICT || R.Kind == ACTION_KIND_COPY_OUT)
           for (uint64_t B = R.First; B < R.End; ++B)
-            Leaving += Resident[B];
+            (R.Kind == ACTION_KIND_EVICT ? Leaving : CopiedOut) += Resident[B];
+      // The copy-outs' discards go in slices too, a call each.
       const uint64_t MoreCalls =
-          Leaving > format::kEvictionCallBlocks
-              ? (Leaving - 1) / format::kEvictionCallBlocks
-              : 0;
+          (Leaving > format::kEvictionCallBlocks ? (Leaving - 1) / format::kEvictionCallBlocks
+                                                 : 0) +
+          (CopiedOut > format::kCopyOutSliceBlocks
+               ? (CopiedOut - 1) / format::kCopyOutSliceBlocks
+               : 0);
       const double Issue = PrevStart + CallUs[P] +
                            static_cast<double>(MoreCalls) * std::max(0.0, M.TransferCallUs);
       for (const BlockRun &R : At(P))

@@ -166,6 +166,60 @@ TEST(CopyPathTest, ThePlansCopyBackRunsOnAStreamOfItsOwnAfterItsPopulate) {
   EXPECT_EQ(statsOf(R.E).backend_errors, 0u);
 }
 
+TEST(CopyPathTest, ALongCopyOutFreesItsRoomSliceBySlice) {
+  // 40 blocks copied out at one position: their discards go in slices of
+  // format::kCopyOutSliceBlocks on the copy-out stream, each after its own
+  // copies and followed by its own event (a release mark), so the room of
+  // the first slice is free before the last slice's copies end.
+  constexpr uint64_t N = 40;
+  static_assert(N > deepum::format::kCopyOutSliceBlocks);
+  PlanBuilder PB({10, 11, 12, 13}, (N + 8) * kBlock);
+  PB.place(0, N * kBlock, 0);
+  std::vector<uint64_t> All;
+  for (uint64_t B = 0; B < N; ++B)
+    All.push_back(B);
+  PB.chain(0, All);
+  PB.action(v1::ACTION_KIND_COPY_OUT, 1, 0, N * kBlock, 0);
+  PB.proto().mutable_actions()->rbegin()->set_pool_offset(0);
+  PB.proto().mutable_metadata()->set_copy_pool_bytes(N * kBlock);
+  Rig R(PB);
+  ASSERT_TRUE(R.Ok);
+  void *A = R.E.allocate(N * kBlock, 0, S1);
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(A), R.Base);
+  R.B.launch(0, S1, 10, {R.Base});
+  const uint64_t From = R.B.calls().size();
+  R.B.launch(0, S1, 11);
+  const std::vector<FakeCall> Calls = R.B.calls();
+  std::vector<size_t> Discards;
+  for (size_t I = From; I < Calls.size(); ++I)
+    if (Calls[I].Kind == FakeCallKind::Discard)
+      Discards.push_back(I);
+  ASSERT_EQ(Discards.size(), 2u);
+  auto Bytes = [&](size_t I) {
+    uint64_t Sum = 0;
+    for (const MemRange &Rg : Calls[I].Ranges)
+      Sum += Rg.Bytes;
+    return Sum;
+  };
+  EXPECT_EQ(Bytes(Discards[0]), deepum::format::kCopyOutSliceBlocks * kBlock);
+  EXPECT_EQ(Bytes(Discards[0]) + Bytes(Discards[1]), N * kBlock);
+  // The first slice: its copies, its discard, its event, then the second
+  // slice's copies.
+  const StreamHandle Out = Calls[Discards[0]].Stream;
+  size_t FirstCopyAfter = Calls.size(), EventBetween = Calls.size();
+  for (size_t I = Discards[0] + 1; I < Discards[1]; ++I) {
+    if (Calls[I].Kind == FakeCallKind::RecordEvent && Calls[I].Stream == Out &&
+        EventBetween == Calls.size())
+      EventBetween = I;
+    if (Calls[I].Kind == FakeCallKind::Copy && FirstCopyAfter == Calls.size())
+      FirstCopyAfter = I;
+  }
+  EXPECT_LT(EventBetween, FirstCopyAfter) << "the first slice's mark before the next copies";
+  EXPECT_LT(FirstCopyAfter, Discards[1]);
+  EXPECT_EQ(statsOf(R.E).copy_out_bytes, N * kBlock);
+  EXPECT_EQ(statsOf(R.E).backend_errors, 0u);
+}
+
 TEST(CopyPathTest, TheGuardCopiesBackWhatAKernelNamesAndThePlanForgot) {
   for (bool Guard : {true, false}) {
     ExecutorConfig C;

@@ -75,6 +75,12 @@ inline constexpr uint64_t kMaxPrologueCalls = uint64_t{1} << 22;
 /// position's. The planner's cost model charges a call for each.
 inline constexpr uint64_t kEvictionCallBlocks = 8;
 
+/// libdeepum discards the blocks of one plan position's copy-outs in slices
+/// of at most this many UM blocks, each after its own copies and with its own
+/// event: the room comes free as the copies land, not when the last of a
+/// long batch does. The planner's cost model charges a discard call for each.
+inline constexpr uint64_t kCopyOutSliceBlocks = 32;
+
 /// The fields of deepum.v1.Plan that are checked or used, with the proto's
 /// numeric enum values; repeated fields in file order.
 struct RawPlan {

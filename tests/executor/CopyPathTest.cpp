@@ -85,6 +85,29 @@ struct Rig {
   }
 };
 
+/// Kernels 10 and 11 of copyPlan() run (blocks 0-1 go to the pool) and the
+/// events recorded so far complete; returns the number of calls by then.
+uint64_t runIntoThePool(Rig &R) {
+  R.allocate();
+  R.B.launch(0, S1, 10, {R.Base});
+  R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
+  R.B.completeEvents();
+  return R.B.calls().size();
+}
+
+/// Whether between calls `After` and `Before` of `All` an event is recorded
+/// on stream `On` and stream `Waiter` then waits for it.
+bool waitsFor(const std::vector<FakeCall> &All, size_t After, size_t Before, StreamHandle On,
+              StreamHandle Waiter) {
+  for (size_t I = After + 1; I < Before; ++I)
+    if (All[I].Kind == FakeCallKind::RecordEvent && All[I].Stream == On)
+      for (size_t J = I + 1; J < Before; ++J)
+        if (All[J].Kind == FakeCallKind::StreamWaitEvent && All[J].Stream == Waiter &&
+            All[J].Event == All[I].Event)
+          return true;
+  return false;
+}
+
 TEST(CopyPathTest, ACopiedOutAllocationIsPoisonOnTheGpuAndComesBackWhole) {
   Rig R(copyPlan());
   ASSERT_TRUE(R.Ok);
@@ -122,11 +145,7 @@ TEST(CopyPathTest, ThePlansCopyBackRunsOnAStreamOfItsOwnAfterItsPopulate) {
   // that uses the blocks waits for an event recorded after the copy.
   Rig R(copyPlan(), {}, {.RealMemory = true, .EventsCompleteAtOnce = false});
   ASSERT_TRUE(R.Ok);
-  R.allocate();
-  R.B.launch(0, S1, 10, {R.Base});
-  R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
-  R.B.completeEvents();
-  const uint64_t From = R.B.calls().size();
+  const uint64_t From = runIntoThePool(R);
   R.B.launch(0, S1, 12, {R.Base + 2 * kBlock});
   R.B.launch(0, S1, 13, {R.Base});
   const std::vector<FakeCall> All = R.B.calls();
@@ -145,23 +164,10 @@ TEST(CopyPathTest, ThePlansCopyBackRunsOnAStreamOfItsOwnAfterItsPopulate) {
   const StreamHandle PopulateStream = All[Populate].Stream, CopyStream = All[Copy].Stream;
   EXPECT_NE(CopyStream, PopulateStream);
   EXPECT_NE(CopyStream, S1);
-  // Between them: an event recorded on the populate's stream that the
-  // copy's stream waits for.
-  bool Ordered = false;
-  for (size_t I = Populate + 1; I < Copy; ++I)
-    if (All[I].Kind == FakeCallKind::RecordEvent && All[I].Stream == PopulateStream)
-      for (size_t J = I + 1; J < Copy; ++J)
-        Ordered |= All[J].Kind == FakeCallKind::StreamWaitEvent &&
-                   All[J].Stream == CopyStream && All[J].Event == All[I].Event;
-  EXPECT_TRUE(Ordered) << "the copy's stream waits for the populate";
+  EXPECT_TRUE(waitsFor(All, Populate, Copy, PopulateStream, CopyStream))
+      << "the copy's stream waits for the populate";
   // Kernel 13's stream waits for an event recorded after the copy on its stream.
-  bool KernelWaits = false;
-  for (size_t I = Copy + 1; I < All.size(); ++I)
-    if (All[I].Kind == FakeCallKind::RecordEvent && All[I].Stream == CopyStream)
-      for (size_t J = I + 1; J < All.size(); ++J)
-        KernelWaits |= All[J].Kind == FakeCallKind::StreamWaitEvent && All[J].Stream == S1 &&
-                       All[J].Event == All[I].Event;
-  EXPECT_TRUE(KernelWaits);
+  EXPECT_TRUE(waitsFor(All, Copy, All.size(), CopyStream, S1));
   EXPECT_TRUE(R.intact());
   EXPECT_EQ(statsOf(R.E).backend_errors, 0u);
 }
@@ -276,11 +282,7 @@ TEST(CopyPathTest, ALaunchWhoseArgumentsAreUnknownWaitsForTheCopyInsInFlight) {
   // event, though nothing is left in the pool.
   Rig R(copyPlan(), {}, {.RealMemory = true, .EventsCompleteAtOnce = false});
   ASSERT_TRUE(R.Ok);
-  R.allocate();
-  R.B.launch(0, S1, 10, {R.Base});
-  R.B.launch(0, S1, 11, {R.Base + 2 * kBlock});
-  R.B.completeEvents();
-  const uint64_t From = R.B.calls().size();
+  const uint64_t From = runIntoThePool(R);
   R.B.launch(0, S1, 12); // no words
   const std::vector<FakeCall> All = R.B.calls();
   size_t Copy = All.size();
@@ -288,13 +290,8 @@ TEST(CopyPathTest, ALaunchWhoseArgumentsAreUnknownWaitsForTheCopyInsInFlight) {
     if (All[I].Kind == FakeCallKind::Copy && All[I].Ranges[0].Address == R.Base)
       Copy = I;
   ASSERT_LT(Copy, All.size());
-  bool Waits = false;
-  for (size_t I = Copy + 1; I < All.size(); ++I)
-    if (All[I].Kind == FakeCallKind::RecordEvent && All[I].Stream == All[Copy].Stream)
-      for (size_t J = I + 1; J < All.size(); ++J)
-        Waits |= All[J].Kind == FakeCallKind::StreamWaitEvent && All[J].Stream == S1 &&
-                 All[J].Event == All[I].Event;
-  EXPECT_TRUE(Waits) << "a blind launch waits for the copy back in flight";
+  EXPECT_TRUE(waitsFor(All, Copy, All.size(), All[Copy].Stream, S1))
+      << "a blind launch waits for the copy back in flight";
   EXPECT_EQ(statsOf(R.E).backend_errors, 0u);
 }
 

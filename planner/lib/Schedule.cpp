@@ -558,13 +558,13 @@ double predictRuns(const Trace &T, const CostModel &M, const RunTable &Table,
         if (R.Kind == ACTION_KIND_EVICT || R.Kind == ACTION_KIND_COPY_OUT)
           for (uint64_t B = R.First; B < R.End; ++B)
             (R.Kind == ACTION_KIND_EVICT ? Leaving : CopiedOut) += Resident[B];
-      // The copy-outs' discards go in slices too, a call each.
-      const uint64_t MoreCalls =
-          (Leaving > format::kEvictionCallBlocks ? (Leaving - 1) / format::kEvictionCallBlocks
-                                                 : 0) +
-          (CopiedOut > format::kCopyOutSliceBlocks
-               ? (CopiedOut - 1) / format::kCopyOutSliceBlocks
-               : 0);
+      // The calls beyond the first of `Blocks` in calls of `PerCall`: the
+      // evictions', and the copy-outs' discards, which go in slices too.
+      auto Beyond = [](uint64_t Blocks, uint64_t PerCall) {
+        return Blocks ? (Blocks - 1) / PerCall : 0;
+      };
+      const uint64_t MoreCalls = Beyond(Leaving, format::kEvictionCallBlocks) +
+                                 Beyond(CopiedOut, format::kCopyOutSliceBlocks);
       const double Issue = PrevStart + CallUs[P] +
                            static_cast<double>(MoreCalls) * std::max(0.0, M.TransferCallUs);
       for (const BlockRun &R : At(P))

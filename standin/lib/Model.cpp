@@ -74,8 +74,9 @@ Model::Model() {
   const char *File = std::getenv("DEEPUM_STANDIN_DEVICE_FILE");
   auto D = deepum::sim::loadDeviceModel(DeviceModelName, File ? File : "");
   if (!D) {
-    ConfigError = std::string(File && *File ? "DEEPUM_STANDIN_DEVICE_FILE" : "DEEPUM_STANDIN_DEVICE") +
-                  ": " + llvm::toString(D.takeError());
+    ConfigError =
+        std::string(File && *File ? "DEEPUM_STANDIN_DEVICE_FILE" : "DEEPUM_STANDIN_DEVICE") + ": " +
+        llvm::toString(D.takeError());
     Dev.Name = DeviceModelName;
     Dev.MemoryBytes = uint64_t{80} << 30;
   } else {

@@ -15,6 +15,7 @@
 
 #include "gtest/gtest.h"
 
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -620,6 +621,29 @@ TEST(PlannerSchedule, APopulateBesideTheCopyEngineLeavesItToTheFetches) {
   const double Free = predictIterationUs(H.T, H.M, H.Discarding.Actions, H.Capacity);
   EXPECT_LT(Beside, Held * 0.99);
   EXPECT_GE(Beside, Free * 0.9999);
+}
+
+TEST(PlannerSchedule, VictimKeysOrderAsTheirDoubles) {
+  // The victim heap compares keys by keyOrderBits: its unsigned order must be
+  // the doubles' order over every sign, exponent and the edges (infinities,
+  // subnormals, -0 equal to +0), or the search picks other victims.
+  using Lim = std::numeric_limits<double>;
+  std::vector<double> Keys = {-Lim::infinity(), -Lim::max(),     -1e300, -2.5,
+                              -1.0,             -Lim::min(),     -Lim::denorm_min(),
+                              -0.0,             0.0,             Lim::denorm_min(),
+                              Lim::min(),       1.0,             2.5,
+                              1e300,            Lim::max(),      Lim::infinity()};
+  std::mt19937_64 Rng(34);
+  while (Keys.size() < 400) {
+    const double K = std::bit_cast<double>(Rng());
+    if (!std::isnan(K))
+      Keys.push_back(K);
+  }
+  for (double A : Keys)
+    for (double B : Keys) {
+      ASSERT_EQ(A < B, keyOrderBits(A) < keyOrderBits(B)) << A << " vs " << B;
+      ASSERT_EQ(A == B, keyOrderBits(A) == keyOrderBits(B)) << A << " vs " << B;
+    }
 }
 
 TEST(PlannerSchedule, RecordedFaultStallIsNotCompute) {

@@ -164,6 +164,11 @@ double predictIterationUs(const Trace &T, const CostModel &M,
 /// differ only in their ranges; adjacent ranges are coalesced.
 void normalizeActions(std::vector<deepum::v1::Action> &Actions);
 
+/// Bits whose unsigned order is the order of the doubles, NaN excepted, -0
+/// and +0 alike: the prefetch search's victim heap compares (key, block) as
+/// one 128-bit number (exposed for tests).
+uint64_t keyOrderBits(double Key);
+
 /// Whether a mode writes the block (anything but a pure read).
 inline bool writes(deepum::v1::AccessMode M) { return M != deepum::v1::ACCESS_MODE_READ; }
 

@@ -230,13 +230,20 @@ public:
       Frontier.push_back({Heap[0], 0});
     auto Below = [](const Slot &X, const Slot &Y) { return above(Y.E, X.E); };
     while (!Frontier.empty()) {
-      std::pop_heap(Frontier.begin(), Frontier.end(), Below);
-      Slot S = Frontier.back();
-      Frontier.pop_back();
-      if (!Visit(S.E.Block))
+      const size_t I = Frontier.front().Index;
+      if (!Visit(Frontier.front().E.Block))
         return;
-      for (size_t C = 2 * S.Index + 1; C <= 2 * S.Index + 2 && C < Heap.size(); ++C) {
-        Frontier.push_back({Heap[C], C});
+      // The visited slot's first child takes its place (one sift instead of
+      // a pop and a push), the second is pushed.
+      const size_t C = 2 * I + 1;
+      if (C >= Heap.size()) {
+        std::pop_heap(Frontier.begin(), Frontier.end(), Below);
+        Frontier.pop_back();
+        continue;
+      }
+      replaceFrontierTop({Heap[C], C});
+      if (C + 1 < Heap.size()) {
+        Frontier.push_back({Heap[C + 1], C + 1});
         std::push_heap(Frontier.begin(), Frontier.end(), Below);
       }
     }
@@ -295,6 +302,23 @@ private:
       I = C;
     }
     place(I, E);
+  }
+  /// The frontier's top replaced by X, sifted down to its place.
+  void replaceFrontierTop(const Slot &X) {
+    const size_t N = Frontier.size();
+    size_t I = 0;
+    for (;;) {
+      size_t C = 2 * I + 1;
+      if (C >= N)
+        break;
+      if (C + 1 < N && above(Frontier[C + 1].E, Frontier[C].E))
+        ++C;
+      if (!above(Frontier[C].E, X.E))
+        break;
+      Frontier[I] = Frontier[C];
+      I = C;
+    }
+    Frontier[I] = X;
   }
   std::vector<Entry> Heap;
   std::vector<size_t> Where;

@@ -30,7 +30,6 @@
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -152,18 +151,6 @@ unsigned kindOrder(ActionKind K) {
     return 6;
   }
 }
-
-} // namespace
-
-uint64_t keyOrderBits(double Key) {
-  assert(!std::isnan(Key) && "a victim key is never NaN");
-  // Negative keys flipped whole, the others' sign bit set; adding +0 makes
-  // -0 into +0, as the two compare as doubles.
-  const uint64_t B = std::bit_cast<uint64_t>(Key + 0.0);
-  return B >> 63 ? ~B : B | (uint64_t{1} << 63);
-}
-
-namespace {
 
 /// A first-in first-out queue in one array: pops move a head index, and the
 /// popped prefix is dropped once it is half the array. The search pushes a

@@ -24,6 +24,9 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <bit>
+#include <cassert>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -167,7 +170,13 @@ void normalizeActions(std::vector<deepum::v1::Action> &Actions);
 /// Bits whose unsigned order is the order of the doubles, NaN excepted, -0
 /// and +0 alike: the prefetch search's victim heap compares (key, block) as
 /// one 128-bit number (exposed for tests).
-uint64_t keyOrderBits(double Key);
+inline uint64_t keyOrderBits(double Key) {
+  assert(!std::isnan(Key) && "a victim key is never NaN");
+  // Negative keys flipped whole, the others' sign bit set; adding +0 makes
+  // -0 into +0, as the two compare as doubles.
+  const uint64_t B = std::bit_cast<uint64_t>(Key + 0.0);
+  return B >> 63 ? ~B : B | (uint64_t{1} << 63);
+}
 
 /// Whether a mode writes the block (anything but a pure read).
 inline bool writes(deepum::v1::AccessMode M) { return M != deepum::v1::ACCESS_MODE_READ; }

@@ -281,11 +281,24 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   const bool Pooled = D.CopyPath && D.PooledBlocks.load(std::memory_order_relaxed);
   std::vector<uint32_t> &CopyNow = D.CopyIns;
   CopyNow.clear();
+  // A prefetch range goes in pieces of format::kPrefetchRoomBlocks blocks,
+  // each of which waits only for the room it needs: the room comes free
+  // release by release (a copy-out slice, an eviction call), and a range of
+  // hundreds of blocks that waited for all of its room held back its first
+  // blocks behind the last release (the planner counts each block's room as
+  // it comes free). Pieces that need no wait go in one range of one call, as
+  // the plan gave it. Copies back go whole (each run of slots is one copy).
   auto AddRange = [&](const MemRange &R, bool DueNow, bool Copy = false) {
-    const uint64_t Before = Incoming;
-    stampBlocks(D, R.Address, R.Bytes, Incoming);
-    if (MemRange Pages = pagesAround(D, R); Pages.Bytes)
-      Ranges.push_back({Pages, R, Incoming - Before, DueNow, Copy});
+    const uint64_t Piece = format::kPrefetchRoomBlocks * BB;
+    for (uint64_t Off = R.Address, End = R.Address + R.Bytes; Off < End;) {
+      const uint64_t Cut = Copy ? End : std::min(End, (Off / Piece + 1) * Piece);
+      const MemRange Part{Off, Cut - Off};
+      const uint64_t Before = Incoming;
+      stampBlocks(D, Part.Address, Part.Bytes, Incoming);
+      if (MemRange Pages = pagesAround(D, Part); Pages.Bytes)
+        Ranges.push_back({Pages, Part, Incoming - Before, DueNow, Copy, Off != R.Address});
+      Off = Cut;
+    }
   };
   for (int Pass = Wait ? 0 : 1; Pass < 2; ++Pass)
     for (const PlanAction &A : Actions)
@@ -397,6 +410,16 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
         CopyBlocks.push_back(static_cast<uint32_t>(B));
     copyIn(Back, D, CopyBlocks, Stream);
   };
+  // The next piece of the range before it, with no wait between: one range.
+  auto Append = [](std::vector<MemRange> &To, const DeviceState::PrefetchRange &R) {
+    if (R.Continues && !To.empty() && To.back().Address <= R.Pages.Address &&
+        To.back().Address + To.back().Bytes >= R.Pages.Address)
+      To.back().Bytes = std::max(To.back().Address + To.back().Bytes,
+                                 R.Pages.Address + R.Pages.Bytes) -
+                        To.back().Address;
+    else
+      To.push_back(R.Pages);
+  };
   const uint64_t Limit = roomBlocks(D);
   dropDoneMarks(Back, D);
   std::vector<MemRange> &Late = D.LatePiece;
@@ -426,10 +449,11 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
       continue;
     }
     if (Leaving) {
-      Late.push_back(R.Pages);
-      LateDueNow += R.DueNow;
-      if (R.DueNow)
+      Append(Late, R);
+      if (R.DueNow) { // the due ones come first: the entries so far
+        LateDueNow = Late.size();
         LateDueWaits = LateWaits.size();
+      }
       continue;
     }
     if (Occupied + D.PendingReleaseBlocks > Limit && anyReleasePending(D)) {
@@ -442,7 +466,7 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
       copyRange(R, D.ActionStream);
       continue;
     }
-    Piece.push_back(R.Pages);
+    Append(Piece, R);
   }
   Issue(Piece, D.ActionStream);
   if (Wait && DueOnAction) // every range was the kernel's own

@@ -218,6 +218,7 @@ struct Executor::DeviceState {
     uint64_t Blocks = 0; // blocks it brings that were not resident
     bool DueNow = false; // its kernel is the position's own
     bool Copy = false;   // pooled blocks: copied back (the copy path)
+    bool Continues = false; // the next piece of the plan range before it
   };
   std::vector<PrefetchRange> Prefetches; // scratch: a position's prefetch ranges
   std::vector<MemRange> LatePiece;       // scratch: ranges for the late stream

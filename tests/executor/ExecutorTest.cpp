@@ -505,6 +505,69 @@ TEST(ExecutorTest, EvictionsGoInCallsOfAFewBlocksAndAPrefetchWaitsOnlyForThoseIt
   }
 }
 
+TEST(ExecutorTest, ALongPrefetchGoesAsItsRoomComesFree) {
+  // Launch 10 uses 24 blocks, launch 11 one more; at launch 12 the 24 leave
+  // (in calls of kEvictionCallBlocks, each with its mark) and 24 others come
+  // in as one range of the plan. With a budget of 25 blocks each piece of
+  // kPrefetchRoomBlocks waits only for the mark that makes its room, so the
+  // first blocks arrive while the last are still written back (one call that
+  // waited for all three marks held them behind the last write-back). With
+  // room for all, the range is one range of one call, as the plan gave it.
+  ASSERT_EQ(deepum::format::kEvictionCallBlocks, 8u);
+  ASSERT_EQ(deepum::format::kPrefetchRoomBlocks, 8u);
+  for (uint64_t Budget : {uint64_t{25}, uint64_t{49}}) {
+    SCOPED_TRACE(Budget);
+    FakeBackend B({.EventsCompleteAtOnce = false});
+    Executor E(B, noPlan());
+    std::vector<uint64_t> Leaving(24), Coming(24);
+    std::iota(Leaving.begin(), Leaving.end(), 0);
+    std::iota(Coming.begin(), Coming.end(), 32); // pieces are aligned in the arena
+    PlanBuilder PB({10, 11, 12}, 64 * kBlock);
+    PB.chain(0, Leaving)
+        .chain(1, {24})
+        .chain(2, Coming)
+        .action(v1::ACTION_KIND_PREFETCH, 2, 32 * kBlock, 24 * kBlock, 2)
+        .action(v1::ACTION_KIND_EVICT, 2, 0, 24 * kBlock, 0);
+    ASSERT_TRUE(E.setPlan(0, PB.compiled(), Budget * kBlock));
+    B.launch(0, S1, 10);
+    B.launch(0, S1, 11);
+    B.clearCalls();
+    B.launch(0, S1, 12);
+    const std::vector<FakeCall> Calls = B.calls();
+    std::vector<EventHandle> Marks;
+    for (size_t I = 0; I + 1 < Calls.size(); ++I)
+      if (Calls[I].Kind == FakeCallKind::Prefetch && Calls[I].Location == kHostLocation)
+        Marks.push_back(Calls[I + 1].Event);
+    ASSERT_EQ(Marks.size(), 3u);
+    // Each fetch call: its blocks, and the marks its stream waited for before it.
+    std::vector<uint64_t> Blocks;
+    std::vector<std::vector<EventHandle>> Waited;
+    std::vector<EventHandle> SoFar;
+    uint64_t Next = 32 * kBlock;
+    for (const FakeCall &C : Calls) {
+      if (C.Kind == FakeCallKind::StreamWaitEvent &&
+          std::find(Marks.begin(), Marks.end(), C.Event) != Marks.end())
+        SoFar.push_back(C.Event);
+      if (C.Kind != FakeCallKind::Prefetch || C.Location != 0)
+        continue;
+      ASSERT_EQ(C.Ranges.size(), 1u);
+      EXPECT_EQ(C.Ranges[0].Address - E.arenaBase(0), Next) << "in order, without a gap";
+      Next += C.Ranges[0].Bytes;
+      Blocks.push_back(C.Ranges[0].Bytes / kBlock);
+      Waited.push_back(SoFar);
+    }
+    EXPECT_EQ(Next, 56 * kBlock);
+    if (Budget == 49) {
+      EXPECT_EQ(Blocks, (std::vector<uint64_t>{24}));
+      EXPECT_EQ(Waited, (std::vector<std::vector<EventHandle>>{{}}));
+      continue;
+    }
+    EXPECT_EQ(Blocks, (std::vector<uint64_t>{8, 8, 8}));
+    EXPECT_EQ(Waited, (std::vector<std::vector<EventHandle>>{
+                          {Marks[0]}, {Marks[0], Marks[1]}, {Marks[0], Marks[1], Marks[2]}}));
+  }
+}
+
 /// Positions 10 and 11; at 11 two prefetches: block 1 for launch 11 itself
 /// and block 2 for a later one. Returns launch 11's hook calls.
 std::vector<FakeCall> ownAndLaterPrefetch(bool Wait) {

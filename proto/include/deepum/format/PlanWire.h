@@ -81,6 +81,12 @@ inline constexpr uint64_t kEvictionCallBlocks = 8;
 /// long batch does. The planner's cost model charges a discard call for each.
 inline constexpr uint64_t kCopyOutSliceBlocks = 32;
 
+/// libdeepum issues a prefetch range in pieces of at most this many UM
+/// blocks, each waiting only for the releases that make its room: the
+/// planner's cost model counts each block's room as it comes free. Pieces
+/// that need no wait stay one range of one call.
+inline constexpr uint64_t kPrefetchRoomBlocks = 8;
+
 /// The fields of deepum.v1.Plan that are checked or used, with the proto's
 /// numeric enum values; repeated fields in file order.
 struct RawPlan {

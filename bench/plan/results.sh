@@ -111,7 +111,7 @@ could still win; the distance from `cut` to max(ideal, bound) needs less data to
 
 Where the remaining time goes (timelines of `deepum-sim --policy plan --perfetto`, stall per
 launch against the cut's critical boundary; docs/planner.md; the stall figures are from those
-timelines, the ratios above from this run):
+timelines, taken before the copy path, the ratios above from this run):
 
 - **resnet50, gpt2-medium, bart-large at 2x**: the forward pass is bound by
   write-back (gpt2-medium on h100-pcie: 234 ms of stall in launches 373-1120 while the
@@ -126,9 +126,12 @@ timelines, the ratios above from this run):
   h100-pcie), and the short kernels before them, each holding thousands of blocks between
   90 ms ones, force more (51 ms on v100). The cut bound counts these stalls
   (docs/simulator.md, "Stalls between launches", "A deadline launch"; 1325.4 and 370.1 ms before
-  it did, 1415.3 and 388.1 ms before its stall path ran around the cycle). The plan still stalls 121 ms before the larger kernel on
-  v100 where the bound forces 78.5: 692 blocks cross in that gap, 239 more than must, while the
-  host-to-device link idled 79 ms under the 90 ms kernel nine launches earlier. The
+  it did, 1415.3 and 388.1 ms before its stall path ran around the cycle). Before the copy path
+  the plan stalled 121 ms before the larger kernel on v100 where the bound forces 78.5 (692
+  blocks crossed in that gap, 239 more than must, while the host-to-device link idled 79 ms
+  under the 90 ms kernel nine launches earlier). With the copy path, once libdeepum discarded a
+  position's copy-outs slice by slice (docs/executor.md), the row went from 1,648.7 to 1,484.2
+  ms on v100 and from 438.4 to 397.7 ms on h100-pcie, 1.02x the cut bound on both. The
   planner's share in the optimizer step (populates taking the room the optimizer's fetches
   needed, 14 ms) was fixed earlier: 426.8 -> 412.8 ms (h100).
 

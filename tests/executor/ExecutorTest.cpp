@@ -446,6 +446,18 @@ TEST(ExecutorTest, APrefetchWithRoomBesideTheLeavingBlocksDoesNotWait) {
     EXPECT_FALSE(C.Kind == FakeCallKind::StreamWaitEvent && C.Stream == Calls[5].Stream);
 }
 
+/// PB's plan for launches 10, 11 and 12 set with a budget of `BudgetBlocks`;
+/// the first two played, then the backend calls of the third.
+std::vector<FakeCall> callsOfTheThirdLaunch(FakeBackend &B, Executor &E, PlanBuilder &PB,
+                                            uint64_t BudgetBlocks) {
+  EXPECT_TRUE(E.setPlan(0, PB.compiled(), BudgetBlocks * kBlock));
+  B.launch(0, S1, 10);
+  B.launch(0, S1, 11);
+  B.clearCalls();
+  B.launch(0, S1, 12);
+  return B.calls();
+}
+
 TEST(ExecutorTest, EvictionsGoInCallsOfAFewBlocksAndAPrefetchWaitsOnlyForThoseItNeeds) {
   // Launch 10 uses twenty blocks, launch 11 one more; at launch 12 the twenty
   // leave (one range of the plan) and another block comes in, with a budget
@@ -467,12 +479,7 @@ TEST(ExecutorTest, EvictionsGoInCallsOfAFewBlocksAndAPrefetchWaitsOnlyForThoseIt
         .chain(2, {Start + 21})
         .action(v1::ACTION_KIND_PREFETCH, 2, (Start + 21) * kBlock, kBlock, 2)
         .action(v1::ACTION_KIND_EVICT, 2, Start * kBlock, 20 * kBlock, 0);
-    ASSERT_TRUE(E.setPlan(0, PB.compiled(), 21 * kBlock));
-    B.launch(0, S1, 10);
-    B.launch(0, S1, 11);
-    B.clearCalls();
-    B.launch(0, S1, 12);
-    const std::vector<FakeCall> Calls = B.calls();
+    const std::vector<FakeCall> Calls = callsOfTheThirdLaunch(B, E, PB, 21);
     std::vector<uint64_t> EvictedBlocks;
     std::vector<EventHandle> Marks;
     uint64_t Next = 0; // the calls cover the range in order, without a gap
@@ -528,12 +535,7 @@ TEST(ExecutorTest, ALongPrefetchGoesAsItsRoomComesFree) {
         .chain(2, Coming)
         .action(v1::ACTION_KIND_PREFETCH, 2, 32 * kBlock, 24 * kBlock, 2)
         .action(v1::ACTION_KIND_EVICT, 2, 0, 24 * kBlock, 0);
-    ASSERT_TRUE(E.setPlan(0, PB.compiled(), Budget * kBlock));
-    B.launch(0, S1, 10);
-    B.launch(0, S1, 11);
-    B.clearCalls();
-    B.launch(0, S1, 12);
-    const std::vector<FakeCall> Calls = B.calls();
+    const std::vector<FakeCall> Calls = callsOfTheThirdLaunch(B, E, PB, Budget);
     std::vector<EventHandle> Marks;
     for (size_t I = 0; I + 1 < Calls.size(); ++I)
       if (Calls[I].Kind == FakeCallKind::Prefetch && Calls[I].Location == kHostLocation)

@@ -1001,6 +1001,86 @@ TEST(ExecutorTest, AKernelAskedToWaitWaitsOnlyForTheReleasesOfItsOwnLateFetches)
   EXPECT_EQ(Fetched[1] - Fetched[0], kBlock); // block 0 first, then block 1
 }
 
+TEST(ExecutorTest, ALongLateFetchForTheKernelStaysOneCallBeforeItsWait) {
+  // Blocks 0-15 leave at position 1 (two eviction calls, two marks), block
+  // 16 at position 2; at position 3 all come back on the late stream, 0-15
+  // for the kernel itself (two pieces of kPrefetchRoomBlocks, one range
+  // again) and 16 for position 4. The kernel's own call holds blocks 0-15
+  // alone, after their two marks; block 16 goes after it, after its own mark
+  // (counting the pieces, not the ranges they made, put block 16 into the
+  // kernel's call).
+  ASSERT_EQ(deepum::format::kPrefetchRoomBlocks, 8u);
+  FakeBackend B({.EventsCompleteAtOnce = false});
+  ExecutorConfig C = noPlan();
+  C.KernelsWaitForTheirPrefetches = true;
+  Executor E(B, C);
+  std::vector<uint64_t> Long(16), All(17);
+  std::iota(Long.begin(), Long.end(), 0);
+  std::iota(All.begin(), All.end(), 0);
+  PlanBuilder PB({10, 11, 12, 13, 14}, 32 * kBlock);
+  PB.chain(0, All)
+      .chain(3, Long)
+      .chain(4, {16})
+      .action(v1::ACTION_KIND_EVICT, 1, 0, 16 * kBlock, 0)
+      .action(v1::ACTION_KIND_EVICT, 2, 16 * kBlock, kBlock, 0)
+      .action(v1::ACTION_KIND_PREFETCH, 3, 0, 16 * kBlock, 3)
+      .action(v1::ACTION_KIND_PREFETCH, 3, 16 * kBlock, kBlock, 4);
+  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 20 * kBlock));
+  B.launch(0, S1, 10);
+  B.clearCalls();
+  B.launch(0, S1, 11);
+  B.launch(0, S1, 12);
+  std::vector<EventHandle> Marks; // of the three eviction calls, in order
+  const std::vector<FakeCall> Before = B.calls();
+  for (auto It = Before.begin(); It != Before.end(); ++It)
+    if (It->Kind == FakeCallKind::Prefetch && It->Location == kHostLocation &&
+        std::next(It) != Before.end())
+      Marks.push_back(std::next(It)->Event);
+  ASSERT_EQ(Marks.size(), 3u);
+  B.clearCalls();
+  uint64_t Id = 13;
+  E.launchBegin(0, S1, &Id, 1);
+  const auto Calls = B.calls();
+  E.launchEnd(0, S1);
+  StreamHandle LateStream = 0;
+  for (const FakeCall &Cl : Calls)
+    if (Cl.Kind == FakeCallKind::Prefetch && Cl.Location == 0)
+      LateStream = Cl.Stream;
+  ASSERT_NE(LateStream, StreamHandle{0});
+  std::vector<std::string> Order;
+  std::vector<std::vector<MemRange>> Fetched;
+  for (const FakeCall &Cl : Calls) {
+    if (Cl.Stream != LateStream)
+      continue;
+    if (Cl.Kind == FakeCallKind::StreamWaitEvent) {
+      const auto M = std::find(Marks.begin(), Marks.end(), Cl.Event);
+      Order.push_back(M == Marks.end() ? "wait ?" : "wait " + std::to_string(M - Marks.begin()));
+    } else if (Cl.Kind == FakeCallKind::Prefetch) {
+      Order.push_back("fetch");
+      Fetched.push_back(Cl.Ranges);
+    }
+  }
+  EXPECT_EQ(Order, (std::vector<std::string>{"wait 0", "wait 1", "fetch", "wait 2", "fetch"}));
+  ASSERT_EQ(Fetched.size(), 2u);
+  const uintptr_t Base = E.arenaBase(0);
+  ASSERT_EQ(Fetched[0].size(), 1u); // the two pieces, one range
+  EXPECT_EQ(Fetched[0][0].Address, Base);
+  EXPECT_EQ(Fetched[0][0].Bytes, 16 * kBlock);
+  ASSERT_EQ(Fetched[1].size(), 1u);
+  EXPECT_EQ(Fetched[1][0].Address, Base + 16 * kBlock);
+  EXPECT_EQ(Fetched[1][0].Bytes, kBlock);
+  // The kernel waits for an event recorded on the late stream between the two calls.
+  bool Waits = false;
+  for (size_t I = 0, Fetch = 0; I < Calls.size(); ++I) {
+    Fetch += Calls[I].Kind == FakeCallKind::Prefetch && Calls[I].Stream == LateStream;
+    if (Fetch == 1 && Calls[I].Kind == FakeCallKind::RecordEvent && Calls[I].Stream == LateStream)
+      for (size_t J = I + 1; J < Calls.size(); ++J)
+        Waits |= Calls[J].Kind == FakeCallKind::StreamWaitEvent && Calls[J].Stream == S1 &&
+                 Calls[J].Event == Calls[I].Event;
+  }
+  EXPECT_TRUE(Waits);
+}
+
 TEST(ExecutorTest, MarksTheHostSeesCompleteAreNotWaitedFor) {
   // The budget of two blocks of releaseThenPrefetch, but every event complete
   // as soon as it is recorded: the ledger drops the eviction's mark, and the

@@ -944,6 +944,38 @@ TEST(ExecutorTest, AKernelAskedToWaitWaitsForItsOwnFetchOnTheLateStream) {
   EXPECT_EQ((Fetch + 2)->Event, (Fetch + 1)->Event);
 }
 
+/// What launch 13 issues when blocks left at launches 11 and 12 come back on
+/// the late stream: the marks of the evictions before it (in order), its
+/// calls, and the late stream (0 when nothing went there).
+struct LateFetches {
+  std::vector<EventHandle> Marks;
+  std::vector<FakeCall> Calls;
+  StreamHandle Stream = 0;
+};
+LateFetches lateFetchesOfLaunch13(FakeBackend &B, Executor &E, PlanBuilder &PB,
+                                  uint64_t BudgetBlocks) {
+  LateFetches L;
+  EXPECT_TRUE(E.setPlan(0, PB.compiled(), BudgetBlocks * kBlock));
+  B.launch(0, S1, 10);
+  B.clearCalls();
+  B.launch(0, S1, 11);
+  B.launch(0, S1, 12);
+  const std::vector<FakeCall> Before = B.calls();
+  for (auto It = Before.begin(); It != Before.end(); ++It)
+    if (It->Kind == FakeCallKind::Prefetch && It->Location == kHostLocation &&
+        std::next(It) != Before.end())
+      L.Marks.push_back(std::next(It)->Event);
+  B.clearCalls();
+  uint64_t Id = 13;
+  E.launchBegin(0, S1, &Id, 1);
+  L.Calls = B.calls();
+  E.launchEnd(0, S1);
+  for (const FakeCall &Cl : L.Calls)
+    if (Cl.Kind == FakeCallKind::Prefetch && Cl.Location == 0)
+      L.Stream = Cl.Stream;
+  return L;
+}
+
 TEST(ExecutorTest, AKernelAskedToWaitWaitsOnlyForTheReleasesOfItsOwnLateFetches) {
   // Blocks 0 and 1 leave at positions 1 and 2 (two marks); at position 3
   // both come back on the late stream, block 0 for the kernel itself and
@@ -962,27 +994,11 @@ TEST(ExecutorTest, AKernelAskedToWaitWaitsOnlyForTheReleasesOfItsOwnLateFetches)
       .action(v1::ACTION_KIND_EVICT, 2, kBlock, kBlock, 0)
       .action(v1::ACTION_KIND_PREFETCH, 3, 0, kBlock, 3)
       .action(v1::ACTION_KIND_PREFETCH, 3, kBlock, kBlock, 4);
-  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 10 * kBlock));
-  B.launch(0, S1, 10);
-  B.clearCalls();
-  B.launch(0, S1, 11);
-  B.launch(0, S1, 12);
-  std::vector<EventHandle> Marks; // of the two evictions, in order
-  const std::vector<FakeCall> Before = B.calls();
-  for (auto It = Before.begin(); It != Before.end(); ++It)
-    if (It->Kind == FakeCallKind::Prefetch && It->Location == kHostLocation &&
-        std::next(It) != Before.end())
-      Marks.push_back(std::next(It)->Event);
+  const LateFetches L = lateFetchesOfLaunch13(B, E, PB, 10);
+  const std::vector<EventHandle> &Marks = L.Marks; // of the two evictions, in order
   ASSERT_EQ(Marks.size(), 2u);
-  B.clearCalls();
-  uint64_t Id = 13;
-  E.launchBegin(0, S1, &Id, 1);
-  const auto Calls = B.calls();
-  E.launchEnd(0, S1);
-  StreamHandle LateStream = 0;
-  for (const FakeCall &Cl : Calls)
-    if (Cl.Kind == FakeCallKind::Prefetch && Cl.Location == 0)
-      LateStream = Cl.Stream;
+  const std::vector<FakeCall> &Calls = L.Calls;
+  const StreamHandle LateStream = L.Stream;
   ASSERT_NE(LateStream, StreamHandle{0});
   std::vector<uint64_t> Fetched;
   std::vector<std::string> Order;
@@ -1025,27 +1041,11 @@ TEST(ExecutorTest, ALongLateFetchForTheKernelStaysOneCallBeforeItsWait) {
       .action(v1::ACTION_KIND_EVICT, 2, 16 * kBlock, kBlock, 0)
       .action(v1::ACTION_KIND_PREFETCH, 3, 0, 16 * kBlock, 3)
       .action(v1::ACTION_KIND_PREFETCH, 3, 16 * kBlock, kBlock, 4);
-  ASSERT_TRUE(E.setPlan(0, PB.compiled(), 20 * kBlock));
-  B.launch(0, S1, 10);
-  B.clearCalls();
-  B.launch(0, S1, 11);
-  B.launch(0, S1, 12);
-  std::vector<EventHandle> Marks; // of the three eviction calls, in order
-  const std::vector<FakeCall> Before = B.calls();
-  for (auto It = Before.begin(); It != Before.end(); ++It)
-    if (It->Kind == FakeCallKind::Prefetch && It->Location == kHostLocation &&
-        std::next(It) != Before.end())
-      Marks.push_back(std::next(It)->Event);
+  const LateFetches L = lateFetchesOfLaunch13(B, E, PB, 20);
+  const std::vector<EventHandle> &Marks = L.Marks; // of the three eviction calls, in order
   ASSERT_EQ(Marks.size(), 3u);
-  B.clearCalls();
-  uint64_t Id = 13;
-  E.launchBegin(0, S1, &Id, 1);
-  const auto Calls = B.calls();
-  E.launchEnd(0, S1);
-  StreamHandle LateStream = 0;
-  for (const FakeCall &Cl : Calls)
-    if (Cl.Kind == FakeCallKind::Prefetch && Cl.Location == 0)
-      LateStream = Cl.Stream;
+  const std::vector<FakeCall> &Calls = L.Calls;
+  const StreamHandle LateStream = L.Stream;
   ASSERT_NE(LateStream, StreamHandle{0});
   std::vector<std::string> Order;
   std::vector<std::vector<MemRange>> Fetched;

@@ -222,6 +222,18 @@ void detail::waitForRoom(Backend &Back, DeviceState &D, uint64_t Occupied) {
 }
 
 namespace {
+/// `Pages` onto the end of `To`: into its last range where they overlap or
+/// touch it (a run of adjacent pages is one range), else as a range of their own.
+void extendOrAppend(std::vector<MemRange> &To, const MemRange &Pages) {
+  if (!To.empty() && To.back().Address <= Pages.Address &&
+      To.back().Address + To.back().Bytes >= Pages.Address)
+    To.back().Bytes =
+        std::max(To.back().Address + To.back().Bytes, Pages.Address + Pages.Bytes) -
+        To.back().Address;
+  else
+    To.push_back(Pages);
+}
+
 void stampBlocks(Executor::DeviceState &D, uint64_t Off, uint64_t Bytes, uint64_t &Incoming) {
   const uint64_t BB = D.blockBytes();
   const uint64_t Last = std::min<uint64_t>((Off + Bytes + BB - 1) / BB, D.Resident.size());
@@ -412,11 +424,8 @@ void detail::issueBefore(Backend &Back, Executor::DeviceState &D, uint32_t Pos,
   };
   // The next piece of the range before it, with no wait between: one range.
   auto Append = [](std::vector<MemRange> &To, const DeviceState::PrefetchRange &R) {
-    if (R.Continues && !To.empty() && To.back().Address <= R.Pages.Address &&
-        To.back().Address + To.back().Bytes >= R.Pages.Address)
-      To.back().Bytes = std::max(To.back().Address + To.back().Bytes,
-                                 R.Pages.Address + R.Pages.Bytes) -
-                        To.back().Address;
+    if (R.Continues)
+      extendOrAppend(To, R.Pages);
     else
       To.push_back(R.Pages);
   };
@@ -536,16 +545,9 @@ void detail::evictInCalls(Backend &Back, DeviceState &D, MemRange R, bool Budget
     const MemRange Piece{Off, Cut - Off};
     Off = Cut;
     markGone(D, Piece); // its block, if wholly covered, leaves with this call
-    if (MemRange Pages = pagesAround(D, Piece); Pages.Bytes) {
-      // One range per run of adjacent pages, as the plan gave it.
-      if (!D.Ranges.empty() && D.Ranges.back().Address + D.Ranges.back().Bytes >= Pages.Address &&
-          D.Ranges.back().Address <= Pages.Address)
-        D.Ranges.back().Bytes = std::max(D.Ranges.back().Address + D.Ranges.back().Bytes,
-                                         Pages.Address + Pages.Bytes) -
-                                D.Ranges.back().Address;
-      else
-        D.Ranges.push_back(Pages);
-    }
+    // One range per run of adjacent pages, as the plan gave it.
+    if (MemRange Pages = pagesAround(D, Piece); Pages.Bytes)
+      extendOrAppend(D.Ranges, Pages);
     if (D.Leaving.size() >= format::kEvictionCallBlocks)
       flushEvictions(Back, D, Budget);
   }

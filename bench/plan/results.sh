@@ -109,17 +109,29 @@ checks every policy against it — and the plan's distance to it (`x lower`) is 
 could still win; the distance from `cut` to max(ideal, bound) needs less data to move
 (recomputation, compression), not better timing.
 
-Where the remaining time goes (timelines of `deepum-sim --policy plan --perfetto`, stall per
-launch against the cut's critical boundary; docs/planner.md; the stall figures are from those
-timelines, taken before the copy path, the ratios above from this run):
+Where the remaining time goes (timelines of `deepum-sim --policy plan --perfetto`, each
+engine's busy time in the forward pass and in the rest of the step; docs/planner.md; the
+figures in this list are from timelines of the plans of 2026-11-29, the ratios above from this
+run):
 
-- **resnet50, gpt2-medium, bart-large at 2x**: the forward pass is bound by
-  write-back (gpt2-medium on h100-pcie: 234 ms of stall in launches 373-1120 while the
-  host-to-device engine is idle), the backward pass by fetching (51 ms), and in the optimizer
-  step both directions are saturated (about 28 ms). What would pay is a victim choice that moves
-  forward-pass write-backs into the backward pass's spare fetch bandwidth; the three searched
-  victim rules (Belady with two margins, dead blocks first) and populates giving their slots to
-  fetches change none of these rows.
+- **resnet50, gpt2-medium, bart-large at 2x**: the forward pass is bound by the copies out
+  (gpt2-medium on h100-pcie: the device-to-host engine is busy 422.7 ms of the forward pass's
+  448.7, beside 262.6 ms of compute, while the host-to-device engine idles), the backward pass
+  and the optimizer step by the copies back (the host-to-device engine busy 481.9 ms of their
+  514.5, beside 478.2 of compute, the device-to-host one 58.4). What would pay is a victim
+  choice that moves forward-pass write-backs into the backward pass's spare device-to-host
+  time; the three searched victim rules (Belady with two margins, dead blocks first) and
+  populates giving their slots to fetches change none of these rows.
+- **h100-sxm**: every copy back needs a populate first (14.27 us a block, measured), as does
+  every block a kernel writes after its contents were discarded, and the model has a populate
+  hold the host-to-device engine (`populates_hold_copy_engine`, assumed: no GPU has measured it).
+  bert-large at 3x: the forward pass (402.6 ms) is bound by the copies out (394.5 ms of the
+  device-to-host engine; its populates, 153.0 ms, fit in the idle host-to-device engine); in
+  the rest of the step (627.7 ms, 288.6 of compute) the host-to-device engine is busy 615.8 ms,
+  440.2 of copies back and 175.7 of populates. swap-opt allocates from a device pool and pays
+  no populate: 940.5 ms against the plan's 1,030.4. That is the loss in each of the rows at 3x
+  named above; with populates beside the copies the plan is ahead of every baseline in all 8
+  rows at 3x (bert-large 865.8 ms; docs/results/copy-path.md, its third table).
 - **vgg16 at 3x**: the capacity is 2,686 blocks; two adjacent kernels of the
   backward pass touch 2,356 and 2,353 blocks (88% of it), 3,139 together, so at least 453 block
   transfers fall between them, while nothing computes (78.5 ms on v100-pcie-16gb, 19.8 ms on

@@ -43,6 +43,16 @@ class Summary(unittest.TestCase):
             self.assertIn(f"least {j['least'][0]:.3f} ({j['least'][1]} over {j['least'][2]})",
                           fastest)
 
+    def test_h100_sxm_figures_are_the_targets_tables(self):
+        j = summary.judge(self.rows, summary.SXM)
+        self.assertEqual(f"{j['gm']:.3f}",
+                         targets(summary.SXM, "geomean plan / tightest lower bound"))
+        cell = targets(summary.SXM, "never slower than any baseline")
+        named = sorted((m, float(r), b) for m, r, b in
+                       re.findall(r"(\S+) (\d+\.\d+)x \(([^)]+)\)", cell))
+        self.assertEqual(named, sorted((m, r, b) for _, m, r, b in j["losses"]))
+        self.assertEqual(j["slower"], len(named))
+
     def test_plan_md_holds_what_it_prints(self):
         out = io.StringIO()
         with redirect_stdout(out):

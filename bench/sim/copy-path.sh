@@ -68,11 +68,8 @@ for model in "${models[@]}"; do
       >"$run.copy.json"
   done
 done
-populate_us="$(/usr/bin/python3 -c 'import json, sys
-print(next(m["populate_block_us"] for m in json.load(open(sys.argv[1]))["models"]
-           if m["name"] == "h100-sxm"))' "$root/simulator/devices/device-models.json")"
 /usr/bin/python3 - "$work" "$root/docs/results/copy-path.md" "${models[*]}" "${#devices[@]}" \
-  "$populate_us" <<'PY'
+  "$root/simulator/devices/device-models.json" <<'PY'
 import json, math, re, sys
 work, out, models, ndevices = sys.argv[1], sys.argv[2], sys.argv[3].split(), int(sys.argv[4])
 names = ["v100-pcie-16gb", "h100-pcie", "h100-sxm", "h100-sxm"]
@@ -174,7 +171,13 @@ text += [
 ] + header + [beside[m][0] for m in models]
 
 # At 3x on h100-sxm: the populates' share, held and beside.
-populate_us = float(sys.argv[5])
+# The measured h100-sxm's per-block costs of each way out and back (a 2 MiB block, us).
+sxm_model = next(m for m in json.load(open(sys.argv[5]))["models"] if m["name"] == "h100-sxm")
+populate_us = sxm_model["populate_block_us"]
+block_us = {k: 2**21 / sxm_model[f] * 1e6 for k, f in (
+    ("um_out", "device_to_host_bytes_per_second"), ("um_in", "link_bytes_per_second"),
+    ("copy_out", "copy_managed_to_host_bytes_per_second"),
+    ("copy_in", "copy_host_to_device_bytes_per_second"))}
 third, lost3, lost3b = [], [], []
 for m in models:
     cells = []
@@ -211,7 +214,16 @@ text += [
        + "; ".join(lost3) + ". " if lost3 else
        f"Held, the plan is ahead of every baseline in all {len(models)} rows. ")
     + (f"Beside, in {len(lost3b)}: " + "; ".join(lost3b) + "." if lost3b else
-       f"Beside, it is ahead in all {len(models)}."),
+       f"Beside, it is ahead in all {len(models)}.")
+    + " Held, no other choice among deepum's ways out and back removes the populates: the "
+    f"one way back without a populate, Unified Memory's migration ({block_us['um_in']:.1f} us a "
+    f"block against {block_us['copy_in']:.1f} + {populate_us:.1f} by populate and copy), needs "
+    f"the block to have left through Unified Memory ({block_us['um_out']:.1f} us a block on the "
+    f"device-to-host engine against {block_us['copy_out']:.1f} by copy), and that engine is the "
+    "forward pass's bottleneck in these rows (docs/results/plan.md, \"Where the plan still loses "
+    "time\"): each block sent that way would add "
+    f"{block_us['um_out'] - block_us['copy_out']:.1f} us there to save "
+    f"{block_us['copy_in'] + populate_us - block_us['um_in']:.1f} us after it.",
     "",
     "| model | ideal | bound | best baseline | plan, held | lead | populates | their time, ms "
     "| plan, beside | lead |",

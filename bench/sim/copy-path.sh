@@ -184,7 +184,8 @@ for m in models:
     for d in (2, 3):
         run = f"{work}/{m}@{d}@3"
         compare = {r["policy"]: r for r in json.load(open(run + ".compare.json"))}
-        base = {p: compare[p]["iteration_us"] for p in ("um", "deepum", "swap-layer", "swap-opt", "offload")}
+        base = {p: compare[p]["iteration_us"]
+                for p in ("um", "deepum", "swap-layer", "swap-opt", "offload")}
         best = min(base, key=base.get)
         plan_us = json.load(open(run + ".copy.json"))["iteration_us"]
         log = open(run + ".copy.log").read()

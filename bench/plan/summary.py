@@ -62,17 +62,16 @@ def judge(rows, device):
     over_lower = {k: us(v["plan"]) / lower(v) for k, v in every.items()}
     furthest = max(over_lower, key=over_lower.get)
     judged, leads = [], []
-    for k, v in at_two.items():
-        plan = us(v["plan"])
-        if us(v["deepum-tuned"]) / lower(v) > 1.3:
-            judged.append(us(v["deepum-tuned"]) / plan)
-        fastest = min((b for b in BASELINES if competes(v, b)), key=lambda b: us(v[b]))
-        leads.append((us(v[fastest]) / plan, k[1], fastest))
     losses = []  # (plan / the fastest competitor, model, ratio, that competitor)
     for k, v in every.items():
+        plan = us(v["plan"])
         fastest = min((b for b in BASELINES if competes(v, b)), key=lambda b: us(v[b]))
-        if us(v["plan"]) > us(v[fastest]) * 1.0001:
-            losses.append((us(v["plan"]) / us(v[fastest]), k[1], k[2], fastest))
+        if plan > us(v[fastest]) * 1.0001:
+            losses.append((plan / us(v[fastest]), k[1], k[2], fastest))
+        if k in at_two:
+            if us(v["deepum-tuned"]) / lower(v) > 1.3:
+                judged.append(us(v["deepum-tuned"]) / plan)
+            leads.append((us(v[fastest]) / plan, k[1], fastest))
     slower = len(losses)
     return {
         "gm": geomean([over_lower[k] for k in at_two]),

@@ -76,26 +76,33 @@ names = ["v100-pcie-16gb", "h100-pcie", "h100-sxm", "h100-sxm"]
 assert ndevices == len(names)
 
 
+def baselines(run):
+    """deepum-sim --compare's runs of RUN by policy, and its fastest baseline's (name, us)."""
+    compare = {r["policy"]: r for r in json.load(open(run + ".compare.json"))}
+    base = {p: compare[p]["iteration_us"]
+            for p in ("um", "deepum", "swap-layer", "swap-opt", "offload")}
+    best = min(base, key=base.get)
+    return compare, (best, base[best])
+
+
 def row(d, model):
     """One table row, and (plan / bound, best baseline / plan, loss or None, plan ms)."""
     run = f"{work}/{model}@{d}"
     device = names[d]
-    compare = {r["policy"]: r for r in json.load(open(run + ".compare.json"))}
+    compare, (best, best_us) = baselines(run)
     copy, uvm = (json.load(open(f"{run}.{v}.json")) for v in ("copy", "uvm"))
     summary = open(run + ".copy.summary").read().strip()
     bound = copy["lower_bound_us"]
-    base = {p: compare[p]["iteration_us"] for p in ("um", "deepum", "swap-layer", "swap-opt", "offload")}
-    best = min(base, key=base.get)
     plan_us = copy["iteration_us"]
     loss = None
-    if base[best] < plan_us:
-        loss = f"{model} on {device}: {best} {base[best] / 1e3:,.0f} ms, the plan {plan_us / 1e3:,.0f} ms"
+    if best_us < plan_us:
+        loss = f"{model} on {device}: {best} {best_us / 1e3:,.0f} ms, the plan {plan_us / 1e3:,.0f} ms"
     pool = summary.split(" through a ")[1].split(" pinned")[0] if " through a " in summary else "none"
     text = (f"| {device} | {model} | {compare['ideal']['iteration_us'] / 1e3:,.1f} | {bound / 1e3:,.1f} "
             f"| **{plan_us / 1e3:,.1f}** | {uvm['iteration_us'] / 1e3:,.1f} | {plan_us / bound:.2f} "
-            f"| {best} {base[best] / 1e3:,.1f} | {base[best] / plan_us:.2f}x "
+            f"| {best} {best_us / 1e3:,.1f} | {best_us / plan_us:.2f}x "
             f"| {copy['bytes_copied_out'] / 2**30:.2f} | {pool} |")
-    return text, plan_us / bound, base[best] / plan_us, loss, plan_us / 1e3
+    return text, plan_us / bound, best_us / plan_us, loss, plan_us / 1e3
 
 
 measured = {(d, m): row(d, m) for d in range(3) for m in models}
@@ -183,20 +190,18 @@ for m in models:
     cells = []
     for d in (2, 3):
         run = f"{work}/{m}@{d}@3"
-        compare = {r["policy"]: r for r in json.load(open(run + ".compare.json"))}
-        base = {p: compare[p]["iteration_us"]
-                for p in ("um", "deepum", "swap-layer", "swap-opt", "offload")}
-        best = min(base, key=base.get)
-        plan_us = json.load(open(run + ".copy.json"))["iteration_us"]
+        compare, (best, best_us) = baselines(run)
+        copy = json.load(open(run + ".copy.json"))
+        plan_us = copy["iteration_us"]
         log = open(run + ".copy.log").read()
         mapped = re.search(r"per iteration: prefetch \d+ blocks \((\d+) only mapped\)", log)
         back = re.search(r"copy path: (\d+) blocks copied out", log)
         populates = (int(mapped.group(1)) if mapped else 0) + (int(back.group(1)) if back else 0)
-        cells.append((best, base[best], plan_us, populates, compare["ideal"]["iteration_us"],
-                      json.load(open(run + ".copy.json"))["lower_bound_us"]))
-        if base[best] < plan_us:
+        cells.append((best, best_us, plan_us, populates, compare["ideal"]["iteration_us"],
+                      copy["lower_bound_us"]))
+        if best_us < plan_us:
             (lost3 if d == 2 else lost3b).append(
-                f"{m} ({best} {base[best] / 1e3:,.1f} ms, the plan {plan_us / 1e3:,.1f})")
+                f"{m} ({best} {best_us / 1e3:,.1f} ms, the plan {plan_us / 1e3:,.1f})")
     (best, best_us, held, pops, ideal, bound), (_, best_us2, beside_us, _, _, _) = cells
     third.append(f"| {m} | {ideal / 1e3:,.1f} | {bound / 1e3:,.1f} | {best} {best_us / 1e3:,.1f} "
                  f"| **{held / 1e3:,.1f}** | {best_us / held:.2f}x | {pops:,} "
